@@ -1,0 +1,54 @@
+import type { CommandModule } from 'yargs';
+import { loadConfig } from '../../config';
+import { describeDatabase, listMigrations, openDatabase, runMigrations } from '../../db';
+import type { GlobalArgs } from '../context';
+import { formatTable, type Io, printJson } from '../output';
+
+export function dbCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
+  return {
+    command: 'db <command>',
+    describe: 'The run store: migrations and status',
+    builder: (y) =>
+      y
+        .command<GlobalArgs>({
+          command: 'status',
+          describe: 'Show where the store is and which migrations are applied',
+          handler: async (args) => {
+            const config = loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env });
+            const opts = { ...(config.database.url ? { url: config.database.url } : {}), embeddedDir: config.database.embeddedDir };
+            const db = await openDatabase({ ...opts, migrate: false });
+            try {
+              const applied = await db
+                .query<{ version: string; applied_at: Date }>('SELECT version, applied_at FROM schema_migrations ORDER BY version')
+                .catch(() => []);
+              const rows = listMigrations().map((m) => {
+                const a = applied.find((x) => x.version === m.version);
+                return { version: m.version, name: m.name, applied: a ? a.applied_at.toISOString() : null };
+              });
+              if (args.json) return printJson(io, { store: describeDatabase(opts), backend: db.backend, migrations: rows });
+              io.stdout(`store: ${describeDatabase(opts)}\n`);
+              io.stdout(formatTable(['version', 'name', 'applied'], rows.map((r) => [r.version, r.name, r.applied ?? 'pending'])));
+            } finally {
+              await db.close();
+            }
+          },
+        })
+        .command<GlobalArgs>({
+          command: 'migrate',
+          describe: 'Apply pending migrations',
+          handler: async (args) => {
+            const config = loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env });
+            const db = await openDatabase({ ...(config.database.url ? { url: config.database.url } : {}), embeddedDir: config.database.embeddedDir, migrate: false });
+            try {
+              const applied = await runMigrations(db);
+              if (args.json) return printJson(io, { applied });
+              io.stdout(applied.length ? applied.map((a) => `applied ${a}\n`).join('') : 'nothing to apply\n');
+            } finally {
+              await db.close();
+            }
+          },
+        })
+        .demandCommand(1, 'name a subcommand: status or migrate'),
+    handler: () => undefined,
+  };
+}

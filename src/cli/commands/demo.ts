@@ -1,0 +1,35 @@
+import type { CommandModule } from 'yargs';
+import { runDemo } from '../../demo';
+import { dataHome } from '../../paths';
+import { type GlobalArgs, localActor } from '../context';
+import { type Io, printJson } from '../output';
+import { printSummaries } from './runs';
+
+interface DemoArgs extends GlobalArgs {
+  'max-instances'?: number;
+}
+
+export function demoCommand(io: Io): CommandModule<GlobalArgs, DemoArgs> {
+  return {
+    command: 'demo',
+    describe: 'Run the public benchmarks end to end against a loopback demo model server (a stand-in, not a model)',
+    builder: (y) => y.option('max-instances', { type: 'number', describe: 'Instances per benchmark (default: all)' }),
+    handler: async (args) => {
+      const result = await runDemo({
+        home: dataHome(io.env),
+        ...(args.config ? { configFile: args.config } : {}),
+        env: io.env,
+        requester: localActor(),
+        ...(args['max-instances'] ? { maxInstances: args['max-instances'] } : {}),
+        log: (line) => {
+          if (!args.json) io.stderr(`${line}\n`);
+        },
+      });
+      if (args.json) return printJson(io, result);
+      io.stdout('\nehrbench demo: public MedHELM benchmarks through the full pipeline\n');
+      io.stdout('(the model is a deterministic loopback stand-in: these scores only show the pipeline works)\n\n');
+      printSummaries(io, result.summaries);
+      io.stdout(`\nresults are in the ${result.store}; see "ehrbench runs show <run id>"\n`);
+    },
+  };
+}

@@ -1,0 +1,31 @@
+import { userInfo } from 'node:os';
+import { openApp, type App } from '../app';
+import type { Actor } from '../identity/actor';
+import type { Io } from './output';
+
+/** Options every command accepts. */
+export interface GlobalArgs {
+  config?: string;
+  verbose?: boolean;
+  json?: boolean;
+}
+
+/** Opens the app for one command and always closes it. */
+export async function withApp<T>(args: GlobalArgs, io: Io, fn: (app: App) => Promise<T>): Promise<T> {
+  const app = await openApp({
+    ...(args.config ? { file: args.config } : {}),
+    env: io.env,
+    consoleLog: !args.json,
+    logLevel: args.verbose ? 'debug' : 'warn',
+  });
+  try {
+    return await fn(app);
+  } finally {
+    await app.close();
+  }
+}
+
+/** The person at the terminal, in local mode (no daemon): identified by the OS account. */
+export function localActor(): Actor {
+  return { principal: `local:${userInfo().username}`, role: 'researcher', authMethod: 'local-os-user' };
+}

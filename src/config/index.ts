@@ -1,0 +1,91 @@
+/**
+ * Loads the one configuration file, validates it against schemas/config.schema.json (unknown keys are
+ * errors) and resolves defaults and relative paths. Nothing else in ehrbench reads configuration files.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { UserError } from '../errors';
+import { dataHome } from '../paths';
+import { readJsonFile, validateOrThrow } from './validate';
+
+export { readJsonFile, validateOrThrow, formatSchemaErrors } from './validate';
+
+/** The file as written (see the schema for each field's meaning). */
+export interface ConfigFile {
+  configVersion: 1;
+  site: { id: string; name?: string };
+  database?: { embeddedDir?: string; poolSize?: number };
+  policies?: { endpoints?: string };
+  catalog?: { dirs?: string[] };
+  keys?: { dir?: string };
+  logging?: { level?: 'debug' | 'info' | 'warn' | 'error'; file?: string };
+  runs?: { concurrencyPerEndpoint?: number; maxAttempts?: number; leaseSeconds?: number; claimBatch?: number };
+  models?: { timeoutMs?: number; maxRetries?: number; maxBackoffMs?: number };
+}
+
+/** The configuration in force: defaults applied, paths absolute. */
+export interface Config {
+  file: string;
+  home: string;
+  site: { id: string; name: string };
+  database: { url?: string; embeddedDir: string; poolSize: number };
+  policies: { endpoints: string };
+  catalogDirs: string[];
+  keysDir: string;
+  logging: { level: 'debug' | 'info' | 'warn' | 'error'; file: string };
+  runs: { concurrencyPerEndpoint: number; maxAttempts: number; leaseSeconds: number; claimBatch: number };
+  models: { timeoutMs: number; maxRetries: number; maxBackoffMs: number };
+}
+
+export const CONFIG_FILE_NAME = 'config.json';
+
+export interface LoadOptions {
+  /** Explicit config file (--config); otherwise EHRBENCH_HOME/config.json. */
+  file?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+export function configPath(opts: LoadOptions = {}): string {
+  return opts.file ? resolve(opts.file) : join(dataHome(opts.env), CONFIG_FILE_NAME);
+}
+
+export function loadConfig(opts: LoadOptions = {}): Config {
+  const env = opts.env ?? process.env;
+  const file = configPath(opts);
+  if (!existsSync(file)) {
+    throw new UserError('config.missing', `${file}: no configuration found; run "ehrbench init" first (or pass --config FILE)`);
+  }
+  const raw = validateOrThrow<ConfigFile>('config.schema.json', readJsonFile(file, 'config.invalid'), file, 'config.invalid');
+  return resolveConfig(raw, file, env);
+}
+
+export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.ProcessEnv = process.env): Config {
+  const home = dirname(file);
+  const at = (p: string) => (isAbsolute(p) ? p : join(home, p));
+  const url = env.EHRBENCH_DATABASE_URL?.trim();
+  return {
+    file,
+    home,
+    site: { id: raw.site.id, name: raw.site.name ?? raw.site.id },
+    database: {
+      ...(url ? { url } : {}),
+      embeddedDir: at(raw.database?.embeddedDir ?? 'db'),
+      poolSize: raw.database?.poolSize ?? 10,
+    },
+    policies: { endpoints: at(raw.policies?.endpoints ?? 'access-policies/endpoints.json') },
+    catalogDirs: (raw.catalog?.dirs ?? []).map(at),
+    keysDir: at(raw.keys?.dir ?? 'keys'),
+    logging: { level: raw.logging?.level ?? 'info', file: at(raw.logging?.file ?? 'logs/ehrbench.log') },
+    runs: {
+      concurrencyPerEndpoint: raw.runs?.concurrencyPerEndpoint ?? 16,
+      maxAttempts: raw.runs?.maxAttempts ?? 3,
+      leaseSeconds: raw.runs?.leaseSeconds ?? 300,
+      claimBatch: raw.runs?.claimBatch ?? 32,
+    },
+    models: {
+      timeoutMs: raw.models?.timeoutMs ?? 120_000,
+      maxRetries: raw.models?.maxRetries ?? 4,
+      maxBackoffMs: raw.models?.maxBackoffMs ?? 30_000,
+    },
+  };
+}

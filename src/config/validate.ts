@@ -1,0 +1,88 @@
+/**
+ * JSON Schema validation for every file and message ehrbench reads (ajv, draft 2020-12). Schemas live in
+ * the top-level `schemas/` folder and are addressed by file name. Errors name the file, the JSON path
+ * and what was expected; they quote keys (operator-written), never values (which may be data).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { UserError } from '../errors';
+import { SCHEMA_DIR } from '../paths';
+
+let ajv: Ajv2020 | undefined;
+
+function instance(): Ajv2020 {
+  if (ajv) return ajv;
+  ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true });
+  addFormats(ajv);
+  for (const file of readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.schema.json'))) {
+    const schema = JSON.parse(readFileSync(join(SCHEMA_DIR, file), 'utf8')) as Record<string, unknown>;
+    ajv.addSchema(schema, file);
+  }
+  return ajv;
+}
+
+export function validatorFor(schemaFile: string): ValidateFunction {
+  const v = instance().getSchema(schemaFile);
+  if (!v) throw new Error(`schema ${schemaFile} is not in ${SCHEMA_DIR}`);
+  return v;
+}
+
+/** One line per problem, e.g. `/runs/concurrency: must be >= 1`. */
+export function formatSchemaErrors(errors: ErrorObject[] | null | undefined): string[] {
+  const lines: string[] = [];
+  for (const e of errors ?? []) {
+    const path = e.instancePath || '/';
+    switch (e.keyword) {
+      case 'additionalProperties':
+        lines.push(`${path}: unknown key "${String(e.params.additionalProperty)}" (${allowedKeys(e)})`);
+        break;
+      case 'required':
+        lines.push(`${path}: missing required key "${String(e.params.missingProperty)}"`);
+        break;
+      case 'enum':
+        lines.push(`${path}: must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`);
+        break;
+      case 'if':
+        break; // the failing `then` branch reports the concrete problem
+      default:
+        lines.push(`${path}: ${e.message ?? e.keyword}`);
+    }
+  }
+  return [...new Set(lines)];
+}
+
+function allowedKeys(e: ErrorObject): string {
+  const props = (e.parentSchema as { properties?: Record<string, unknown> } | undefined)?.properties;
+  return props ? `allowed: ${Object.keys(props).join(', ')}` : 'no extra keys allowed';
+}
+
+/**
+ * Validates `data` against a schema; throws a UserError naming `label` (usually the file path) and the
+ * first problems. `code` lets callers distinguish config, policy and benchmark errors.
+ */
+export function validateOrThrow<T>(schemaFile: string, data: unknown, label: string, code = 'schema.invalid'): T {
+  const validate = validatorFor(schemaFile);
+  if (validate(data)) return data as T;
+  const lines = formatSchemaErrors(validate.errors);
+  const more = lines.length > 3 ? ` (and ${lines.length - 3} more)` : '';
+  throw new UserError(code, `${label}: ${lines.slice(0, 3).join('; ')}${more}`);
+}
+
+/** Reads and parses a JSON file, naming the file and position on a syntax error. */
+export function readJsonFile(file: string, code = 'file.invalid'): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const c = (err as NodeJS.ErrnoException).code;
+    throw new UserError(code, `${file}: cannot read (${c ?? 'error'}); check the path and permissions`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    const m = /position (\d+)/.exec((err as Error).message);
+    throw new UserError(code, `${file}: not valid JSON${m ? ` near character ${m[1]}` : ''}; fix the syntax`);
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * `ehrbench demo`: the whole pipeline on the public benchmarks, on a fresh machine. Initialises the data
+ * directory if needed, starts the loopback demo model server (HTTPS, certificate from the development
+ * CA, an allowlisted development endpoint), runs PubMedQA, MedCalc-Bench and MEDEC through every stage
+ * and prints the results. The stand-in's scores only show that the pipeline works.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openApp } from '../app';
+import { configPath } from '../config';
+import { describeDatabase } from '../db';
+import { UserError } from '../errors';
+import type { Actor } from '../identity/actor';
+import { executeRun, requestRun, type RunSummary } from '../runs/engine';
+import { DEMO_ENDPOINT_ID, initHome } from '../setup/init';
+import { startModelServer } from './model-server';
+
+export const DEMO_BENCHMARKS = ['pubmed_qa', 'medcalc_bench', 'medec'];
+
+export interface DemoOptions {
+  home: string;
+  configFile?: string;
+  env: NodeJS.ProcessEnv;
+  requester: Actor;
+  maxInstances?: number;
+  log: (line: string) => void;
+}
+
+export interface DemoResult {
+  store: string;
+  endpoint: string;
+  summaries: RunSummary[];
+}
+
+export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
+  const file = configPath({ ...(opts.configFile ? { file: opts.configFile } : {}), env: opts.env });
+  if (!existsSync(file)) {
+    const report = initHome({ home: opts.home });
+    opts.log(`initialised ${report.home} (${report.created.length} files)`);
+  }
+  const app = await openApp({ file, env: opts.env, consoleLog: false });
+  try {
+    const endpoint = app.endpoints.get(DEMO_ENDPOINT_ID);
+    const port = Number(new URL(endpoint.url).port);
+    const keys = app.config.keysDir;
+    const server = await startModelServer({
+      certPem: readFileSync(join(keys, 'demo-model-server.pem'), 'utf8'),
+      keyPem: readFileSync(join(keys, 'demo-model-server.key.pem'), 'utf8'),
+      port,
+    }).catch((err: NodeJS.ErrnoException) => {
+      throw new UserError('demo.port-in-use', `demo model server cannot listen on 127.0.0.1:${port} (${err.code ?? 'error'}); free the port or change it in ${endpoint.policyFile}`);
+    });
+    opts.log(`demo model server (deterministic stand-in, not a model) at ${endpoint.url}`);
+    try {
+      const summaries: RunSummary[] = [];
+      for (const benchmarkId of DEMO_BENCHMARKS) {
+        const started = performance.now();
+        const run = await requestRun(app.engine, {
+          benchmarkId,
+          endpointId: DEMO_ENDPOINT_ID,
+          requester: opts.requester,
+          purpose: 'demo',
+          ...(opts.maxInstances ? { maxInstances: opts.maxInstances } : {}),
+        });
+        const summary = await executeRun(app.engine, run.run_id);
+        summaries.push(summary);
+        opts.log(`${benchmarkId}: ${summary.counts.done} instances in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+      }
+      const store = describeDatabase({ ...(app.config.database.url ? { url: app.config.database.url } : {}), embeddedDir: app.config.database.embeddedDir });
+      return { store, endpoint: DEMO_ENDPOINT_ID, summaries };
+    } finally {
+      await server.close();
+    }
+  } finally {
+    await app.close();
+  }
+}

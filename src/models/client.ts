@@ -1,0 +1,167 @@
+/**
+ * Model calls on the official OpenAI SDK (OpenAI for OpenAI-compatible servers such as vLLM or TGI,
+ * AzureOpenAI for Azure OpenAI). The SDK's only way out is the `fetch` it is given: the endpoint's
+ * egress-guarded transport. Retries are ours, not the SDK's, so that each attempt passes the
+ * `beforeAttempt` hook (the audit write that must precede every call) and refusals are never retried.
+ */
+import OpenAI, { AzureOpenAI } from 'openai';
+import type { Endpoint, EndpointTransport } from '../egress';
+import { EgressDenied } from '../egress';
+import { UserError } from '../errors';
+import { resolveApiKey } from './credentials';
+
+export interface ChatRequest {
+  prompt: string;
+  maxTokens: number;
+  temperature: number;
+}
+
+export interface Completion {
+  text: string;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  latencyMs: number;
+  attempts: number;
+  finishReason: string | null;
+}
+
+export interface CallHooks {
+  /** Runs before every attempt; if it throws, the attempt is not made (fail closed). */
+  beforeAttempt?: (attempt: number) => Promise<void>;
+  signal?: AbortSignal;
+}
+
+export interface ModelClientOptions {
+  timeoutMs: number;
+  maxRetries: number;
+  maxBackoffMs: number;
+  env?: NodeJS.ProcessEnv;
+  /** For tests: replaces setTimeout-based waiting between retries. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** A failed model call; the message names the endpoint and the HTTP status or error class only. */
+export class ModelCallError extends UserError {
+  constructor(
+    code: string,
+    message: string,
+    readonly retryable: boolean,
+    readonly httpStatus?: number,
+  ) {
+    super(code, message);
+  }
+}
+
+const RETRYABLE_STATUS = new Set([408, 409, 429, 500, 502, 503, 504]);
+
+export class ModelClient {
+  private readonly sdk: OpenAI;
+  private readonly model: string;
+  private readonly sleep: (ms: number) => Promise<void>;
+
+  constructor(
+    readonly endpoint: Endpoint,
+    transport: EndpointTransport,
+    private readonly opts: ModelClientOptions,
+  ) {
+    const apiKey = resolveApiKey(endpoint, opts.env);
+    const headers: Record<string, string> = {};
+    if (endpoint.auth.type === 'apim-key' && apiKey) headers['Ocp-Apim-Subscription-Key'] = apiKey;
+    const common = { fetch: transport.fetch, maxRetries: 0, timeout: endpoint.limits?.timeoutMs ?? opts.timeoutMs, defaultHeaders: headers };
+    if (endpoint.provider === 'azure-openai') {
+      if (endpoint.auth.type === 'entra-id') {
+        throw new UserError('endpoint.auth-unsupported', `endpoint ${endpoint.id}: entra-id auth is not enabled in this build; use api-key or apim-key`);
+      }
+      this.sdk = new AzureOpenAI({ ...common, baseURL: endpoint.url, deployment: endpoint.deployment, apiVersion: endpoint.apiVersion, apiKey: apiKey ?? 'unused' });
+      this.model = endpoint.deployment ?? '';
+    } else {
+      this.sdk = new OpenAI({ ...common, baseURL: endpoint.url, apiKey: endpoint.auth.type === 'api-key' ? (apiKey ?? 'unused') : 'unused' });
+      this.model = endpoint.model ?? endpoint.deployment ?? 'default';
+    }
+    this.sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+  }
+
+  async complete(request: ChatRequest, hooks: CallHooks = {}): Promise<Completion> {
+    for (let attempt = 1; ; attempt++) {
+      await hooks.beforeAttempt?.(attempt);
+      const started = performance.now();
+      try {
+        const res = await this.sdk.chat.completions.create(
+          {
+            model: this.model,
+            messages: [{ role: 'user', content: request.prompt }],
+            max_tokens: request.maxTokens,
+            temperature: request.temperature,
+          },
+          hooks.signal ? { signal: hooks.signal } : undefined,
+        );
+        const choice = res.choices[0];
+        return {
+          text: choice?.message?.content ?? '',
+          promptTokens: res.usage?.prompt_tokens ?? null,
+          completionTokens: res.usage?.completion_tokens ?? null,
+          latencyMs: Math.round(performance.now() - started),
+          attempts: attempt,
+          finishReason: choice?.finish_reason ?? null,
+        };
+      } catch (err) {
+        const failure = this.classify(err);
+        if (!(failure instanceof ModelCallError) || !failure.retryable || attempt > this.opts.maxRetries) throw failure;
+        const wait = this.backoff(attempt, err);
+        if (wait === undefined) throw failure;
+        await this.sleep(wait);
+      }
+    }
+  }
+
+  /** Turns any SDK or transport error into a ModelCallError or the guard's own refusal. */
+  private classify(err: unknown): UserError {
+    const denied = findCause(err, (e): e is EgressDenied => e instanceof EgressDenied);
+    if (denied) return denied;
+    const id = this.endpoint.id;
+    if (err instanceof OpenAI.APIError && typeof err.status === 'number') {
+      return new ModelCallError('model.http-error', `endpoint ${id}: HTTP ${err.status}`, RETRYABLE_STATUS.has(err.status), err.status);
+    }
+    if (err instanceof OpenAI.APIConnectionTimeoutError) return new ModelCallError('model.timeout', `endpoint ${id}: call timed out`, true);
+    if (err instanceof OpenAI.APIUserAbortError) return new ModelCallError('model.aborted', `endpoint ${id}: call aborted`, false);
+    if (err instanceof OpenAI.APIConnectionError) {
+      const cause = findCause(err, (e): e is { code: string } => typeof (e as { code?: unknown }).code === 'string');
+      const code = cause?.code ?? 'connection';
+      // A response over the size cap is refused, not retried.
+      const tooLarge = code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE';
+      return new ModelCallError(tooLarge ? 'model.response-too-large' : 'model.connection', `endpoint ${id}: ${tooLarge ? 'response exceeded the size cap' : `connection failed (${code})`}`, !tooLarge);
+    }
+    return new ModelCallError('model.error', `endpoint ${id}: ${(err as Error)?.name ?? 'error'}`, false);
+  }
+
+  /** Exponential backoff with jitter, or the server's Retry-After; undefined when that is too long. */
+  private backoff(attempt: number, err: unknown): number | undefined {
+    const retryAfter = retryAfterMs(err);
+    if (retryAfter !== undefined) return retryAfter <= this.opts.maxBackoffMs ? retryAfter : undefined;
+    const base = Math.min(this.opts.maxBackoffMs, 250 * 2 ** (attempt - 1));
+    return Math.round(base / 2 + Math.random() * (base / 2));
+  }
+}
+
+/** Retry-After as milliseconds: `retry-after-ms`, `retry-after` seconds, or an HTTP date. */
+export function retryAfterMs(err: unknown): number | undefined {
+  const headers = (err as { headers?: Headers }).headers;
+  if (!headers || typeof headers.get !== 'function') return undefined;
+  const ms = Number(headers.get('retry-after-ms'));
+  if (headers.get('retry-after-ms') && Number.isFinite(ms) && ms >= 0) return ms;
+  const value = headers.get('retry-after');
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+function findCause<T>(err: unknown, test: (e: unknown) => e is T): T | undefined {
+  let current: unknown = err;
+  for (let depth = 0; current && depth < 6; depth++) {
+    if (test(current)) return current;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

@@ -1,0 +1,60 @@
+/**
+ * The stages of one instance's way through a run, each a small interface the engine composes:
+ *   access check -> prompt build -> de-identification -> guarded model call -> scoring -> persistence
+ * and, once every instance is finished, aggregation. The engine knows nothing of their insides.
+ */
+import type { Benchmark, Instance } from '../catalog';
+import type { Endpoint } from '../egress';
+import type { Actor } from '../identity/actor';
+import type { ScoringMode } from '../metrics';
+import type { CallHooks, Completion } from '../models';
+import type { Tier } from '../tiers';
+
+/** Everything stages may know about the run an instance belongs to. No instance data. */
+export interface RunContext {
+  runId: string;
+  benchmark: Benchmark;
+  endpoint: Endpoint;
+  tier: Tier;
+  /** Who asked for the run. Model calls are made by the daemon on their behalf. */
+  requester: Actor;
+  scoring: ScoringMode;
+  deidentify: boolean;
+  purpose?: string;
+  irbProtocol?: string;
+  approvalId?: string;
+}
+
+/** A decision always names the rule that made it. */
+export interface Decision {
+  allowed: boolean;
+  rule: string;
+  reason: string;
+}
+
+export interface AccessStage {
+  /** Before a run is requested and again when it starts. */
+  checkRun(ctx: Omit<RunContext, 'runId'> & { runId?: string }): Promise<Decision>;
+  /** Before each instance: approvals can be suspended, expire or narrow while a run is in progress. */
+  checkInstance(ctx: RunContext): Promise<Decision>;
+}
+
+export interface PromptStage {
+  build(ctx: RunContext, instance: Instance): string;
+}
+
+export type DeidOutcome = { ok: true; prompt: string; spans: number } | { ok: false; rule: string };
+
+export interface DeidStage {
+  /** Hash of the de-identification configuration, recorded with each run it applies to. */
+  readonly version: string | null;
+  apply(ctx: RunContext, instance: Instance, prompt: string): DeidOutcome | Promise<DeidOutcome>;
+}
+
+export interface ModelStage {
+  complete(ctx: RunContext, prompt: string, hooks: CallHooks): Promise<Completion>;
+}
+
+export interface ScoringStage {
+  score(ctx: RunContext, instance: Instance, prediction: string): Record<string, number | null>;
+}

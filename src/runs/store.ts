@@ -1,0 +1,253 @@
+/**
+ * The run store: SQL for runs and their instances. Every statement is short and self-contained (no
+ * transaction spans a model call), so it works on PostgreSQL and on PGlite's single session alike.
+ */
+import type { Database, Queryable } from '../db';
+import type { Instance } from '../catalog';
+import type { Tier } from '../tiers';
+
+export type RunStatus = 'requested' | 'approved' | 'running' | 'completed' | 'failed' | 'cancelled' | 'halted';
+export type ItemState = 'pending' | 'claimed' | 'done' | 'blocked' | 'failed';
+
+export interface RunRow {
+  run_id: string;
+  benchmark_id: string;
+  benchmark_version: string;
+  benchmark_hash: string;
+  template_hash: string;
+  tier: Tier;
+  endpoint_id: string;
+  status: RunStatus;
+  requested_by: string;
+  max_instances: number | null;
+  instance_count: number | null;
+  deid_version: string | null;
+  spec: RunSpec;
+  error_code: string | null;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+/** What a run is, saved with it (like HELM's run_spec.json): no data, no paths to data. */
+export interface RunSpec {
+  benchmark: { id: string; version: string; definitionHash: string; templateHash: string; mainMetric: string; metrics: string[]; lowerIsBetter: boolean | null };
+  endpoint: { id: string; provider: string; deployment: string | null; model: string | null };
+  scoring: 'corrected' | 'helm';
+  maxTokens: number;
+  temperature: number;
+  deidentify: boolean;
+  purpose?: string;
+  irbProtocol?: string;
+  approvalId?: string;
+}
+
+export interface ClaimedItem {
+  itemKey: string;
+  ordinal: number;
+  attempts: number;
+  instance: Instance;
+}
+
+export interface ItemResult {
+  prediction: string;
+  scores: Record<string, number | null>;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  latencyMs: number;
+}
+
+export type StateCounts = Record<ItemState, number>;
+
+export interface MetricAggregate {
+  metric: string;
+  value: number | null;
+  n: number;
+}
+
+const RUN_COLUMNS = `run_id::text AS run_id, benchmark_id, benchmark_version, benchmark_hash, template_hash, tier, endpoint_id, status,
+  requested_by, max_instances, instance_count, deid_version, spec, error_code, created_at, started_at, finished_at`;
+
+export class RunStore {
+  constructor(private readonly db: Database) {}
+
+  async insertRun(run: Omit<RunRow, 'created_at' | 'started_at' | 'finished_at' | 'instance_count' | 'error_code'>, q: Queryable = this.db): Promise<void> {
+    await q.query(
+      `INSERT INTO runs (run_id, benchmark_id, benchmark_version, benchmark_hash, template_hash, tier, endpoint_id, status, requested_by, max_instances, deid_version, spec)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      [run.run_id, run.benchmark_id, run.benchmark_version, run.benchmark_hash, run.template_hash, run.tier, run.endpoint_id, run.status, run.requested_by, run.max_instances, run.deid_version, JSON.stringify(run.spec)],
+    );
+  }
+
+  async getRun(runId: string): Promise<RunRow | undefined> {
+    const rows = await this.db.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = $1::uuid`, [runId]);
+    return rows[0];
+  }
+
+  async listRuns(limit = 50): Promise<RunRow[]> {
+    return this.db.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs ORDER BY created_at DESC, run_id LIMIT $1`, [limit]);
+  }
+
+  /** Moves a run between states; returns false when it was not in one of `from` (someone else moved it). */
+  async transition(runId: string, from: RunStatus[], to: RunStatus, errorCode: string | null = null): Promise<boolean> {
+    const rows = await this.db.query(
+      `UPDATE runs SET status = $3,
+         error_code = COALESCE($4, error_code),
+         started_at = CASE WHEN $3 = 'running' THEN COALESCE(started_at, now()) ELSE started_at END,
+         finished_at = CASE WHEN $3 IN ('completed', 'failed', 'cancelled', 'halted') THEN now() ELSE finished_at END
+       WHERE run_id = $1::uuid AND status = ANY($2::text[]) RETURNING 1`,
+      [runId, from, to, errorCode],
+    );
+    return rows.length === 1;
+  }
+
+  /** Enqueues a batch of instances; idempotent, so a re-planned run inserts only what is missing. */
+  async enqueue(runId: string, items: { itemKey: string; ordinal: number; instance: Instance }[]): Promise<void> {
+    if (items.length === 0) return;
+    const records = items.map((i) => ({ item_key: i.itemKey, ordinal: i.ordinal, payload: i.instance }));
+    await this.db.query(
+      `INSERT INTO run_items (run_id, item_key, ordinal, payload)
+       SELECT $1::uuid, x.item_key, x.ordinal, x.payload FROM jsonb_to_recordset($2::jsonb) AS x(item_key text, ordinal integer, payload jsonb)
+       ON CONFLICT (run_id, item_key) DO NOTHING`,
+      [runId, JSON.stringify(records)],
+    );
+  }
+
+  async countItems(runId: string): Promise<number> {
+    const rows = await this.db.query<{ n: number }>('SELECT count(*)::integer AS n FROM run_items WHERE run_id = $1::uuid', [runId]);
+    return rows[0]?.n ?? 0;
+  }
+
+  async markPlanned(runId: string, count: number): Promise<void> {
+    await this.db.query('UPDATE runs SET instance_count = $2 WHERE run_id = $1::uuid', [runId, count]);
+  }
+
+  /**
+   * Claims up to `limit` unfinished instances for `workerId`: pending ones, and claimed ones whose lease
+   * expired (their worker died). One statement; SKIP LOCKED lets concurrent workers take disjoint sets.
+   * Instances that already used every attempt are marked failed instead of being claimed again.
+   */
+  async claim(runId: string, workerId: string, limit: number, leaseSeconds: number, maxAttempts: number): Promise<ClaimedItem[]> {
+    await this.db.query(
+      `UPDATE run_items SET state = 'failed', outcome_rule = 'run.item.attempts-exhausted', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
+       WHERE run_id = $1::uuid AND state = 'claimed' AND lease_expires_at < now() AND attempts >= $2`,
+      [runId, maxAttempts],
+    );
+    const rows = await this.db.query<{ item_key: string; ordinal: number; attempts: number; payload: Instance }>(
+      `UPDATE run_items AS i
+          SET state = 'claimed', lease_owner = $2, lease_expires_at = now() + make_interval(secs => $4), attempts = i.attempts + 1
+         FROM (SELECT item_key FROM run_items
+                WHERE run_id = $1::uuid AND (state = 'pending' OR (state = 'claimed' AND lease_expires_at < now()))
+                ORDER BY ordinal LIMIT $3 FOR UPDATE SKIP LOCKED) AS pick
+        WHERE i.run_id = $1::uuid AND i.item_key = pick.item_key
+       RETURNING i.item_key, i.ordinal, i.attempts, i.payload`,
+      [runId, workerId, limit, leaseSeconds],
+    );
+    return rows
+      .map((r) => ({ itemKey: r.item_key, ordinal: r.ordinal, attempts: r.attempts, instance: r.payload }))
+      .sort((a, b) => a.ordinal - b.ordinal);
+  }
+
+  /** Stores a result; false when this worker no longer holds the lease (the result is discarded). */
+  async complete(runId: string, itemKey: string, workerId: string, r: ItemResult): Promise<boolean> {
+    const rows = await this.db.query(
+      `UPDATE run_items SET state = 'done', prediction = $4, scores = $5::jsonb, prompt_tokens = $6, completion_tokens = $7, latency_ms = $8,
+              finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
+        WHERE run_id = $1::uuid AND item_key = $2 AND state = 'claimed' AND lease_owner = $3 RETURNING 1`,
+      [runId, itemKey, workerId, r.prediction, JSON.stringify(r.scores), r.promptTokens, r.completionTokens, r.latencyMs],
+    );
+    return rows.length === 1;
+  }
+
+  /** Ends an instance without a result: blocked by a rule (de-identification) or failed for good. */
+  async finishWithout(runId: string, itemKey: string, workerId: string, state: 'blocked' | 'failed', rule: string): Promise<boolean> {
+    const rows = await this.db.query(
+      `UPDATE run_items SET state = $4, outcome_rule = $5, finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
+        WHERE run_id = $1::uuid AND item_key = $2 AND state = 'claimed' AND lease_owner = $3 RETURNING 1`,
+      [runId, itemKey, workerId, state, rule],
+    );
+    return rows.length === 1;
+  }
+
+  /** Gives an instance back after a transient failure: pending again, or failed once attempts are used. */
+  async release(runId: string, itemKey: string, workerId: string, maxAttempts: number, errorCode: string): Promise<void> {
+    await this.db.query(
+      `UPDATE run_items SET
+         state = CASE WHEN attempts >= $4 THEN 'failed' ELSE 'pending' END,
+         outcome_rule = $5,
+         finished_at = CASE WHEN attempts >= $4 THEN now() ELSE NULL END,
+         lease_owner = NULL, lease_expires_at = NULL
+        WHERE run_id = $1::uuid AND item_key = $2 AND state = 'claimed' AND lease_owner = $3`,
+      [runId, itemKey, workerId, maxAttempts, errorCode],
+    );
+  }
+
+  /** Returns every lease this worker holds to the queue (cancellation, shutdown). */
+  async releaseAll(runId: string, workerId: string): Promise<void> {
+    await this.db.query(
+      `UPDATE run_items SET state = 'pending', attempts = GREATEST(attempts - 1, 0), lease_owner = NULL, lease_expires_at = NULL
+        WHERE run_id = $1::uuid AND state = 'claimed' AND lease_owner = $2`,
+      [runId, workerId],
+    );
+  }
+
+  async counts(runId: string): Promise<StateCounts> {
+    const rows = await this.db.query<{ state: ItemState; n: number }>(
+      'SELECT state, count(*)::integer AS n FROM run_items WHERE run_id = $1::uuid GROUP BY state',
+      [runId],
+    );
+    const counts: StateCounts = { pending: 0, claimed: 0, done: 0, blocked: 0, failed: 0 };
+    for (const r of rows) counts[r.state] = r.n;
+    return counts;
+  }
+
+  /** Mean of each metric over finished instances, computed from the stored per-instance scores. */
+  async computeAggregates(runId: string): Promise<MetricAggregate[]> {
+    return this.db.query<MetricAggregate>(
+      `SELECT s.key AS metric, avg(s.value::double precision) AS value, count(s.value)::integer AS n
+         FROM run_items i, jsonb_each_text(i.scores) AS s
+        WHERE i.run_id = $1::uuid AND i.state = 'done'
+        GROUP BY s.key ORDER BY s.key`,
+      [runId],
+    );
+  }
+
+  /** Token totals over finished instances. */
+  async tokenTotals(runId: string): Promise<{ promptTokens: number; completionTokens: number }> {
+    const rows = await this.db.query<{ p: number; c: number }>(
+      `SELECT COALESCE(sum(prompt_tokens), 0)::bigint AS p, COALESCE(sum(completion_tokens), 0)::bigint AS c
+         FROM run_items WHERE run_id = $1::uuid AND state = 'done'`,
+      [runId],
+    );
+    return { promptTokens: rows[0]?.p ?? 0, completionTokens: rows[0]?.c ?? 0 };
+  }
+
+  async saveAggregates(runId: string, aggregates: MetricAggregate[], q: Queryable = this.db): Promise<void> {
+    await q.query('DELETE FROM run_results WHERE run_id = $1::uuid', [runId]);
+    if (aggregates.length === 0) return;
+    await q.query(
+      `INSERT INTO run_results (run_id, metric, value, n)
+       SELECT $1::uuid, x.metric, x.value, x.n FROM jsonb_to_recordset($2::jsonb) AS x(metric text, value double precision, n integer)`,
+      [runId, JSON.stringify(aggregates)],
+    );
+  }
+
+  async results(runId: string): Promise<MetricAggregate[]> {
+    return this.db.query<MetricAggregate>('SELECT metric, value, n FROM run_results WHERE run_id = $1::uuid ORDER BY metric', [runId]);
+  }
+
+  /**
+   * Marks the run completed when nothing is left to do. Exactly one caller wins (the status check),
+   * so aggregates are written once even with several workers finishing together.
+   */
+  async completeIfFinished(runId: string): Promise<boolean> {
+    const rows = await this.db.query(
+      `UPDATE runs SET status = 'completed', finished_at = now()
+        WHERE run_id = $1::uuid AND status = 'running' AND instance_count IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM run_items WHERE run_id = $1::uuid AND state IN ('pending', 'claimed'))
+        RETURNING 1`,
+      [runId],
+    );
+    return rows.length === 1;
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * `ehrbench init`: a working data directory, non-interactively. Creates what is missing and keeps
+ * what exists (keys are never silently replaced: the audit trail's evidence depends on them):
+ *   config.json                       the configuration (schemas/config.schema.json)
+ *   access-policies/endpoints.json    the endpoint allowlist, holding the loopback demo endpoint
+ *   keys/dev-ca.pem, dev-ca.key.pem   a development CA (node-forge) for loopback TLS
+ *   keys/demo-model-server.*.pem      the demo model server's certificate from that CA
+ *   keys/audit-signing.key.pem/.pub   the Ed25519 key that signs audit checkpoints
+ */
+import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { CONFIG_FILE_NAME, type ConfigFile } from '../config';
+import { createCa, issueCertificate } from '../identity/pki';
+
+export const DEMO_ENDPOINT_ID = 'demo-loopback';
+export const DEFAULT_DEMO_PORT = 18443;
+
+export interface InitOptions {
+  home: string;
+  siteId?: string;
+  demoPort?: number;
+}
+
+export interface InitReport {
+  home: string;
+  created: string[];
+  kept: string[];
+}
+
+/** Writes a file only if it does not exist; records which happened. Private keys get mode 0600. */
+function writeOnce(file: string, content: () => string, report: InitReport, mode = 0o644): void {
+  if (existsSync(file)) {
+    report.kept.push(file);
+    return;
+  }
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  writeFileSync(file, content(), { mode, flag: 'wx' });
+  report.created.push(file);
+}
+
+export function demoEndpointPolicy(port: number): unknown {
+  return {
+    endpoints: [
+      {
+        id: DEMO_ENDPOINT_ID,
+        description: 'Loopback demo model server (a deterministic stand-in, not a model). Development only: never receives EHR data.',
+        provider: 'openai-compatible',
+        url: `https://localhost:${port}/v1`,
+        model: 'ehrbench-demo-standin',
+        addresses: ['127.0.0.1'],
+        allowedCidrs: ['127.0.0.1/32'],
+        tls: { caFile: '../keys/dev-ca.pem' },
+        auth: { type: 'none' },
+        classification: { inVpc: true, baa: false, maxTier: 'public', development: true },
+      },
+    ],
+  };
+}
+
+export function initHome(opts: InitOptions): InitReport {
+  const home = opts.home;
+  const report: InitReport = { home, created: [], kept: [] };
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  const keys = join(home, 'keys');
+
+  const config: ConfigFile = {
+    configVersion: 1,
+    site: { id: opts.siteId ?? 'local-site', name: 'ehrbench site' },
+    database: { embeddedDir: 'db' },
+    policies: { endpoints: 'access-policies/endpoints.json' },
+    keys: { dir: 'keys' },
+    logging: { level: 'info', file: 'logs/ehrbench.log' },
+    runs: { concurrencyPerEndpoint: 16, maxAttempts: 3, leaseSeconds: 300, claimBatch: 32 },
+    models: { timeoutMs: 120000, maxRetries: 4, maxBackoffMs: 30000 },
+  };
+  writeOnce(join(home, CONFIG_FILE_NAME), () => JSON.stringify(config, null, 2) + '\n', report, 0o600);
+  writeOnce(join(home, 'access-policies', 'endpoints.json'), () => JSON.stringify(demoEndpointPolicy(opts.demoPort ?? DEFAULT_DEMO_PORT), null, 2) + '\n', report);
+
+  const caCert = join(keys, 'dev-ca.pem');
+  const caKey = join(keys, 'dev-ca.key.pem');
+  if (!existsSync(caCert) || !existsSync(caKey)) {
+    const ca = createCa('ehrbench development CA');
+    writeOnce(caKey, () => ca.keyPem, report, 0o600);
+    writeOnce(caCert, () => ca.certPem, report);
+  } else report.kept.push(caCert, caKey);
+
+  const serverCert = join(keys, 'demo-model-server.pem');
+  const serverKey = join(keys, 'demo-model-server.key.pem');
+  if (!existsSync(serverCert) || !existsSync(serverKey)) {
+    const ca = { certPem: readFileSync(caCert, 'utf8'), keyPem: readFileSync(caKey, 'utf8') };
+    const issued = issueCertificate(ca, { commonName: 'localhost', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'], usage: 'server', days: 825 });
+    writeOnce(serverKey, () => issued.keyPem, report, 0o600);
+    writeOnce(serverCert, () => issued.certPem, report);
+  } else report.kept.push(serverCert, serverKey);
+
+  const auditKey = join(keys, 'audit-signing.key.pem');
+  const auditPub = join(keys, 'audit-signing.pub.pem');
+  if (!existsSync(auditKey)) {
+    const pair = generateKeyPairSync('ed25519');
+    writeOnce(auditKey, () => pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), report, 0o600);
+    writeOnce(auditPub, () => pair.publicKey.export({ type: 'spki', format: 'pem' }).toString(), report);
+  } else report.kept.push(auditKey);
+
+  for (const dir of ['logs', 'db']) mkdirSync(join(home, dir), { recursive: true, mode: 0o700 });
+  return report;
+}
