@@ -14,7 +14,8 @@ let ajv: Ajv2020 | undefined;
 
 function instance(): Ajv2020 {
   if (ajv) return ajv;
-  ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true });
+  // verbose: errors carry their parent schema, so an unknown-key error can list the allowed keys.
+  ajv = new Ajv2020({ allErrors: true, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true });
   addFormats(ajv);
   for (const file of readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.schema.json'))) {
     const schema = JSON.parse(readFileSync(join(SCHEMA_DIR, file), 'utf8')) as Record<string, unknown>;

@@ -37,11 +37,15 @@ export function listMigrations(dir = MIGRATION_DIR): Migration[] {
 }
 
 export async function runMigrations(db: Database, migrations = listMigrations()): Promise<string[]> {
-  await db.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-    version text PRIMARY KEY,
-    name text NOT NULL,
-    checksum text NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now())`);
+  // Under the lock too: two processes running CREATE TABLE IF NOT EXISTS at once can still collide.
+  await db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version text PRIMARY KEY,
+      name text NOT NULL,
+      checksum text NOT NULL,
+      applied_at timestamptz NOT NULL DEFAULT now())`);
+  });
   const applied: string[] = [];
   for (const m of migrations) {
     const didApply = await db.transaction(async (tx) => {

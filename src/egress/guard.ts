@@ -230,7 +230,11 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
   const guardedFetch = async (input: unknown, init?: Record<string, unknown>): Promise<Response> => {
     const raw = typeof input === 'string' ? input : input instanceof URL ? input.href : (input as { url: string }).url;
     const url = checkRequestUrl(endpoint, raw);
-    const response = await undiciFetch(url, { ...(init ?? {}), redirect: 'error', dispatcher: agent } as Parameters<typeof undiciFetch>[1]);
+    const response = await undiciFetch(url, { ...(init ?? {}), redirect: 'manual', dispatcher: agent } as Parameters<typeof undiciFetch>[1]);
+    if (response.status >= 300 && response.status < 400) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new EgressDenied('egress.redirect.refused', `answered with a redirect (HTTP ${response.status}); redirects are never followed`, endpoint.id);
+    }
     return response as unknown as Response;
   };
 

@@ -7,19 +7,21 @@
  * counts one twice; aggregates are computed from the store once every instance is finished.
  */
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import type { AuditEventInput, AuditTrail } from '../audit/types';
-import { type Catalog, instancesOf, verifyDataset } from '../catalog';
-import { sha256Hex } from '../canonical';
+import type { Catalog } from '../catalog';
 import type { EndpointPolicy } from '../egress';
 import { PolicyDenied, UserError, describeError } from '../errors';
-import { type Actor, serviceActor } from '../identity/actor';
+import type { Actor } from '../identity/actor';
 import type { Logger } from '../log';
 import type { ScoringMode } from '../metrics';
-import { ModelCallError } from '../models';
 import { requiresDeidentification } from '../tiers';
 import type { AccessStage, DeidStage, ModelStage, PromptStage, RunContext, ScoringStage } from './stages';
-import { type ClaimedItem, type MetricAggregate, type RunRow, type RunSpec, RunStore, type StateCounts } from './store';
+import { auditBase, ENGINE_ACTOR } from './audit-events';
+import { startPlanning } from './planner';
+import { type MetricAggregate, type RunRow, type RunSpec, RunStore, type StateCounts } from './store';
+import { work } from './worker';
 
 export interface EngineSettings {
   concurrency: number;
@@ -73,8 +75,6 @@ export interface ExecuteOptions {
   onProgress?: (counts: StateCounts) => void;
 }
 
-const PLAN_BATCH = 500;
-const ENGINE_ACTOR = serviceActor('engine');
 
 function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' | 'endpoint_id' | 'tier' | 'spec'>, requester: Actor): RunContext {
   const benchmark = engine.catalog.get(run.benchmark_id);
@@ -89,20 +89,6 @@ function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' |
     ...(run.spec.purpose ? { purpose: run.spec.purpose } : {}),
     ...(run.spec.irbProtocol ? { irbProtocol: run.spec.irbProtocol } : {}),
     ...(run.spec.approvalId ? { approvalId: run.spec.approvalId } : {}),
-  };
-}
-
-function auditBase(ctx: Pick<RunContext, 'benchmark' | 'endpoint' | 'tier' | 'purpose' | 'irbProtocol' | 'approvalId'> & { runId?: string }) {
-  return {
-    ...(ctx.purpose ? { purpose: ctx.purpose } : {}),
-    ...(ctx.irbProtocol ? { irbProtocol: ctx.irbProtocol } : {}),
-    subject: {
-      ...(ctx.runId ? { runId: ctx.runId } : {}),
-      benchmarkId: ctx.benchmark.definition.id,
-      tier: ctx.tier,
-      endpointId: ctx.endpoint.id,
-      ...(ctx.approvalId ? { approvalId: ctx.approvalId } : {}),
-    },
   };
 }
 
@@ -180,33 +166,6 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
   return stored;
 }
 
-/** Streams the dataset into the run's work queue (idempotent: a resumed plan adds only what is missing). */
-async function plan(engine: Engine, run: RunRow, ctx: RunContext): Promise<void> {
-  await verifyDataset(ctx.benchmark);
-  let batch: { itemKey: string; ordinal: number; instance: ClaimedItem['instance'] }[] = [];
-  let ordinal = 0;
-  for await (const instance of instancesOf(ctx.benchmark, run.max_instances ?? undefined)) {
-    batch.push({ itemKey: instance.key, ordinal, instance });
-    ordinal += 1;
-    if (batch.length >= PLAN_BATCH) {
-      await engine.store.enqueue(run.run_id, batch);
-      batch = [];
-    }
-  }
-  await engine.store.enqueue(run.run_id, batch);
-  const stored = await engine.store.countItems(run.run_id);
-  if (stored !== ordinal) {
-    throw new UserError('dataset.duplicate-keys', `${ctx.benchmark.dataPath}: ${ordinal - stored} instance ids occur more than once; ids must be unique`);
-  }
-  await engine.store.markPlanned(run.run_id, ordinal);
-  engine.logger.info('run.planned', { runId: run.run_id, total: ordinal });
-}
-
-/** Errors that stop the whole run rather than one instance: refusals and an unavailable audit trail. */
-function isFatal(err: unknown): boolean {
-  return !(err instanceof ModelCallError);
-}
-
 export async function executeRun(engine: Engine, runId: string, opts: ExecuteOptions = {}): Promise<RunSummary> {
   const { store, logger, settings } = engine;
   const run = await store.getRun(runId);
@@ -221,6 +180,8 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
     throw new UserError('run.definition-changed', `benchmark ${run.benchmark_id} changed since run ${runId} was requested; request a new run`);
   }
   const workerId = opts.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  // Every call in flight listens on the run's signal.
+  if (opts.signal) setMaxListeners(Math.max(10, settings.concurrency * 4), opts.signal);
 
   const decision = await engine.access.checkRun(ctx);
   const startEvent: AuditEventInput = {
@@ -240,14 +201,10 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
   }
   await store.transition(runId, ['approved', 'running'], 'running');
 
-  try {
-    if (run.instance_count === null) await plan(engine, run, ctx);
-  } catch (err) {
-    await failRun(engine, ctx, err);
-    throw err;
-  }
-
-  const fatal = await work(engine, ctx, workerId, opts);
+  // A new run is planned while it is worked on: instances are claimable as soon as the first batch
+  // of the dataset is in the queue.
+  const planning = run.instance_count === null ? startPlanning(engine, run, ctx) : undefined;
+  const fatal = await work(engine, ctx, workerId, planning, opts);
   await store.releaseAll(runId, workerId);
   if (fatal) {
     await failRun(engine, ctx, fatal);
@@ -272,7 +229,7 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
   return summarize(engine, latest ?? run);
 }
 
-async function failRun(engine: Engine, ctx: RunContext, err: unknown): Promise<void> {
+export async function failRun(engine: Engine, ctx: RunContext, err: unknown): Promise<void> {
   const rule = err instanceof PolicyDenied ? err.rule : describeError(err).code;
   const status = err instanceof PolicyDenied ? 'halted' : 'failed';
   await engine.store.transition(ctx.runId, ['running', 'approved'], status, rule);
@@ -281,136 +238,6 @@ async function failRun(engine: Engine, ctx: RunContext, err: unknown): Promise<v
   await engine.audit
     .record({ type: 'run.fail', action: 'E', outcome: 'failed', rule, reason: `run ${status}`, actor: ENGINE_ACTOR, ...auditBase(ctx) })
     .catch(() => undefined);
-}
-
-/** Runs `concurrency` loops over the claimed instances. Returns the error that stopped the run, if any. */
-async function work(engine: Engine, ctx: RunContext, workerId: string, opts: ExecuteOptions): Promise<unknown> {
-  const { store, settings } = engine;
-  const concurrency = Math.max(1, Math.min(settings.concurrency, ctx.endpoint.limits?.concurrency ?? Number.MAX_SAFE_INTEGER));
-  const queue: ClaimedItem[] = [];
-  let exhausted = false;
-  let claiming: Promise<void> | undefined;
-  let fatal: unknown;
-  let sinceProgress = 0;
-  // Instances being processed by this worker's loops; one that fails transiently goes back to the
-  // queue, so the run is only drained when nothing is queued, claimable or in flight.
-  let inFlight = 0;
-  let wakeWaiters: (() => void)[] = [];
-  const oneFinished = () => new Promise<void>((resolve) => wakeWaiters.push(resolve));
-
-  const claim = async () => {
-    const status = (await store.getRun(ctx.runId))?.status;
-    if (status !== 'running') {
-      exhausted = true;
-      inFlight = 0;
-      return;
-    }
-    const items = await store.claim(ctx.runId, workerId, Math.max(settings.claimBatch, concurrency), settings.leaseSeconds, settings.maxAttempts);
-    if (items.length === 0) exhausted = true;
-    queue.push(...items);
-  };
-
-  const next = async (): Promise<ClaimedItem | undefined> => {
-    for (;;) {
-      if (fatal !== undefined || opts.signal?.aborted) return undefined;
-      const item = queue.shift();
-      if (item) return item;
-      if (exhausted) {
-        if (inFlight === 0) return undefined;
-        await oneFinished();
-        exhausted = false;
-        continue;
-      }
-      claiming ??= claim().finally(() => {
-        claiming = undefined;
-      });
-      await claiming;
-    }
-  };
-
-  const loop = async () => {
-    for (let item = await next(); item; item = await next()) {
-      inFlight += 1;
-      try {
-        await processItem(engine, ctx, workerId, item, opts.signal);
-      } catch (err) {
-        fatal ??= err;
-      } finally {
-        inFlight -= 1;
-        const waiters = wakeWaiters;
-        wakeWaiters = [];
-        for (const wake of waiters) wake();
-      }
-      if (opts.onProgress && ++sinceProgress >= 25) {
-        sinceProgress = 0;
-        opts.onProgress(await store.counts(ctx.runId));
-      }
-    }
-  };
-  try {
-    await Promise.all(Array.from({ length: concurrency }, loop));
-  } catch (err) {
-    fatal ??= err;
-  }
-  if (opts.onProgress) opts.onProgress(await store.counts(ctx.runId));
-  return fatal;
-}
-
-/** One instance through every stage. Throws only for errors that must stop the run. */
-async function processItem(engine: Engine, ctx: RunContext, workerId: string, item: ClaimedItem, signal?: AbortSignal): Promise<void> {
-  const { store, settings, logger } = engine;
-  // A refusal or any other fatal error leaves the instance claimed: releaseAll gives it back unspent.
-  const access = await engine.access.checkInstance(ctx);
-  if (!access.allowed) throw new PolicyDenied(access.rule, access.reason);
-
-  const prompt = engine.prompt.build(ctx, item.instance);
-  const deid = await engine.deid.apply(ctx, item.instance, prompt);
-  if (!deid.ok) {
-    await engine.audit.record({
-      type: 'instance.blocked',
-      action: 'E',
-      outcome: 'denied',
-      rule: deid.rule,
-      reason: 'prompt still carries an identifier after de-identification; not sent',
-      actor: ENGINE_ACTOR,
-      ...auditBase(ctx),
-      detail: { ordinal: item.ordinal },
-    });
-    await store.finishWithout(ctx.runId, item.itemKey, workerId, 'blocked', deid.rule);
-    return;
-  }
-
-  const requestBytes = Buffer.byteLength(deid.prompt);
-  const requestSha256 = sha256Hex(deid.prompt);
-  try {
-    const completion = await engine.models.complete(ctx, deid.prompt, {
-      ...(signal ? { signal } : {}),
-      // No audit record, no call: this runs before every attempt and its failure stops the call.
-      beforeAttempt: (attempt) =>
-        engine.audit.record({
-          type: 'endpoint.call',
-          action: 'E',
-          outcome: 'success',
-          rule: 'egress.allowlisted-endpoint',
-          actor: ENGINE_ACTOR,
-          ...auditBase(ctx),
-          detail: { ordinal: item.ordinal, attempt, requestBytes, requestSha256 },
-        }),
-    });
-    const scores = engine.scoring.score(ctx, item.instance, completion.text);
-    await store.complete(ctx.runId, item.itemKey, workerId, {
-      prediction: completion.text,
-      scores,
-      promptTokens: completion.promptTokens,
-      completionTokens: completion.completionTokens,
-      latencyMs: completion.latencyMs,
-    });
-  } catch (err) {
-    if (isFatal(err)) throw err;
-    const e = err as ModelCallError;
-    logger.warn('run.item.call-failed', { runId: ctx.runId, ordinal: item.ordinal, errorCode: e.code, httpStatus: e.httpStatus, attempt: item.attempts });
-    await store.release(ctx.runId, item.itemKey, workerId, settings.maxAttempts, e.code);
-  }
 }
 
 export async function summarize(engine: Engine, run: RunRow): Promise<RunSummary> {

@@ -3,6 +3,7 @@
  * transaction spans a model call), so it works on PostgreSQL and on PGlite's single session alike.
  */
 import type { Database, Queryable } from '../db';
+import { GroupCommit } from '../db/group-commit';
 import type { Instance } from '../catalog';
 import type { Tier } from '../tiers';
 
@@ -68,8 +69,19 @@ export interface MetricAggregate {
 const RUN_COLUMNS = `run_id::text AS run_id, benchmark_id, benchmark_version, benchmark_hash, template_hash, tier, endpoint_id, status,
   requested_by, max_instances, instance_count, deid_version, spec, error_code, created_at, started_at, finished_at`;
 
+interface CompletedItem extends ItemResult {
+  runId: string;
+  itemKey: string;
+  workerId: string;
+}
+
 export class RunStore {
-  constructor(private readonly db: Database) {}
+  /** Results of concurrent instances are written together; each caller still waits for its commit. */
+  private readonly completions: GroupCommit<CompletedItem, boolean>;
+
+  constructor(private readonly db: Database) {
+    this.completions = new GroupCommit((items) => this.writeCompletions(items));
+  }
 
   async insertRun(run: Omit<RunRow, 'created_at' | 'started_at' | 'finished_at' | 'instance_count' | 'error_code'>, q: Queryable = this.db): Promise<void> {
     await q.query(
@@ -149,14 +161,36 @@ export class RunStore {
   }
 
   /** Stores a result; false when this worker no longer holds the lease (the result is discarded). */
-  async complete(runId: string, itemKey: string, workerId: string, r: ItemResult): Promise<boolean> {
-    const rows = await this.db.query(
-      `UPDATE run_items SET state = 'done', prediction = $4, scores = $5::jsonb, prompt_tokens = $6, completion_tokens = $7, latency_ms = $8,
-              finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
-        WHERE run_id = $1::uuid AND item_key = $2 AND state = 'claimed' AND lease_owner = $3 RETURNING 1`,
-      [runId, itemKey, workerId, r.prediction, JSON.stringify(r.scores), r.promptTokens, r.completionTokens, r.latencyMs],
+  complete(runId: string, itemKey: string, workerId: string, r: ItemResult): Promise<boolean> {
+    return this.completions.submit({ runId, itemKey, workerId, ...r });
+  }
+
+  /** One UPDATE for a batch of results; a row is written only while its worker still holds the lease. */
+  private async writeCompletions(items: CompletedItem[]): Promise<boolean[]> {
+    const rows = await this.db.query<{ run_id: string; item_key: string }>(
+      `UPDATE run_items AS i SET state = 'done', prediction = x.prediction, scores = x.scores, prompt_tokens = x.prompt_tokens,
+              completion_tokens = x.completion_tokens, latency_ms = x.latency_ms, finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
+         FROM jsonb_to_recordset($1::jsonb) AS x(run_id uuid, item_key text, worker_id text, prediction text, scores jsonb,
+              prompt_tokens integer, completion_tokens integer, latency_ms integer)
+        WHERE i.run_id = x.run_id AND i.item_key = x.item_key AND i.state = 'claimed' AND i.lease_owner = x.worker_id
+       RETURNING i.run_id::text AS run_id, i.item_key`,
+      [
+        JSON.stringify(
+          items.map((r) => ({
+            run_id: r.runId,
+            item_key: r.itemKey,
+            worker_id: r.workerId,
+            prediction: r.prediction,
+            scores: r.scores,
+            prompt_tokens: r.promptTokens,
+            completion_tokens: r.completionTokens,
+            latency_ms: r.latencyMs,
+          })),
+        ),
+      ],
     );
-    return rows.length === 1;
+    const written = new Set(rows.map((r) => `${r.run_id}\u0000${r.item_key}`));
+    return items.map((r) => written.has(`${r.runId}\u0000${r.itemKey}`));
   }
 
   /** Ends an instance without a result: blocked by a rule (de-identification) or failed for good. */

@@ -1,0 +1,71 @@
+/** Shared pieces of the bench:* scripts: a throwaway data directory and an out-of-process model server. */
+import { type ChildProcess, fork } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { initHome } from '../setup/init';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface BenchHome {
+  home: string;
+  port: number;
+  remove(): void;
+}
+
+export async function benchHome(prefix: string): Promise<BenchHome> {
+  const home = mkdtempSync(join(tmpdir(), `ehrbench-${prefix}-`));
+  const port = await freePort();
+  initHome({ home, demoPort: port, siteId: 'bench' });
+  return { home, port, remove: () => rmSync(home, { recursive: true, force: true }) };
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts dist/demo/model-server-main.js in a child process and waits until it listens. */
+export function startServerProcess(home: string, port: number, latencyMs: number): Promise<ServerProcess> {
+  const child = fork(
+    join(__dirname, '..', 'demo', 'model-server-main.js'),
+    [join(home, 'keys', 'demo-model-server.pem'), join(home, 'keys', 'demo-model-server.key.pem'), String(port), String(latencyMs)],
+    { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] },
+  );
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`model server exited with ${code}`)));
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (chunk.toString().startsWith('ready')) {
+        resolve({
+          child,
+          stop: () =>
+            new Promise<void>((r) => {
+              child.removeAllListeners('exit');
+              child.once('exit', () => r());
+              child.kill('SIGTERM');
+            }),
+        });
+      }
+    });
+  });
+}
+
+export function argFlag(name: string): boolean {
+  return process.argv.includes(`--${name}`);
+}
+
+export function argNumber(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  const v = i >= 0 ? Number(process.argv[i + 1]) : Number.NaN;
+  return Number.isFinite(v) ? v : fallback;
+}

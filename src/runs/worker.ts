@@ -1,0 +1,162 @@
+/**
+ * The work loop of one worker on one run: `concurrency` loops take claimed instances and pass each
+ * through the stages. The next batch is claimed before the local queue runs dry, so calls keep
+ * flowing; a worker stops when nothing is queued, claimable, in flight or still being planned.
+ */
+import { sha256Hex } from '../canonical';
+import { PolicyDenied } from '../errors';
+import { ModelCallError } from '../models';
+import { auditBase, ENGINE_ACTOR } from './audit-events';
+import type { Engine, ExecuteOptions } from './engine';
+import type { Planning } from './planner';
+import type { RunContext } from './stages';
+import type { ClaimedItem } from './store';
+
+/** Runs the loops; returns the error that must stop the run (refusal, audit failure), if any. */
+export async function work(engine: Engine, ctx: RunContext, workerId: string, planning: Planning | undefined, opts: ExecuteOptions): Promise<unknown> {
+  const { store, settings } = engine;
+  const concurrency = Math.max(1, Math.min(settings.concurrency, ctx.endpoint.limits?.concurrency ?? Number.MAX_SAFE_INTEGER));
+  const batchSize = Math.max(settings.claimBatch, concurrency);
+  const queue: ClaimedItem[] = [];
+  let exhausted = false;
+  let claiming: Promise<void> | undefined;
+  let fatal: unknown;
+  let sinceProgress = 0;
+  // Instances being processed here; one that fails transiently goes back to the store, so the run
+  // is drained only when nothing is queued, claimable or in flight.
+  let inFlight = 0;
+  let waiters: (() => void)[] = [];
+  const somethingChanged = () => new Promise<void>((resolve) => waiters.push(resolve));
+  const wake = () => {
+    const w = waiters;
+    waiters = [];
+    for (const resolve of w) resolve();
+  };
+
+  const claim = async () => {
+    if ((await store.getRun(ctx.runId))?.status !== 'running') {
+      exhausted = true;
+      fatal ??= planning?.error;
+      return;
+    }
+    const items = await store.claim(ctx.runId, workerId, batchSize, settings.leaseSeconds, settings.maxAttempts);
+    if (items.length === 0) exhausted = true;
+    queue.push(...items);
+  };
+  const startClaim = () =>
+    (claiming ??= claim()
+      .catch((err: unknown) => {
+        fatal ??= err;
+      })
+      .finally(() => {
+        claiming = undefined;
+      }));
+
+  const next = async (): Promise<ClaimedItem | undefined> => {
+    for (;;) {
+      if (planning?.error) fatal ??= planning.error;
+      if (fatal !== undefined || opts.signal?.aborted) return undefined;
+      const item = queue.shift();
+      if (item) {
+        if (queue.length < concurrency && !exhausted) void startClaim();
+        return item;
+      }
+      if (exhausted) {
+        const planningDone = !planning || planning.done;
+        if (inFlight === 0 && planningDone) return undefined;
+        await Promise.race([somethingChanged(), planningDone ? new Promise<void>(() => undefined) : planning.progressed()]);
+        exhausted = false;
+        continue;
+      }
+      await startClaim();
+    }
+  };
+
+  const loop = async () => {
+    for (let item = await next(); item; item = await next()) {
+      inFlight += 1;
+      try {
+        await processItem(engine, ctx, workerId, item, opts.signal);
+      } catch (err) {
+        fatal ??= err;
+      } finally {
+        inFlight -= 1;
+        wake();
+      }
+      if (opts.onProgress && ++sinceProgress >= 25) {
+        sinceProgress = 0;
+        opts.onProgress(await store.counts(ctx.runId));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, loop));
+  // A prefetch may still be claiming: let it land so the caller's releaseAll returns those leases.
+  await claiming;
+  await planning?.finished;
+  if (opts.onProgress) opts.onProgress(await store.counts(ctx.runId));
+  return fatal ?? (opts.signal?.aborted ? undefined : planning?.error);
+}
+
+/** Errors that stop the whole run rather than one instance: refusals and an unavailable audit trail. */
+function isFatal(err: unknown): boolean {
+  return !(err instanceof ModelCallError);
+}
+
+/** One instance through every stage. Throws only for errors that must stop the run. */
+async function processItem(engine: Engine, ctx: RunContext, workerId: string, item: ClaimedItem, signal?: AbortSignal): Promise<void> {
+  const { store, settings, logger } = engine;
+  // A refusal or any other fatal error leaves the instance claimed: releaseAll gives it back unspent.
+  const access = await engine.access.checkInstance(ctx);
+  if (!access.allowed) throw new PolicyDenied(access.rule, access.reason);
+
+  const prompt = engine.prompt.build(ctx, item.instance);
+  const deid = await engine.deid.apply(ctx, item.instance, prompt);
+  if (!deid.ok) {
+    await engine.audit.record({
+      type: 'instance.blocked',
+      action: 'E',
+      outcome: 'denied',
+      rule: deid.rule,
+      reason: 'prompt still carries an identifier after de-identification; not sent',
+      actor: ENGINE_ACTOR,
+      ...auditBase(ctx),
+      detail: { ordinal: item.ordinal },
+    });
+    await store.finishWithout(ctx.runId, item.itemKey, workerId, 'blocked', deid.rule);
+    return;
+  }
+
+  const requestBytes = Buffer.byteLength(deid.prompt);
+  const requestSha256 = sha256Hex(deid.prompt);
+  try {
+    const completion = await engine.models.complete(ctx, deid.prompt, {
+      ...(signal ? { signal } : {}),
+      // No audit record, no call: this runs before every attempt and its failure stops the call.
+      beforeAttempt: (attempt) =>
+        engine.audit.record({
+          type: 'endpoint.call',
+          action: 'E',
+          outcome: 'success',
+          rule: 'egress.allowlisted-endpoint',
+          actor: ENGINE_ACTOR,
+          ...auditBase(ctx),
+          detail: { ordinal: item.ordinal, attempt, requestBytes, requestSha256 },
+        }),
+    });
+    const scores = engine.scoring.score(ctx, item.instance, completion.text);
+    await store.complete(ctx.runId, item.itemKey, workerId, {
+      prediction: completion.text,
+      scores,
+      promptTokens: completion.promptTokens,
+      completionTokens: completion.completionTokens,
+      latencyMs: completion.latencyMs,
+    });
+  } catch (err) {
+    // An interrupted call (cancel, shutdown) costs no attempt: releaseAll returns the instance.
+    if (signal?.aborted) return;
+    if (isFatal(err)) throw err;
+    const e = err as ModelCallError;
+    logger.warn('run.item.call-failed', { runId: ctx.runId, ordinal: item.ordinal, errorCode: e.code, httpStatus: e.httpStatus, attempt: item.attempts });
+    await store.release(ctx.runId, item.itemKey, workerId, settings.maxAttempts, e.code);
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * Creating a PGlite data directory runs initdb (about 6 s). It is done once into a template folder
+ * that tests copy, so each test still gets its own fresh, real embedded database.
+ */
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { pgliteTemplateDir } from './paths';
+
+export default async function globalSetup(): Promise<void> {
+  const template = pgliteTemplateDir();
+  if (existsSync(join(template, 'PG_VERSION'))) return;
+  const building = join(tmpdir(), `ehrbench-template-build-${process.pid}`);
+  rmSync(building, { recursive: true, force: true });
+  mkdirSync(building, { recursive: true });
+  const db = new PGlite(building);
+  await db.query('SELECT 1');
+  await db.close();
+  rmSync(template, { recursive: true, force: true });
+  renameSync(building, template);
+}

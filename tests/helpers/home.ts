@@ -1,0 +1,49 @@
+/** A real data directory made by `ehrbench init`, on a free port, with a store on the chosen backend. */
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { initHome } from '../../src/setup/init';
+import { type Backend, freshStore, type TestStore, tempDir } from './db';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TestHome {
+  home: string;
+  configFile: string;
+  port: number;
+  store: TestStore;
+  env: NodeJS.ProcessEnv;
+  cleanup(): Promise<void>;
+}
+
+/** Cached init output: key generation is the slow part and every test may share the same keys. */
+let keysTemplate: string | undefined;
+
+export async function makeHome(backend: Backend = 'pglite'): Promise<TestHome> {
+  const home = tempDir('home');
+  const port = await freePort();
+  if (!keysTemplate) {
+    keysTemplate = tempDir('keys-template');
+    initHome({ home: keysTemplate });
+  }
+  cpSync(join(keysTemplate, 'keys'), join(home, 'keys'), { recursive: true });
+  initHome({ home, demoPort: port, siteId: 'test-site' });
+  const store = await freshStore(backend);
+  // The embedded store of this home is the fresh copy; PostgreSQL comes in through the environment.
+  const config = JSON.parse(readFileSync(join(home, 'config.json'), 'utf8'));
+  config.database.embeddedDir = store.embeddedDir;
+  writeFileSync(join(home, 'config.json'), JSON.stringify(config, null, 2));
+  const env: NodeJS.ProcessEnv = { ...process.env, EHRBENCH_HOME: home };
+  delete env.EHRBENCH_DATABASE_URL;
+  if (store.url) env.EHRBENCH_DATABASE_URL = store.url;
+  return { home, configFile: join(home, 'config.json'), port, store, env, cleanup: () => store.drop() };
+}

@@ -1,0 +1,10 @@
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const ROOT = join(__dirname, '..', '..');
+
+export function pgliteTemplateDir(): string {
+  const version = (JSON.parse(readFileSync(join(ROOT, 'node_modules/@electric-sql/pglite/package.json'), 'utf8')) as { version: string }).version;
+  return join(tmpdir(), `ehrbench-pglite-template-${version}`);
+}
