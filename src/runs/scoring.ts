@@ -3,7 +3,7 @@ import type { ScoringStage } from './stages';
 
 /** Scoring: every metric the benchmark names, on the raw completion text. */
 export const benchmarkScoring: ScoringStage = {
-  score(ctx, instance, prediction) {
+  async score(ctx, instance, prediction) {
     const d = ctx.benchmark.definition;
     const scores: Record<string, number | null> = {};
     for (const name of [d.metrics.main, ...(d.metrics.secondary ?? [])]) {

@@ -55,6 +55,19 @@ export interface ModelStage {
   complete(ctx: RunContext, prompt: string, hooks: CallHooks): Promise<Completion>;
 }
 
+/** Scores of one instance by metric name; null where a metric does not apply. */
+export type Scores = Record<string, number | null>;
+
 export interface ScoringStage {
-  score(ctx: RunContext, instance: Instance, prediction: string): Record<string, number | null>;
+  /**
+   * Scores one prediction. Asynchronous because some metrics call out (an LLM jury calls judge
+   * endpoints, EHRSQL runs queries); such calls get `hooks` so each is audited before it is made.
+   */
+  score(ctx: RunContext, instance: Instance, prediction: string, hooks: ScoringHooks): Promise<Scores>;
+}
+
+export interface ScoringHooks {
+  /** Must be awaited before any outbound call a metric makes (writes its audit event). */
+  beforeCall(endpointId: string, detail: Record<string, number | string | boolean>): Promise<void>;
+  signal?: AbortSignal;
 }

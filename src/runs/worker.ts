@@ -143,7 +143,20 @@ async function processItem(engine: Engine, ctx: RunContext, workerId: string, it
           detail: { ordinal: item.ordinal, attempt, requestBytes, requestSha256 },
         }),
     });
-    const scores = engine.scoring.score(ctx, item.instance, completion.text);
+    const scores = await engine.scoring.score(ctx, item.instance, completion.text, {
+      ...(signal ? { signal } : {}),
+      beforeCall: (endpointId, detail) =>
+        engine.audit.record({
+          type: 'endpoint.call',
+          action: 'E',
+          outcome: 'success',
+          rule: 'egress.allowlisted-endpoint',
+          actor: ENGINE_ACTOR,
+          ...auditBase(ctx),
+          subject: { ...auditBase(ctx).subject, endpointId },
+          detail: { ordinal: item.ordinal, purposeOfCall: 'scoring', ...detail },
+        }),
+    });
     await store.complete(ctx.runId, item.itemKey, workerId, {
       prediction: completion.text,
       scores,
