@@ -2,7 +2,8 @@
  * The composition root: configuration, logger, store, catalog, endpoint allowlist, audit trail and
  * the run engine with its stages, wired once for a command or the daemon.
  */
-import { passThroughAudit, type AuditTrail } from './audit';
+import { hostname } from 'node:os';
+import { AuditLog, loadMacKeys, loadSigningKey } from './audit';
 import { Catalog } from './catalog';
 import { type Config, loadConfig, type LoadOptions } from './config';
 import { type Database, openDatabase } from './db';
@@ -15,6 +16,7 @@ import { EndpointModels } from './runs/model-stage';
 import { templatePrompt } from './runs/prompt';
 import { benchmarkScoring } from './runs/scoring';
 import { RunStore } from './runs/store';
+import { DAEMON_VERSION } from './version';
 
 export interface App {
   config: Config;
@@ -22,7 +24,7 @@ export interface App {
   db: Database;
   catalog: Catalog;
   endpoints: EndpointPolicy;
-  audit: AuditTrail;
+  audit: AuditLog;
   engine: Engine;
   close(): Promise<void>;
 }
@@ -51,7 +53,14 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     await logger.close();
     throw err;
   }
-  const audit = passThroughAudit;
+  const audit = new AuditLog(db, {
+    provenance: { siteId: config.site.id, host: hostname(), daemonVersion: DAEMON_VERSION },
+    signingKey: loadSigningKey(config.keysDir),
+    macKey: loadMacKeys(config.keysDir).current,
+    checkpointEvery: config.audit.checkpointEvery,
+    witnessDirs: config.audit.witnessDirs,
+    logger,
+  });
   const models = new EndpointModels({ ...config.models, ...(opts.env ? { env: opts.env } : {}), ...(opts.resolver ? { resolver: opts.resolver } : {}) });
   const engine: Engine = {
     store: new RunStore(db),
@@ -81,6 +90,8 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     engine,
     async close() {
       await models.close();
+      // Shutdown seals the trail: a checkpoint over everything recorded, copied to the witnesses.
+      await audit.seal().catch((err: unknown) => logger.error('audit.seal-failed', { err }));
       await db.close();
       await logger.close();
     },

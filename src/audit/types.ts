@@ -68,7 +68,12 @@ export interface AuditEventInput {
   detail?: Record<string, number | string | boolean>;
 }
 
-/** The audit trail as the rest of ehrbench sees it. `record` resolves once the event is durable. */
+/**
+ * The audit trail as the rest of ehrbench sees it. `record` resolves once the event is durable and
+ * rejects (AuditUnavailable) when it is not: the caller then must not perform the action.
+ */
 export interface AuditTrail {
   record(event: AuditEventInput): Promise<void>;
+  /** Signs a checkpoint over everything recorded so far (end of a run, shutdown). */
+  seal(): Promise<void>;
 }

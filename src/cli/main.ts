@@ -5,6 +5,7 @@
 import yargs from 'yargs';
 import { UserError, describeError } from '../errors';
 import { DAEMON_VERSION } from '../version';
+import { auditCommand } from './commands/audit';
 import { benchmarksCommand } from './commands/benchmarks';
 import { dbCommand } from './commands/db';
 import { demoCommand } from './commands/demo';
@@ -29,6 +30,7 @@ export function buildCli(argv: string[], io: Io) {
     .command(benchmarksCommand(io))
     .command(endpointsCommand(io))
     .command(dbCommand(io))
+    .command(auditCommand(io))
     .demandCommand(1, 'name a command; see --help')
     .strict()
     .recommendCommands()

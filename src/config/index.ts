@@ -21,6 +21,7 @@ export interface ConfigFile {
   logging?: { level?: 'debug' | 'info' | 'warn' | 'error'; file?: string };
   runs?: { concurrencyPerEndpoint?: number; maxAttempts?: number; leaseSeconds?: number; claimBatch?: number };
   models?: { timeoutMs?: number; maxRetries?: number; maxBackoffMs?: number };
+  audit?: { checkpointEvery?: number; witnessDirs?: string[]; retentionYears?: number };
 }
 
 /** The configuration in force: defaults applied, paths absolute. */
@@ -35,6 +36,8 @@ export interface Config {
   logging: { level: 'debug' | 'info' | 'warn' | 'error'; file: string };
   runs: { concurrencyPerEndpoint: number; maxAttempts: number; leaseSeconds: number; claimBatch: number };
   models: { timeoutMs: number; maxRetries: number; maxBackoffMs: number };
+  /** witnessDirs always starts with the data directory's audit/ folder. */
+  audit: { checkpointEvery: number; witnessDirs: string[]; retentionYears: number };
 }
 
 export const CONFIG_FILE_NAME = 'config.json';
@@ -86,6 +89,11 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
       timeoutMs: raw.models?.timeoutMs ?? 120_000,
       maxRetries: raw.models?.maxRetries ?? 4,
       maxBackoffMs: raw.models?.maxBackoffMs ?? 30_000,
+    },
+    audit: {
+      checkpointEvery: raw.audit?.checkpointEvery ?? 1000,
+      witnessDirs: [join(home, 'audit'), ...(raw.audit?.witnessDirs ?? []).map(at)],
+      retentionYears: raw.audit?.retentionYears ?? 6,
     },
   };
 }

@@ -224,6 +224,7 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
       detail: { done: counts.done, blocked: counts.blocked, failed: counts.failed },
     });
     logger.info('run.completed', { runId, done: counts.done, blocked: counts.blocked, failed: counts.failed });
+    await engine.audit.seal();
   }
   const latest = await store.getRun(runId);
   return summarize(engine, latest ?? run);
@@ -237,6 +238,7 @@ export async function failRun(engine: Engine, ctx: RunContext, err: unknown): Pr
   // Best effort: when the audit trail itself is what failed, this record cannot be written either.
   await engine.audit
     .record({ type: 'run.fail', action: 'E', outcome: 'failed', rule, reason: `run ${status}`, actor: ENGINE_ACTOR, ...auditBase(ctx) })
+    .then(() => engine.audit.seal())
     .catch(() => undefined);
 }
 

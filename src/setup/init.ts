@@ -6,11 +6,13 @@
  *   keys/dev-ca.pem, dev-ca.key.pem   a development CA (node-forge) for loopback TLS
  *   keys/demo-model-server.*.pem      the demo model server's certificate from that CA
  *   keys/audit-signing.key.pem/.pub   the Ed25519 key that signs audit checkpoints
+ *   keys/audit-mac.key                the HMAC key that MACs every audit record
  */
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { CONFIG_FILE_NAME, type ConfigFile } from '../config';
+import { MAC_KEY_FILE, newMacKeyHex } from '../audit/keys';
 import { createCa, issueCertificate } from '../identity/pki';
 
 export const DEMO_ENDPOINT_ID = 'demo-loopback';
@@ -73,6 +75,7 @@ export function initHome(opts: InitOptions): InitReport {
     logging: { level: 'info', file: 'logs/ehrbench.log' },
     runs: { concurrencyPerEndpoint: 16, maxAttempts: 3, leaseSeconds: 300, claimBatch: 32 },
     models: { timeoutMs: 120000, maxRetries: 4, maxBackoffMs: 30000 },
+    audit: { checkpointEvery: 1000, witnessDirs: [], retentionYears: 6 },
   };
   writeOnce(join(home, CONFIG_FILE_NAME), () => JSON.stringify(config, null, 2) + '\n', report, 0o600);
   writeOnce(join(home, 'access-policies', 'endpoints.json'), () => JSON.stringify(demoEndpointPolicy(opts.demoPort ?? DEFAULT_DEMO_PORT), null, 2) + '\n', report);
@@ -94,6 +97,9 @@ export function initHome(opts: InitOptions): InitReport {
     writeOnce(serverCert, () => issued.certPem, report);
   } else report.kept.push(serverCert, serverKey);
 
+  const macKey = join(keys, MAC_KEY_FILE);
+  writeOnce(macKey, () => newMacKeyHex() + '\n', report, 0o600);
+
   const auditKey = join(keys, 'audit-signing.key.pem');
   const auditPub = join(keys, 'audit-signing.pub.pem');
   if (!existsSync(auditKey)) {
@@ -102,6 +108,6 @@ export function initHome(opts: InitOptions): InitReport {
     writeOnce(auditPub, () => pair.publicKey.export({ type: 'spki', format: 'pem' }).toString(), report);
   } else report.kept.push(auditKey);
 
-  for (const dir of ['logs', 'db']) mkdirSync(join(home, dir), { recursive: true, mode: 0o700 });
+  for (const dir of ['logs', 'db', 'audit']) mkdirSync(join(home, dir), { recursive: true, mode: 0o700 });
   return report;
 }

@@ -1,0 +1,134 @@
+/**
+ * The audit trail writer. Events are appended in batches (group commit): one short transaction locks
+ * the chain head, gives each event the next seq, chains its hash to the previous one, MACs it, inserts
+ * the batch and moves the head. Every caller's promise resolves only after that commit, so "record
+ * first, then act" holds; if the write fails the promise rejects and the action must not happen.
+ * Every `checkpointEvery` events, at the end of every run and at shutdown a signed checkpoint is sealed
+ * and copied to the witness files.
+ */
+import { randomUUID } from 'node:crypto';
+import { validateOrThrow } from '../config/validate';
+import type { Database, Queryable } from '../db';
+import { GroupCommit } from '../db/group-commit';
+import { describeError, UserError } from '../errors';
+import type { Logger } from '../log';
+import { type SignedCheckpoint, signCheckpoint, writeWitness } from './checkpoint';
+import type { SigningKey } from './keys';
+import { type AuditRecord, type Provenance, type RecordBody, recordBody, rowHash, rowMac } from './record';
+import type { AuditEventInput, AuditTrail } from './types';
+
+export class AuditUnavailable extends UserError {
+  constructor(cause: string) {
+    super('audit.unavailable', `the audit trail cannot record events (${cause}); the action was not performed`, 4);
+  }
+}
+
+export interface AuditLogOptions {
+  provenance: Provenance;
+  signingKey: SigningKey;
+  macKey: { id: string; key: Buffer };
+  /** Seal a checkpoint whenever the chain crosses a multiple of this many events. */
+  checkpointEvery: number;
+  witnessDirs: string[];
+  logger: Logger;
+  clock?: () => Date;
+}
+
+const RECORD_COLUMNS = `seq bigint, event_id uuid, schema_version smallint, recorded_at text, event_type text, action text, outcome text,
+  rule text, reason text, actor_principal text, actor_role text, actor_auth text, purpose text, irb_protocol text, run_id text,
+  benchmark_id text, tier text, endpoint_id text, export_id text, approval_id text, address text, detail jsonb, site_id text,
+  host text, daemon_version text, prev_hash text, row_hash text, mac_key_id text, row_mac text`;
+
+export class AuditLog implements AuditTrail {
+  private readonly writer: GroupCommit<RecordBody, void>;
+  private readonly clock: () => Date;
+
+  constructor(
+    private readonly db: Database,
+    private readonly opts: AuditLogOptions,
+  ) {
+    this.writer = new GroupCommit((bodies) => this.append(bodies), 500);
+    this.clock = opts.clock ?? (() => new Date());
+  }
+
+  async record(event: AuditEventInput): Promise<void> {
+    // A malformed event is a programming error; it must not be recorded half-way or silently.
+    validateOrThrow('audit-event.schema.json', event, 'audit event', 'audit.invalid-event');
+    const body = recordBody(event, randomUUID(), this.clock().toISOString(), this.opts.provenance);
+    try {
+      await this.writer.submit(body);
+    } catch (err) {
+      this.opts.logger.error('audit.append-failed', { err });
+      throw err instanceof AuditUnavailable ? err : new AuditUnavailable(describeError(err).code === 'internal' ? (err as Error).name : describeError(err).code);
+    }
+  }
+
+  async seal(): Promise<void> {
+    let checkpoint: SignedCheckpoint | undefined;
+    try {
+      checkpoint = await this.db.transaction(async (tx) => {
+        const head = await this.lockHead(tx);
+        const last = await tx.query<{ seq: number }>('SELECT seq FROM audit_checkpoints ORDER BY checkpoint_id DESC LIMIT 1');
+        if (head.seq === 0 || (last[0] && last[0].seq >= head.seq)) return undefined;
+        return this.insertCheckpoint(tx, head.seq, head.row_hash);
+      });
+    } catch (err) {
+      throw new AuditUnavailable(`checkpoint: ${describeError(err).code === 'internal' ? (err as Error).name : describeError(err).code}`);
+    }
+    if (checkpoint) this.witness(checkpoint);
+  }
+
+  private async lockHead(tx: Queryable): Promise<{ seq: number; row_hash: string }> {
+    const rows = await tx.query<{ seq: number; row_hash: string }>('SELECT seq, row_hash FROM audit_head WHERE singleton FOR UPDATE');
+    const head = rows[0];
+    if (!head) throw new Error('audit_head row is missing');
+    return head;
+  }
+
+  private async append(bodies: RecordBody[]): Promise<void[]> {
+    const { macKey, checkpointEvery } = this.opts;
+    const checkpoint = await this.db.transaction(async (tx) => {
+      const head = await this.lockHead(tx);
+      let seq = head.seq;
+      let prev = head.row_hash;
+      const rows: AuditRecord[] = bodies.map((body) => {
+        seq += 1;
+        const unsigned = { ...body, seq, prev_hash: prev };
+        const hash = rowHash(unsigned);
+        prev = hash;
+        return { ...unsigned, row_hash: hash, mac_key_id: macKey.id, row_mac: rowMac(macKey.key, hash) };
+      });
+      await tx.query(`INSERT INTO audit_events SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${RECORD_COLUMNS})`, [JSON.stringify(rows)]);
+      await tx.query('UPDATE audit_head SET seq = $1, row_hash = $2 WHERE singleton', [seq, prev]);
+      const crossed = Math.floor(seq / checkpointEvery) > Math.floor(head.seq / checkpointEvery);
+      return crossed ? this.insertCheckpoint(tx, seq, prev) : undefined;
+    });
+    if (checkpoint) this.witness(checkpoint);
+    return bodies.map(() => undefined);
+  }
+
+  private async insertCheckpoint(tx: Queryable, seq: number, headHash: string): Promise<SignedCheckpoint> {
+    const ids = await tx.query<{ next: number }>('SELECT COALESCE(max(checkpoint_id), 0) + 1 AS next FROM audit_checkpoints');
+    const cp = signCheckpoint(this.opts.signingKey, {
+      siteId: this.opts.provenance.siteId,
+      checkpointId: Number(ids[0]?.next ?? 1),
+      seq,
+      headHash,
+      signedAt: this.clock().toISOString(),
+    });
+    await tx.query(
+      'INSERT INTO audit_checkpoints (checkpoint_id, seq, head_hash, signed_at, key_fingerprint, statement, signature) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      [cp.statement.checkpointId, seq, headHash, cp.statement.signedAt, cp.statement.keyFingerprint, cp.statementText, cp.signature],
+    );
+    return cp;
+  }
+
+  /** The copy outside the database. Failing to write it is failing to record: fail closed. */
+  private witness(cp: SignedCheckpoint): void {
+    try {
+      writeWitness(this.opts.witnessDirs, cp);
+    } catch (err) {
+      throw new AuditUnavailable(`witness file: ${(err as NodeJS.ErrnoException).code ?? 'write failed'}`);
+    }
+  }
+}

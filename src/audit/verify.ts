@@ -1,0 +1,165 @@
+/**
+ * Verification of the audit trail, for a compliance officer. Works on any source of records and
+ * checkpoints (the database, or an export read offline) and reports every finding with the seq it
+ * concerns. What it proves, and with which key:
+ *   - every row's hash matches its fields, and chains to the previous row (modified, swapped, inserted
+ *     or deleted rows, seq gaps)                                             no key needed
+ *   - every row's MAC matches (a row forged after the last checkpoint)      the MAC key (on the host)
+ *   - every checkpoint is signed by a trusted key, checkpoints only move forward, and each matches
+ *     the chain at its seq                                                  the public key
+ *   - the witness copies outside the database agree with the chain (tail cut off, older checkpoint
+ *     replayed as the newest)                                               the public key
+ */
+import type { KeyObject } from 'node:crypto';
+import { checkSignature, type SignedCheckpoint } from './checkpoint';
+import { type AuditRecord, GENESIS_HASH, rowHash, rowMac } from './record';
+
+export interface Finding {
+  seq: number | null;
+  problem: string;
+}
+
+export interface VerifyReport {
+  ok: boolean;
+  events: number;
+  firstSeq: number | null;
+  headSeq: number | null;
+  checkpoints: number;
+  lastCheckpointSeq: number | null;
+  macChecked: boolean;
+  witnesses: number;
+  findings: Finding[];
+  warnings: Finding[];
+}
+
+/** A checkpoint as found in the database: the signed statement and the columns stored beside it. */
+export interface StoredCheckpoint extends SignedCheckpoint {
+  columns?: { checkpointId: number; seq: number; headHash: string };
+}
+
+export interface VerifyInput {
+  /** The chain in seq order, a page of records at a time. */
+  records: AsyncIterable<AuditRecord[]>;
+  checkpoints: StoredCheckpoint[];
+  witnesses: { source: string; checkpoint: SignedCheckpoint }[];
+  trustedKeys: Map<string, KeyObject>;
+  macKeys?: Map<string, Buffer>;
+  /** A partial export starts mid-chain: its first prev_hash cannot be checked. */
+  partial?: boolean;
+  /** Stop listing findings after this many (the count is still reported). */
+  maxFindings?: number;
+}
+
+export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
+  const findings: Finding[] = [];
+  const warnings: Finding[] = [];
+  const max = input.maxFindings ?? 1000;
+  let dropped = 0;
+  const find = (seq: number | null, problem: string) => {
+    if (findings.length < max) findings.push({ seq, problem });
+    else dropped += 1;
+  };
+
+  // Checkpoints: signed by a trusted key, strictly increasing, and (below) consistent with the chain.
+  const wanted = new Map<number, SignedCheckpoint[]>();
+  const expect = (cp: SignedCheckpoint) => wanted.set(cp.statement.seq, [...(wanted.get(cp.statement.seq) ?? []), cp]);
+  let previous: SignedCheckpoint | undefined;
+  for (const cp of input.checkpoints) {
+    const s = cp.statement;
+    const bad = checkSignature(cp, input.trustedKeys);
+    if (bad) find(s.seq, `checkpoint ${s.checkpointId}: ${bad}`);
+    const c = cp.columns;
+    if (c && (c.checkpointId !== s.checkpointId || c.seq !== s.seq || c.headHash !== s.headHash)) {
+      find(c.seq, `checkpoint row ${c.checkpointId} differs from the statement it carries (signed checkpoint ${s.checkpointId}, seq ${s.seq}): copied or edited`);
+    }
+    if (previous) {
+      const p = previous.statement;
+      if (s.checkpointId <= p.checkpointId || s.seq < p.seq || s.signedAt < p.signedAt) {
+        find(s.seq, `checkpoint ${s.checkpointId} (seq ${s.seq}, ${s.signedAt}) does not move forward from checkpoint ${p.checkpointId} (seq ${p.seq}, ${p.signedAt}): replayed or reordered`);
+      }
+    }
+    previous = cp;
+    expect(cp);
+  }
+  for (const w of input.witnesses) {
+    const bad = checkSignature(w.checkpoint, input.trustedKeys);
+    if (bad) find(w.checkpoint.statement.seq, `witness ${w.source}: ${bad}`);
+    else expect(w.checkpoint);
+  }
+
+  // The chain itself, streamed in seq order.
+  let events = 0;
+  let firstSeq: number | null = null;
+  let expectedSeq: number | null = null;
+  let prevHash: string | null = null;
+  let lastTime = '';
+  // Seqs a checkpoint or witness points at that were found in the chain (not every seq: memory stays flat).
+  const found = new Set<number>();
+  for await (const page of input.records) for (const r of page) {
+    events += 1;
+    if (firstSeq === null) {
+      firstSeq = r.seq;
+      expectedSeq = r.seq;
+      if (!input.partial && r.seq !== 1) find(r.seq, `chain starts at seq ${r.seq}: seq 1..${r.seq - 1} missing`);
+      prevHash = input.partial && r.seq !== 1 ? r.prev_hash : GENESIS_HASH;
+    }
+    if (r.seq !== expectedSeq) {
+      if (r.seq > (expectedSeq as number)) find(r.seq, `seq ${expectedSeq}..${r.seq - 1} missing (rows deleted)`);
+      else find(r.seq, `seq ${r.seq} out of order or duplicated after seq ${(expectedSeq as number) - 1}`);
+    }
+    if (r.prev_hash !== prevHash) find(r.seq, `prev_hash does not match the row before it (row deleted, inserted or moved)`);
+    const hash = rowHash(r);
+    if (hash !== r.row_hash) find(r.seq, `row_hash mismatch: a field of this row was changed`);
+    if (input.macKeys) {
+      const key = input.macKeys.get(r.mac_key_id);
+      if (!key) find(r.seq, `MAC key ${r.mac_key_id} unknown`);
+      else if (rowMac(key, r.row_hash) !== r.row_mac) find(r.seq, `row MAC invalid: row forged or altered by someone without the MAC key`);
+    }
+    if (r.recorded_at < lastTime) warnings.push({ seq: r.seq, problem: `recorded_at ${r.recorded_at} is earlier than the row before (clock moved back)` });
+    lastTime = r.recorded_at;
+    const covering = wanted.get(r.seq);
+    if (covering) {
+      found.add(r.seq);
+      for (const cp of covering) {
+        if (cp.statement.headHash !== r.row_hash) find(r.seq, `checkpoint ${cp.statement.checkpointId} signed head hash differs from the chain at seq ${r.seq}`);
+      }
+    }
+    prevHash = r.row_hash;
+    expectedSeq = r.seq + 1;
+  }
+  const headSeq = expectedSeq === null ? null : expectedSeq - 1;
+
+  // Checkpoints and witnesses pointing beyond the chain, or at rows that are gone.
+  for (const [seq, cps] of wanted) {
+    if (found.has(seq)) continue;
+    if (firstSeq !== null && seq < firstSeq && input.partial) continue;
+    const what = cps.map((c) => `checkpoint ${c.statement.checkpointId}`).join(', ');
+    if (headSeq === null || seq > headSeq) find(seq, `${what} covers seq ${seq} but the chain ends at seq ${headSeq ?? 0}: tail truncated`);
+    else find(seq, `${what} covers seq ${seq}, which is missing from the chain`);
+  }
+  // A witness newer than every checkpoint in the database means newer checkpoints were removed.
+  const lastDb = input.checkpoints.at(-1)?.statement;
+  for (const w of input.witnesses) {
+    const s = w.checkpoint.statement;
+    if (!lastDb || s.checkpointId > lastDb.checkpointId) {
+      find(s.seq, `witness ${w.source} holds checkpoint ${s.checkpointId} (seq ${s.seq}) but the database's newest is ${lastDb ? `${lastDb.checkpointId} (seq ${lastDb.seq})` : 'none'}: checkpoints removed or an older one replayed`);
+    }
+  }
+  if (!input.macKeys && headSeq !== null && (lastDb?.seq ?? 0) < headSeq) {
+    warnings.push({ seq: headSeq, problem: `seq ${(lastDb?.seq ?? 0) + 1}..${headSeq} are not yet covered by a checkpoint and no MAC key is available here to check them` });
+  }
+  if (dropped > 0) findings.push({ seq: null, problem: `${dropped} further findings not listed` });
+
+  return {
+    ok: findings.length === 0,
+    events,
+    firstSeq,
+    headSeq,
+    checkpoints: input.checkpoints.length,
+    lastCheckpointSeq: lastDb?.seq ?? null,
+    macChecked: Boolean(input.macKeys),
+    witnesses: input.witnesses.length,
+    findings,
+    warnings,
+  };
+}

@@ -1,0 +1,120 @@
+/**
+ * npm run bench:audit [-- --json] [--events N] [--writers W] [--verify N]
+ * Audit trail throughput on PostgreSQL (a fresh database on $BENCH_DATABASE_URL, default the local
+ * server's `test` database's cluster): appended events/s with W concurrent writers (each its own
+ * connection pool and group commit, as separate daemon processes would be, 32 callers each), and
+ * verification events/s over the whole chain (hash, MAC, signatures, read from the database).
+ * Also the same on the embedded PGlite with one writer. A measurement, not a test.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { AuditLog, type AuditEventInput, loadCheckpoints, loadMacKeys, loadSigningKey, streamRecordPages, trustedKeys, verifyAudit } from '../audit';
+import { type Database, openDatabase } from '../db';
+import { silentLogger } from '../log';
+import { argFlag, argNumber, benchHome } from './harness';
+
+const actor = { principal: 'bench', role: 'service', authMethod: 'service' } as const;
+const event = (i: number): AuditEventInput => ({
+  type: 'endpoint.call',
+  action: 'E',
+  outcome: 'success',
+  rule: 'egress.allowlisted-endpoint',
+  actor,
+  subject: { runId: '7f1c9a52-3f0e-4d6a-9a43-1b0c2d3e4f50', benchmarkId: 'pubmed_qa', tier: 'public', endpointId: 'demo-loopback' },
+  detail: { ordinal: i, attempt: 1, requestBytes: 2048, requestSha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' },
+});
+
+async function append(dbs: Database[], keysDir: string, witnessDir: string, events: number): Promise<number> {
+  const signingKey = loadSigningKey(keysDir);
+  const macKey = loadMacKeys(keysDir).current;
+  const logs = dbs.map(
+    (db) =>
+      new AuditLog(db, {
+        provenance: { siteId: 'bench', host: hostname(), daemonVersion: 'bench' },
+        signingKey,
+        macKey,
+        checkpointEvery: 1000,
+        witnessDirs: [witnessDir],
+        logger: silentLogger,
+      }),
+  );
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    logs.flatMap((log) =>
+      Array.from({ length: 32 }, async () => {
+        while (next < events) await log.record(event(next++));
+      }),
+    ),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  await logs[0]?.seal();
+  return events / seconds;
+}
+
+async function verifyRate(db: Database, keysDir: string): Promise<{ events: number; perSecond: number; ok: boolean }> {
+  const t0 = performance.now();
+  const report = await verifyAudit({
+    records: streamRecordPages(db),
+    checkpoints: await loadCheckpoints(db),
+    witnesses: [],
+    trustedKeys: trustedKeys(keysDir),
+    macKeys: loadMacKeys(keysDir).all,
+  });
+  return { events: report.events, perSecond: report.events / ((performance.now() - t0) / 1000), ok: report.ok };
+}
+
+async function bench(): Promise<void> {
+  const events = argNumber('events', 50_000);
+  const writers = argNumber('writers', 8);
+  const json = argFlag('json');
+  const home = await benchHome('bench-audit');
+  const keysDir = join(home.home, 'keys');
+  const figures: Record<string, unknown> = { events, writers };
+
+  const admin = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const name = `ehrbench_bench_${randomBytes(4).toString('hex')}`;
+  const client = new pg.Client({ connectionString: admin });
+  try {
+    await client.connect();
+    await client.query(`CREATE DATABASE ${name}`);
+    const url = new URL(admin);
+    url.pathname = `/${name}`;
+    const first = await openDatabase({ url: url.toString(), embeddedDir: '', poolSize: 4 });
+    const rest = await Promise.all(Array.from({ length: writers - 1 }, () => openDatabase({ url: url.toString(), embeddedDir: '', poolSize: 4, migrate: false })));
+    try {
+      figures.postgres_append_events_per_s = Math.round(await append([first, ...rest], keysDir, join(home.home, 'audit'), events));
+      const v = await verifyRate(first, keysDir);
+      figures.postgres_verify_events_per_s = Math.round(v.perSecond);
+      figures.postgres_verified_ok = v.ok;
+    } finally {
+      await Promise.all([first, ...rest].map((d) => d.close()));
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    }
+  } catch (err) {
+    figures.postgres_error = `PostgreSQL at ${admin.replace(/\/\/[^@]*@/, '//')} unavailable (${(err as { code?: string }).code ?? 'error'})`;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+
+  const embedded = await openDatabase({ embeddedDir: join(home.home, 'db') });
+  try {
+    figures.pglite_append_events_per_s = Math.round(await append([embedded], keysDir, join(home.home, 'audit'), Math.min(events, 20_000)));
+    const v = await verifyRate(embedded, keysDir);
+    figures.pglite_verify_events_per_s = Math.round(v.perSecond);
+    figures.pglite_verified_ok = v.ok;
+  } finally {
+    await embedded.close();
+    home.remove();
+  }
+
+  if (json) process.stdout.write(JSON.stringify(figures) + '\n');
+  else for (const [k, v] of Object.entries(figures)) process.stdout.write(`${k.padEnd(32)} ${String(v)}\n`);
+}
+
+bench().catch((err: unknown) => {
+  process.stderr.write(`bench:audit failed: ${(err as Error).message}\n`);
+  process.exit(1);
+});

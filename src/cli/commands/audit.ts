@@ -1,0 +1,327 @@
+import { closeSync, createReadStream, existsSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { CommandModule } from 'yargs';
+import type { App } from '../../app';
+import {
+  type AuditRecord,
+  csvHeader,
+  csvRow,
+  type ExportFormat,
+  fhirAuditEvent,
+  jsonlCheckpoint,
+  jsonlEvent,
+  loadCheckpoints,
+  loadMacKeysIfPresent,
+  readWitness,
+  type RecordFilter,
+  type SignedCheckpoint,
+  streamRecordPages,
+  streamRecords,
+  tailRecords,
+  toSignedCheckpoint,
+  trustedKeys,
+  verifyAudit,
+  type VerifyReport,
+  WITNESS_FILE,
+} from '../../audit';
+import { loadConfig } from '../../config';
+import { describeError, UserError } from '../../errors';
+import { type GlobalArgs, localActor, withApp } from '../context';
+import { formatTable, type Io, printJson } from '../output';
+
+interface VerifyArgs extends GlobalArgs {
+  key?: string[];
+  witness?: string[];
+  export?: string;
+  mac?: boolean;
+}
+
+interface FilterArgs extends GlobalArgs {
+  since?: string;
+  until?: string;
+  actor?: string;
+  type?: string;
+  run?: string;
+  limit?: number;
+}
+
+function isoOption(value: string | undefined, name: string): string | undefined {
+  if (value === undefined) return undefined;
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) throw new UserError('cli.usage', `--${name} must be a date or ISO-8601 time, e.g. 2026-11-01 or 2026-11-01T08:00:00Z`, 2);
+  return new Date(t).toISOString();
+}
+
+function filterOf(args: FilterArgs): RecordFilter {
+  const since = isoOption(args.since, 'since');
+  const until = isoOption(args.until, 'until');
+  return {
+    ...(since ? { since } : {}),
+    ...(until ? { until } : {}),
+    ...(args.actor ? { actor: args.actor } : {}),
+    ...(args.type ? { type: args.type } : {}),
+    ...(args.run ? { runId: args.run } : {}),
+  };
+}
+
+/** Reading the trail is itself audited; no record, no read. */
+async function recordRead(app: App, what: string, filter: RecordFilter, extra: Record<string, string | number | boolean> = {}): Promise<void> {
+  await app.audit.record({
+    type: 'audit.read',
+    action: 'R',
+    outcome: 'success',
+    rule: 'audit.read.local-operator',
+    reason: what,
+    actor: localActor('auditor'),
+    detail: {
+      ...(filter.since ? { since: filter.since } : {}),
+      ...(filter.until ? { until: filter.until } : {}),
+      ...(filter.actor ? { actor: filter.actor } : {}),
+      ...(filter.type ? { eventType: filter.type } : {}),
+      ...(filter.runId ? { runId: filter.runId } : {}),
+      ...extra,
+    },
+  });
+}
+
+function printReport(io: Io, report: VerifyReport, json: boolean | undefined): void {
+  if (json) return printJson(io, report);
+  if (report.ok) {
+    io.stdout(
+      `audit trail intact: ${report.events} events (seq ${report.firstSeq ?? 0}..${report.headSeq ?? 0}), ${report.checkpoints} checkpoints` +
+        `${report.lastCheckpointSeq ? ` (newest at seq ${report.lastCheckpointSeq})` : ''}, ${report.witnesses} witness file(s), ` +
+        `${report.macChecked ? 'row MACs checked' : 'row MACs not checked (no MAC key here)'}\n`,
+    );
+  } else {
+    for (const f of report.findings) io.stdout(`${f.seq === null ? 'trail' : `seq ${f.seq}`}: ${f.problem}\n`);
+  }
+  for (const w of report.warnings) io.stderr(`warning: ${w.seq === null ? '' : `seq ${w.seq}: `}${w.problem}\n`);
+}
+
+type ExportLine = { kind?: string; statement?: string; signature?: string } & Partial<AuditRecord>;
+
+/** The lines of an export written by `audit export --format jsonl`, parsed, with their numbers. */
+async function* exportLines(file: string): AsyncGenerator<{ line: number; value: ExportLine }> {
+  if (!existsSync(file)) throw new UserError('audit.export-missing', `${file}: no such export file`);
+  let line = 0;
+  for await (const text of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
+    line += 1;
+    if (!text.trim()) continue;
+    try {
+      yield { line, value: JSON.parse(text) as ExportLine };
+    } catch {
+      throw new UserError('audit.export-invalid', `${file}: line ${line} is not JSON`);
+    }
+  }
+}
+
+/** First pass over an export: its checkpoints (few), so the events can then be streamed. */
+async function exportCheckpoints(file: string): Promise<{ checkpoints: SignedCheckpoint[]; firstSeq: number | null }> {
+  const checkpoints: SignedCheckpoint[] = [];
+  let firstSeq: number | null = null;
+  for await (const { line, value } of exportLines(file)) {
+    if (value.kind === 'checkpoint' && typeof value.statement === 'string' && typeof value.signature === 'string') {
+      let statement: SignedCheckpoint['statement'];
+      try {
+        statement = JSON.parse(value.statement) as SignedCheckpoint['statement'];
+      } catch {
+        throw new UserError('audit.export-invalid', `${file}: line ${line}: checkpoint statement is not JSON`);
+      }
+      checkpoints.push({ statement, statementText: value.statement, signature: value.signature });
+    } else if (value.kind === 'event') firstSeq ??= Number(value.seq);
+    else throw new UserError('audit.export-invalid', `${file}: line ${line} is neither an event nor a checkpoint`);
+  }
+  return { checkpoints, firstSeq };
+}
+
+/** Second pass: the events, a page at a time. */
+async function* exportEventPages(file: string, pageSize = 5000): AsyncGenerator<AuditRecord[]> {
+  let page: AuditRecord[] = [];
+  for await (const { value } of exportLines(file)) {
+    if (value.kind !== 'event') continue;
+    const { kind: _kind, ...record } = value;
+    page.push(record as AuditRecord);
+    if (page.length >= pageSize) {
+      yield page;
+      page = [];
+    }
+  }
+  if (page.length) yield page;
+}
+
+function witnessesFrom(files: string[]): { source: string; checkpoint: SignedCheckpoint }[] {
+  return files.map((f) => ({ source: f, checkpoint: readWitness(f) }));
+}
+
+async function verifyCommand(args: VerifyArgs, io: Io): Promise<void> {
+  if (args.export) {
+    // Offline: no database, only the export file, the public key(s) and any witness copies.
+    const keysDir = args.key?.length ? undefined : tryKeysDir(args, io);
+    const keys = trustedKeys(keysDir, args.key ?? []);
+    if (keys.size === 0) throw new UserError('audit.no-key', 'give the audit public key with --key FILE (keys/audit-signing.pub.pem of the site)');
+    const { checkpoints, firstSeq } = await exportCheckpoints(args.export);
+    const report = await verifyAudit({
+      records: exportEventPages(args.export),
+      checkpoints,
+      witnesses: witnessesFrom(args.witness ?? []),
+      trustedKeys: keys,
+      ...(args.mac !== false && keysDir ? { macKeys: loadMacKeysIfPresent(keysDir) as Map<string, Buffer> } : {}),
+      partial: (firstSeq ?? 1) !== 1,
+    });
+    printReport(io, report, args.json);
+    if (!report.ok) process.exitCode = 1;
+    return;
+  }
+  await withApp(args, io, async (app) => {
+    let recordFailure: string | undefined;
+    // Verification is audited like any read; if the trail refuses the record, verify anyway (that is
+    // exactly when a compliance officer needs the answer) and report the refusal as a finding.
+    await app.audit
+      .record({ type: 'audit.verify', action: 'E', outcome: 'success', rule: 'audit.verify.local-operator', actor: localActor('auditor') })
+      .catch((err: unknown) => {
+        recordFailure = describeError(err).message;
+      });
+    const witnessFiles = [...app.config.audit.witnessDirs.map((d) => join(d, WITNESS_FILE)).filter((f) => existsSync(f)), ...(args.witness ?? [])];
+    const keysDir = app.config.keysDir;
+    const report = await verifyAudit({
+      records: streamRecordPages(app.db),
+      checkpoints: await loadCheckpoints(app.db),
+      witnesses: witnessesFrom(witnessFiles),
+      trustedKeys: trustedKeys(keysDir, args.key ?? []),
+      ...(args.mac !== false ? { macKeys: loadMacKeysIfPresent(keysDir) as Map<string, Buffer> } : {}),
+    });
+    if (recordFailure) report.findings.push({ seq: null, problem: `this verification could not be recorded: ${recordFailure}` });
+    report.ok = report.findings.length === 0;
+    if (witnessFiles.length === 0) report.warnings.push({ seq: null, problem: 'no witness file found: a truncated tail cannot be detected' });
+    printReport(io, report, args.json);
+    if (!report.ok) process.exitCode = 1;
+  });
+}
+
+function tryKeysDir(args: GlobalArgs, io: Io): string | undefined {
+  try {
+    return loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env }).keysDir;
+  } catch {
+    return undefined;
+  }
+}
+
+async function exportCommand(args: FilterArgs & { format: ExportFormat; out?: string }, io: Io): Promise<void> {
+  const filter = filterOf(args);
+  await withApp(args, io, async (app) => {
+    await recordRead(app, `export as ${args.format}`, filter, { format: args.format });
+    // Seal first, so every exported event up to this read is covered by a signed checkpoint and the
+    // export can be verified offline with only the public key.
+    await app.audit.seal();
+    // Written to a temporary file and renamed: a failed export leaves nothing half-written.
+    const tmp = args.out ? `${args.out}.${process.pid}.tmp` : undefined;
+    const fd = tmp ? openSync(tmp, 'w', 0o600) : undefined;
+    const write = (text: string) => (fd === undefined ? io.stdout(text) : void writeSync(fd, text));
+    try {
+      let count = 0;
+      if (args.format === 'csv') write(csvHeader());
+      if (args.format === 'fhir') write('{"resourceType":"Bundle","type":"collection","entry":[\n');
+      for await (const r of streamRecords(app.db, filter)) {
+        if (args.format === 'jsonl') write(jsonlEvent(r));
+        else if (args.format === 'csv') write(csvRow(r));
+        else write(`${count ? ',\n' : ''}${JSON.stringify({ resource: fhirAuditEvent(r) })}`);
+        count += 1;
+      }
+      if (args.format === 'jsonl') for (const c of await loadCheckpoints(app.db)) write(jsonlCheckpoint(toSignedCheckpoint(c)));
+      if (args.format === 'fhir') write('\n]}\n');
+      if (fd !== undefined && tmp && args.out) {
+        closeSync(fd);
+        renameSync(tmp, args.out);
+        io.stderr(`exported ${count} audit events to ${args.out}\n`);
+      }
+    } catch (err) {
+      if (fd !== undefined && tmp) {
+        closeSync(fd);
+        rmSync(tmp, { force: true });
+      }
+      throw err;
+    }
+  });
+}
+
+function printRecords(io: Io, records: AuditRecord[], json: boolean | undefined): void {
+  if (json) return printJson(io, records);
+  io.stdout(
+    formatTable(
+      ['seq', 'recorded (UTC)', 'event', 'outcome', 'rule', 'actor', 'run', 'benchmark', 'endpoint'],
+      records.map((r) => [r.seq, r.recorded_at, r.event_type, r.outcome, r.rule, `${r.actor_principal} (${r.actor_role})`, r.run_id?.slice(0, 8), r.benchmark_id, r.endpoint_id]),
+    ),
+  );
+}
+
+const filterOptions = {
+  since: { type: 'string', describe: 'From this time (ISO-8601, inclusive)' },
+  until: { type: 'string', describe: 'Until this time (exclusive)' },
+  actor: { type: 'string', describe: 'Only this principal' },
+  type: { type: 'string', describe: 'Only this event type, e.g. endpoint.call' },
+  run: { type: 'string', describe: 'Only events of this run id' },
+} as const;
+
+export function auditCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
+  return {
+    command: 'audit <command>',
+    describe: 'The tamper-evident audit trail: verify, export, tail, search',
+    builder: (y) =>
+      y
+        .command<VerifyArgs>({
+          command: 'verify',
+          describe: 'Check the chain, row MACs, signed checkpoints and witness copies; exit 0 only when intact',
+          builder: (b) =>
+            b
+              .option('key', { type: 'string', array: true, describe: 'Trusted audit public key(s) (default: the data directory keys)' })
+              .option('witness', { type: 'string', array: true, describe: 'Extra witness checkpoint file(s) to compare' })
+              .option('export', { type: 'string', describe: 'Verify a JSON-lines export offline instead of the database' })
+              .option('mac', { type: 'boolean', default: true, describe: 'Check row MACs when the MAC key is present (--no-mac to skip)' }),
+          handler: (args) => verifyCommand(args, io),
+        })
+        .command<FilterArgs & { format: ExportFormat; out?: string }>({
+          command: 'export',
+          describe: 'Export audit events as JSON lines (verifiable offline), CSV, or FHIR AuditEvent',
+          builder: (b) =>
+            b
+              .options(filterOptions)
+              .option('format', { choices: ['jsonl', 'csv', 'fhir'] as const, default: 'jsonl' as const })
+              .option('out', { type: 'string', describe: 'Write to this file (default: stdout)' }),
+          handler: (args) => exportCommand(args, io),
+        })
+        .command<FilterArgs & { n: number }>({
+          command: 'tail',
+          describe: 'Show the newest audit events',
+          builder: (b) => b.option('n', { type: 'number', default: 20, describe: 'How many' }),
+          handler: async (args) => {
+            const records = await withApp(args, io, async (app) => {
+              await recordRead(app, `tail ${args.n}`, {});
+              return tailRecords(app.db, args.n);
+            });
+            printRecords(io, records, args.json);
+          },
+        })
+        .command<FilterArgs>({
+          command: 'search',
+          describe: 'Find audit events by actor, type, run and time',
+          builder: (b) => b.options(filterOptions).option('limit', { type: 'number', default: 100 }),
+          handler: async (args) => {
+            const filter = filterOf(args);
+            const records = await withApp(args, io, async (app) => {
+              await recordRead(app, 'search', filter);
+              const found: AuditRecord[] = [];
+              for await (const r of streamRecords(app.db, filter)) {
+                found.push(r);
+                if (found.length >= (args.limit ?? 100)) break;
+              }
+              return found;
+            });
+            printRecords(io, records, args.json);
+          },
+        })
+        .demandCommand(1, 'name a subcommand: verify, export, tail or search'),
+    handler: () => undefined,
+  };
+}
+
