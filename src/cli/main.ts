@@ -11,6 +11,7 @@ import { dbCommand } from './commands/db';
 import { demoCommand } from './commands/demo';
 import { endpointsCommand } from './commands/endpoints';
 import { initCommand } from './commands/init';
+import { leaderboardCommand } from './commands/leaderboard';
 import { runCommand, runsCommand } from './commands/runs';
 import type { GlobalArgs } from './context';
 import { type Io, processIo } from './output';
@@ -31,6 +32,7 @@ export function buildCli(argv: string[], io: Io) {
     .command(endpointsCommand(io))
     .command(dbCommand(io))
     .command(auditCommand(io))
+    .command(leaderboardCommand(io))
     .demandCommand(1, 'name a command; see --help')
     .strict()
     .recommendCommands()

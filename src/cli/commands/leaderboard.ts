@@ -1,0 +1,63 @@
+import { writeFileSync } from 'node:fs';
+import type { CommandModule } from 'yargs';
+import { readJsonFile } from '../../config/validate';
+import { UserError } from '../../errors';
+import { heatmapSvg, type Leaderboard, leaderboardOf, toScoreTable } from '../../export/leaderboard';
+import type { GlobalArgs } from '../context';
+import { formatScore, formatTable, type Io, printJson } from '../output';
+
+interface LeaderboardArgs extends GlobalArgs {
+  scores: string;
+  svg?: string;
+}
+
+function summaryTable(board: Leaderboard): string {
+  const main = formatTable(
+    ['rank', 'model', 'win rate', 'win SD', 'macro avg', 'macro SD', 'benchmarks'],
+    board.models.map((r) => [r.rank, r.model, formatScore(r.meanWinRate), formatScore(r.winSd), formatScore(r.macroAverage), formatScore(r.macroSd), r.winRateBenchmarks]),
+  );
+  const categories = board.models[0]?.categories.map((c) => c.category) ?? [];
+  const perCategory = categories.length
+    ? '\nMacro average per category (scores mapped to 0-1 by range):\n' +
+      formatTable(['model', ...categories], board.models.map((r) => [r.model, ...r.categories.map((c) => formatScore(c.macroAverage))]))
+    : '';
+  const skipped = board.benchmarks.filter((b) => !b.inWinRate).map((b) => b.id);
+  const note = skipped.length
+    ? `\nLeft out of win rates (no direction, or fewer than two scores): ${skipped.join(', ')}\n`
+    : '';
+  return main + perCategory + note;
+}
+
+function writeSvg(file: string, svg: string): void {
+  try {
+    writeFileSync(file, svg, { mode: 0o644 });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new UserError('leaderboard.svg', `${file}: cannot write the heat map (${code ?? 'error'}); check the path and permissions`);
+  }
+}
+
+export function leaderboardCommand(io: Io): CommandModule<GlobalArgs, LeaderboardArgs> {
+  return {
+    command: 'leaderboard',
+    describe: 'MedHELM leaderboard (mean win rate, win SD, macro average) from per-benchmark scores',
+    builder: (y) =>
+      y
+        .option('scores', {
+          type: 'string',
+          demandOption: true,
+          describe: 'JSON file {"benchmarks": [...], "models": [...], "scores": {model: {benchmark: number|null}}} (schemas/leaderboard-scores.schema.json)',
+        })
+        .option('svg', { type: 'string', describe: 'Also write a heat map of scores per benchmark to this SVG file' }),
+    handler: async (args) => {
+      const table = toScoreTable(readJsonFile(args.scores, 'leaderboard.invalid'), args.scores);
+      const board = leaderboardOf(table);
+      if (args.svg) {
+        writeSvg(args.svg, heatmapSvg(table, board));
+        io.stderr(`wrote heat map to ${args.svg}\n`);
+      }
+      if (args.json) return printJson(io, board);
+      io.stdout(summaryTable(board));
+    },
+  };
+}
