@@ -6,6 +6,11 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { readJsonFile, validateOrThrow } from '../config/validate';
 import { UserError } from '../errors';
 import type { Tier } from '../tiers';
+import { addressAllowed, parseConfigAddress, parseConfigCidr } from './addresses';
+import { parseCanonicalUrl } from './url';
+
+/** Longest endpoint URL a policy may hold (the schema says the same). */
+const MAX_ENDPOINT_URL_LENGTH = 2048;
 
 export interface EndpointDefinition {
   id: string;
@@ -58,6 +63,7 @@ export function loadEndpointPolicy(file: string): EndpointPolicy {
     if (Boolean(tls?.clientCertFile) !== Boolean(tls?.clientKeyFile)) {
       throw new UserError('policy.invalid', `${file}: /endpoints/${i}/tls: clientCertFile and clientKeyFile go together`);
     }
+    checkNetworkFields(e, `${file}: /endpoints/${i}`);
     const auth = e.auth.file ? { ...e.auth, file: at(e.auth.file) } : e.auth;
     return { ...e, ...(tls ? { tls } : {}), auth, policyFile: file };
   });
@@ -70,4 +76,32 @@ export function loadEndpointPolicy(file: string): EndpointPolicy {
       return e;
     },
   };
+}
+
+/**
+ * The network fields are held to one written form at load, so that what a reviewer reads is what the
+ * guard enforces: the URL must already be canonical, addresses and CIDRs strict (no octal-looking
+ * `010.20.0.5`, no zone ids, no IPv4-embedding IPv6), and every pinned address inside allowedCidrs.
+ */
+function checkNetworkFields(e: EndpointDefinition, where: string): void {
+  const fail = (path: string, what: string): never => {
+    throw new UserError('policy.invalid', `${where}/${path}: ${what}`);
+  };
+  const parsed = parseCanonicalUrl(e.url, MAX_ENDPOINT_URL_LENGTH);
+  if ('problem' in parsed) return fail('url', `${parsed.problem.reason} (rule ${parsed.problem.rule}); write the URL in canonical https form`);
+  if (e.url.includes('?')) fail('url', 'must not carry a query string (the SDK adds api-version itself)');
+  e.allowedCidrs.forEach((cidr, j) => {
+    const c = parseConfigCidr(cidr);
+    if ('problem' in c) fail(`allowedCidrs/${j}`, c.problem);
+  });
+  const literal = parsed.canonical.hostKind !== 'name';
+  if (literal && e.addresses) fail('addresses', 'the URL host is already an IP address; remove addresses');
+  const pinned = literal ? [parsed.canonical.hostname.replace(/^\[|\]$/g, '')] : (e.addresses ?? []);
+  pinned.forEach((address, j) => {
+    const path = literal ? 'url' : `addresses/${j}`;
+    const a = parseConfigAddress(address);
+    if ('problem' in a) return fail(path, a.problem);
+    if (a.addr.range() === 'unspecified') return fail(path, 'the unspecified address reaches this machine, not an endpoint');
+    if (!addressAllowed(address, e.allowedCidrs)) fail(path, 'address is outside allowedCidrs');
+  });
 }
