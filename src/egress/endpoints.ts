@@ -23,9 +23,25 @@ export interface EndpointDefinition {
   addresses?: string[];
   allowedCidrs: string[];
   tls?: { caFile?: string; spkiSha256?: string[]; clientCertFile?: string; clientKeyFile?: string };
-  auth: { type: 'api-key' | 'apim-key' | 'entra-id' | 'none'; env?: string; file?: string; scope?: string; tenantId?: string; clientId?: string };
+  auth: {
+    type: 'api-key' | 'apim-key' | 'entra-id' | 'none';
+    env?: string;
+    file?: string;
+    scope?: string;
+    tenantId?: string;
+    clientId?: string;
+    /** entra-id: the token authority, allowlisted like an endpoint (its traffic passes the same guard). */
+    authority?: AuthorityDefinition;
+  };
   classification: { inVpc: boolean; baa: boolean; maxTier: Tier; development?: boolean };
   limits?: { concurrency?: number; maxResponseBytes?: number; timeoutMs?: number };
+}
+
+export interface AuthorityDefinition {
+  url: string;
+  addresses?: string[];
+  allowedCidrs: string[];
+  tls?: { caFile?: string; spkiSha256?: string[]; clientCertFile?: string; clientKeyFile?: string };
 }
 
 /** An endpoint with file references resolved against the policy file's folder. */
@@ -52,19 +68,25 @@ export function loadEndpointPolicy(file: string): EndpointPolicy {
   const endpoints = raw.endpoints.map((e, i): Endpoint => {
     if (seen.has(e.id)) throw new UserError('policy.invalid', `${file}: /endpoints/${i}/id: duplicate endpoint id "${e.id}"`);
     seen.add(e.id);
-    const tls = e.tls
-      ? {
-          ...e.tls,
-          ...(e.tls.caFile ? { caFile: at(e.tls.caFile) } : {}),
-          ...(e.tls.clientCertFile ? { clientCertFile: at(e.tls.clientCertFile) } : {}),
-          ...(e.tls.clientKeyFile ? { clientKeyFile: at(e.tls.clientKeyFile) } : {}),
-        }
-      : undefined;
+    const tls = e.tls ? resolveTlsFiles(e.tls, at) : undefined;
     if (Boolean(tls?.clientCertFile) !== Boolean(tls?.clientKeyFile)) {
       throw new UserError('policy.invalid', `${file}: /endpoints/${i}/tls: clientCertFile and clientKeyFile go together`);
     }
     checkNetworkFields(e, `${file}: /endpoints/${i}`);
-    const auth = e.auth.file ? { ...e.auth, file: at(e.auth.file) } : e.auth;
+    const authority = e.auth.authority;
+    if (e.auth.type === 'entra-id') {
+      if (!authority || !e.auth.tenantId || !e.auth.clientId) {
+        throw new UserError('policy.invalid', `${file}: /endpoints/${i}/auth: entra-id needs tenantId, clientId and authority (the allowlisted token authority)`);
+      }
+      checkNetworkFields(authority, `${file}: /endpoints/${i}/auth/authority`);
+    } else if (authority) {
+      throw new UserError('policy.invalid', `${file}: /endpoints/${i}/auth/authority: only entra-id auth has an authority`);
+    }
+    const auth = {
+      ...e.auth,
+      ...(e.auth.file ? { file: at(e.auth.file) } : {}),
+      ...(authority ? { authority: { ...authority, ...(authority.tls ? { tls: resolveTlsFiles(authority.tls, at) } : {}) } } : {}),
+    };
     return { ...e, ...(tls ? { tls } : {}), auth, policyFile: file };
   });
   return {
@@ -83,7 +105,16 @@ export function loadEndpointPolicy(file: string): EndpointPolicy {
  * guard enforces: the URL must already be canonical, addresses and CIDRs strict (no octal-looking
  * `010.20.0.5`, no zone ids, no IPv4-embedding IPv6), and every pinned address inside allowedCidrs.
  */
-function checkNetworkFields(e: EndpointDefinition, where: string): void {
+function resolveTlsFiles(t: NonNullable<EndpointDefinition['tls']>, at: (p: string) => string): NonNullable<EndpointDefinition['tls']> {
+  return {
+    ...t,
+    ...(t.caFile ? { caFile: at(t.caFile) } : {}),
+    ...(t.clientCertFile ? { clientCertFile: at(t.clientCertFile) } : {}),
+    ...(t.clientKeyFile ? { clientKeyFile: at(t.clientKeyFile) } : {}),
+  };
+}
+
+function checkNetworkFields(e: { url: string; addresses?: string[]; allowedCidrs: string[] }, where: string): void {
   const fail = (path: string, what: string): never => {
     throw new UserError('policy.invalid', `${where}/${path}: ${what}`);
   };

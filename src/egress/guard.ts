@@ -103,6 +103,11 @@ export interface EndpointTransport {
   endpoint: Endpoint;
   /** fetch for the official SDK: only this endpoint, only checked addresses, no redirects. */
   fetch: typeof globalThis.fetch;
+  /**
+   * entra-id endpoints only: a bearer-token function whose token traffic goes through the guarded
+   * transport of the endpoint's allowlisted authority (entra.ts).
+   */
+  tokenProvider?: (env?: NodeJS.ProcessEnv) => () => Promise<string>;
   close(): Promise<void>;
 }
 
@@ -297,7 +302,20 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
     }) as unknown as Response;
   };
 
-  return { endpoint, fetch: guardedFetch as typeof globalThis.fetch, close: () => agent.close() };
+  const transport: EndpointTransport = { endpoint, fetch: guardedFetch as typeof globalThis.fetch, close: () => agent.close() };
+  if (endpoint.auth.type !== 'entra-id') return transport;
+
+  // Loaded only for entra-id endpoints: @azure/identity is large and most sites use keys.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const entra = require('./entra') as typeof import('./entra');
+  const authority = createEndpointTransport(entra.authorityEndpoint(endpoint), opts);
+  return {
+    ...transport,
+    tokenProvider: (env) => entra.entraTokenProvider(endpoint, authority, env),
+    close: async () => {
+      await Promise.all([agent.close(), authority.close()]);
+    },
+  };
 }
 
 /** The host a redirect pointed to, for the refusal message only; bounded and never a body. */

@@ -97,12 +97,22 @@ export class ModelClient {
       logLevel: 'off' as const,
     };
     if (endpoint.provider === 'azure-openai') {
+      const azure = { ...common, baseURL: endpoint.url, deployment: endpoint.deployment, apiVersion: endpoint.apiVersion };
       if (endpoint.auth.type === 'entra-id') {
-        throw new UserError('endpoint.auth-unsupported', `endpoint ${endpoint.id}: entra-id auth is not enabled in this build; use api-key or apim-key`);
+        // The token comes through the guarded transport of the endpoint's allowlisted authority.
+        if (!transport.tokenProvider) throw new UserError('endpoint.auth-unsupported', `endpoint ${endpoint.id}: entra-id auth needs a transport built by createEndpointTransport`);
+        const tokenProvider = transport.tokenProvider(opts.env);
+        try {
+          this.sdk = new AzureOpenAI({ ...azure, azureADTokenProvider: tokenProvider });
+        } catch {
+          throw new UserError('endpoint.auth-conflict', `endpoint ${endpoint.id}: entra-id auth cannot start (is AZURE_OPENAI_API_KEY set? unset it: a key and a token are mutually exclusive)`);
+        }
+      } else {
+        this.sdk = new AzureOpenAI({ ...azure, apiKey: apiKey ?? 'unused' });
       }
-      this.sdk = new AzureOpenAI({ ...common, baseURL: endpoint.url, deployment: endpoint.deployment, apiVersion: endpoint.apiVersion, apiKey: apiKey ?? 'unused' });
       this.model = endpoint.deployment ?? '';
     } else {
+      if (endpoint.auth.type === 'entra-id') throw new UserError('endpoint.auth-unsupported', `endpoint ${endpoint.id}: entra-id auth is for azure-openai endpoints`);
       this.sdk = new OpenAI({ ...common, baseURL: endpoint.url, apiKey: endpoint.auth.type === 'api-key' ? (apiKey ?? 'unused') : 'unused' });
       this.model = endpoint.model ?? endpoint.deployment ?? 'default';
     }
