@@ -52,13 +52,20 @@ const PREFIX = /^(0|[1-9]\d{0,2})$/;
  * accepted form. Never throws.
  */
 export function parseConfigAddress(text: string): { addr: Address } | { problem: string } {
+  const parsed = parseWritten(text);
+  if ('problem' in parsed) return parsed;
+  const embedded = ipv4Embedding(parsed.addr);
+  if (embedded) return { problem: `this IPv6 address embeds an IPv4 address (${embedded}); write the IPv4 address` };
+  return parsed;
+}
+
+/** The written-form checks shared by addresses and CIDR bases. */
+function parseWritten(text: string): { addr: Address } | { problem: string } {
+  if (typeof text !== 'string') return { problem: 'not an address' };
   if (text.includes('%')) return { problem: 'zone ids are not allowed' };
   if (text.includes(':')) {
     if (!ipaddr.IPv6.isValid(text)) return { problem: 'not a valid IPv6 address' };
-    const addr = ipaddr.IPv6.parse(text);
-    const embedded = ipv4Embedding(addr);
-    if (embedded) return { problem: `an ${embedded} IPv6 address embeds an IPv4 address; write the IPv4 address` };
-    return { addr };
+    return { addr: ipaddr.IPv6.parse(text) };
   }
   if (!FOUR_PART.test(text) || !ipaddr.IPv4.isValidFourPartDecimal(text)) {
     return { problem: 'IPv4 must be four decimal parts without leading zeros (a leading 0 means octal to some resolvers)' };
@@ -68,9 +75,10 @@ export function parseConfigAddress(text: string): { addr: Address } | { problem:
 
 /** Parses one CIDR as written in a policy, with the same strictness; never throws. */
 export function parseConfigCidr(text: string): { cidr: Cidr } | { problem: string } {
-  const slash = text.indexOf('/');
+  const slash = typeof text === 'string' ? text.indexOf('/') : -1;
   if (slash < 0 || text.indexOf('/', slash + 1) >= 0) return { problem: 'write a range as ADDRESS/PREFIX' };
-  const base = parseConfigAddress(text.slice(0, slash));
+  if (typeof text !== 'string') return { problem: 'not a range' };
+  const base = parseWritten(text.slice(0, slash));
   if ('problem' in base) return base;
   const prefixText = text.slice(slash + 1);
   const max = base.addr.kind() === 'ipv4' ? 32 : 128;
@@ -97,7 +105,7 @@ export function parseConfigCidr(text: string): { cidr: Cidr } | { problem: strin
  */
 export function parseAnswer(text: string): Address | undefined {
   try {
-    if (text.includes('%')) return undefined;
+    if (typeof text !== 'string' || text.includes('%')) return undefined;
     if (!ipaddr.isValid(text)) return undefined;
     if (!text.includes(':') && !ipaddr.IPv4.isValidFourPartDecimal(text)) return undefined;
     return ipaddr.process(text);
@@ -112,16 +120,7 @@ export function parseAnswer(text: string): Address | undefined {
  * problem is a refusal.
  */
 export function addressAllowed(address: string, cidrs: readonly string[]): boolean {
-  try {
-    const addr = parseAnswer(address);
-    if (!addr || addr.range() === 'unspecified') return false;
-    return cidrs.some((text) => {
-      const parsed = parseConfigCidr(text);
-      return 'cidr' in parsed && contains(parsed.cidr, addr);
-    });
-  } catch {
-    return false;
-  }
+  return matchingCidr(address, cidrs) !== undefined;
 }
 
 /** The first CIDR that contains the address (for decisions that name their rule), or undefined. */
@@ -129,6 +128,7 @@ export function matchingCidr(address: string, cidrs: readonly string[]): string 
   try {
     const addr = parseAnswer(address);
     if (!addr || addr.range() === 'unspecified') return undefined;
+    if (!Array.isArray(cidrs)) return undefined;
     return cidrs.find((text) => {
       const parsed = parseConfigCidr(text);
       return 'cidr' in parsed && contains(parsed.cidr, addr);
