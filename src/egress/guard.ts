@@ -164,14 +164,16 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
   };
 
   // Runs only after the chain has verified against `ca`: the name check first, then the pins.
-  const checkServerIdentity = (host: string, cert: tls.PeerCertificate): Error | undefined => {
-    const nameError = tls.checkServerIdentity(host, cert);
-    if (nameError) return nameError;
-    if (pins && !pins.includes(spkiSha256(cert.raw))) {
-      return new EgressDenied('egress.tls.pin-mismatch', `server key matches none of the ${pins.length} configured spkiSha256 pins; no request was sent`, endpoint.id);
-    }
-    return undefined;
-  };
+  const checkServerIdentity =
+    (address: string) =>
+    (host: string, cert: tls.PeerCertificate): Error | undefined => {
+      const nameError = tls.checkServerIdentity(host, cert);
+      if (nameError) return nameError;
+      if (pins && !pins.includes(spkiSha256(cert.raw))) {
+        return new EgressDenied('egress.tls.pin-mismatch', `server key matches none of the ${pins.length} configured spkiSha256 pins; no request was sent`, endpoint.id, address);
+      }
+      return undefined;
+    };
 
   const connectTo = (checked: CheckedAddress) =>
     buildConnector({
@@ -181,7 +183,7 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
       minVersion: 'TLSv1.2',
       // SNI and the certificate check use the endpoint's name; the socket uses the checked address.
       servername: origin.hostKind === 'name' ? origin.hostname : undefined,
-      checkServerIdentity,
+      checkServerIdentity: checkServerIdentity(checked.address),
       timeout: opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
       // A fresh connector per connection: no TLS session resumption, every handshake fully checked.
       maxCachedSessions: 0,
@@ -230,11 +232,13 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
   };
 
   // One dispatcher per endpoint: its connections are never shared with another endpoint.
+  // undici's limits are backstops: the guard's own decoded-size count and total deadline (below)
+  // fire first and carry the guard's rule.
   const agent = new Agent({
     connect,
-    maxResponseSize: maxBytes,
-    headersTimeout: totalMs,
-    bodyTimeout: totalMs,
+    maxResponseSize: maxBytes * 2 + 65_536,
+    headersTimeout: totalMs + 1000,
+    bodyTimeout: totalMs + 1000,
   });
 
   const guardedFetch = async (input: unknown, init?: Record<string, unknown>): Promise<Response> => {

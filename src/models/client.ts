@@ -92,7 +92,8 @@ export class ModelClient {
     const common = {
       fetch: recordingFetch as typeof globalThis.fetch,
       maxRetries: 0,
-      timeout: endpoint.limits?.timeoutMs ?? opts.timeoutMs,
+      // The guard's total deadline (which also covers the body) decides; the SDK's timer is a backstop.
+      timeout: (endpoint.limits?.timeoutMs ?? opts.timeoutMs) + 1000,
       defaultHeaders: headers,
       logLevel: 'off' as const,
     };
@@ -174,6 +175,10 @@ export class ModelClient {
     const aborted = findCause(err, (e): e is EgressAborted => e instanceof EgressAborted);
     if (aborted?.rule === 'egress.response-too-large') return new ModelCallError('model.response-too-large', `endpoint ${id}: response exceeded the size cap`, false);
     if (aborted?.rule === 'egress.deadline') return new ModelCallError('model.timeout', `endpoint ${id}: call timed out`, true);
+    // undici's own raw-byte cap (the guard's backstop) can fire while the SDK reads the body.
+    if (findCause(err, (e): e is { code: string } => (e as { code?: unknown })?.code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE')) {
+      return new ModelCallError('model.response-too-large', `endpoint ${id}: response exceeded the size cap`, false);
+    }
     if (err instanceof OpenAI.APIError && typeof err.status === 'number') {
       return new ModelCallError('model.http-error', `endpoint ${id}: HTTP ${err.status}`, RETRYABLE_STATUS.has(err.status), err.status);
     }
