@@ -71,6 +71,9 @@ export interface TlsServer {
   /** Bodies of the requests received (to assert a prompt did or did not arrive). */
   bodies: string[];
   authorizations: (string | undefined)[];
+  /** Request lines and headers as received (paths and auth headers only, for assertions). */
+  paths: string[];
+  apiKeys: (string | undefined)[];
   close(): Promise<void>;
 }
 
@@ -104,6 +107,8 @@ export async function startTlsServer(opts: {
   let requests = 0;
   const bodies: string[] = [];
   const authorizations: (string | undefined)[] = [];
+  const paths: string[] = [];
+  const apiKeys: (string | undefined)[] = [];
   const handler = opts.handler ?? openAiHandler;
   const server = https.createServer(
     {
@@ -114,6 +119,8 @@ export async function startTlsServer(opts: {
     (req, res) => {
       requests++;
       authorizations.push(req.headers.authorization);
+      paths.push(`${req.method} ${req.url}`);
+      apiKeys.push((req.headers['api-key'] ?? req.headers['ocp-apim-subscription-key']) as string | undefined);
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -137,6 +144,8 @@ export async function startTlsServer(opts: {
     requests: () => requests,
     bodies,
     authorizations,
+    paths,
+    apiKeys,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();
