@@ -262,7 +262,9 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
       response = await undiciFetch(url, { ...(init ?? {}), signal, redirect: 'manual', dispatcher: agent } as Parameters<typeof undiciFetch>[1]);
     } catch (err) {
       clearTimeout(timer);
-      throw deadline.signal.aborted ? deadline.signal.reason : err;
+      if (deadline.signal.aborted) throw deadline.signal.reason;
+      // undici wraps a connector refusal in "fetch failed"; callers get the refusal itself.
+      throw guardCause(err) ?? err;
     }
     const refuse = async (e: Error): Promise<never> => {
       clearTimeout(timer);
@@ -320,6 +322,16 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
       await Promise.all([agent.close(), authority.close()]);
     },
   };
+}
+
+/** The guard's own refusal inside a foreign error's cause chain, if any. */
+function guardCause(err: unknown): EgressDenied | undefined {
+  let current: unknown = err;
+  for (let depth = 0; current && depth < 6; depth++) {
+    if (current instanceof EgressDenied) return current;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
 }
 
 /** The host a redirect pointed to, for the refusal message only; bounded and never a body. */

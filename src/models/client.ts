@@ -57,7 +57,8 @@ const RETRYABLE_STATUS = new Set([408, 409, 429, 500, 502, 503, 504]);
 
 /** Where the guard's own error of one attempt is kept (see `guardErrors` below). */
 interface AttemptSlot {
-  guardError?: EgressDenied | EgressAborted;
+  /** The guard's refusal or abort, or a token provider's one-line error. */
+  guardError?: UserError;
 }
 
 export class ModelClient {
@@ -102,7 +103,17 @@ export class ModelClient {
       if (endpoint.auth.type === 'entra-id') {
         // The token comes through the guarded transport of the endpoint's allowlisted authority.
         if (!transport.tokenProvider) throw new UserError('endpoint.auth-unsupported', `endpoint ${endpoint.id}: entra-id auth needs a transport built by createEndpointTransport`);
-        const tokenProvider = transport.tokenProvider(opts.env);
+        const provider = transport.tokenProvider(opts.env);
+        // The SDK rewraps a token failure without its cause, so it is recorded like a refusal.
+        const tokenProvider = async () => {
+          try {
+            return await provider();
+          } catch (err) {
+            const slot = this.guardErrors.getStore();
+            if (slot && err instanceof UserError) slot.guardError = err;
+            throw err;
+          }
+        };
         try {
           this.sdk = new AzureOpenAI({ ...azure, azureADTokenProvider: tokenProvider });
         } catch {
@@ -175,6 +186,8 @@ export class ModelClient {
     const aborted = findCause(err, (e): e is EgressAborted => e instanceof EgressAborted);
     if (aborted?.rule === 'egress.response-too-large') return new ModelCallError('model.response-too-large', `endpoint ${id}: response exceeded the size cap`, false);
     if (aborted?.rule === 'egress.deadline') return new ModelCallError('model.timeout', `endpoint ${id}: call timed out`, true);
+    // Our own one-line errors (a token provider's) stay as they are: they name what to fix.
+    if (err instanceof UserError) return err;
     // undici's own raw-byte cap (the guard's backstop) can fire while the SDK reads the body.
     if (findCause(err, (e): e is { code: string } => (e as { code?: unknown })?.code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE')) {
       return new ModelCallError('model.response-too-large', `endpoint ${id}: response exceeded the size cap`, false);
