@@ -242,7 +242,8 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
   });
 
   const guardedFetch = async (input: unknown, init?: Record<string, unknown>): Promise<Response> => {
-    const raw = typeof input === 'string' ? input : input instanceof URL ? input.href : (input as { url?: unknown })?.url;
+    // Strings and URLs only: a Request object would carry a method and body this call would drop.
+    const raw = typeof input === 'string' ? input : input instanceof URL ? input.href : undefined;
     let url: URL;
     try {
       url = checkRequestUrl(endpoint, typeof raw === 'string' ? raw : '');

@@ -214,6 +214,14 @@ describe('egress URL decisions', () => {
     expect(await decideUrl(policy, 'https://vllm.internal:8443/v1/models', { resolver: hanging, dnsTimeoutMs: 100 })).toMatchObject({ allowed: false, rule: 'egress.dns.failed' });
   });
 
+  it('refuses a name the hosts file maps to loopback when loopback is not in allowedCidrs (system resolver)', async () => {
+    const file = join(tempDir('egress-url'), 'endpoints.json');
+    writeFileSync(file, JSON.stringify({ endpoints: [{ ...POLICY.endpoints[1], id: 'hosts-file', url: 'https://localhost:8443/v1' }] }));
+    const decision = await decideUrl(loadEndpointPolicy(file), 'https://localhost:8443/v1/models');
+    expect(decision).toMatchObject({ allowed: false, endpoint: 'hosts-file', rule: 'egress.address.not-allowed' });
+    expect(decision.reason).toMatch(/address (127\.0\.0\.1|::1)\)/);
+  });
+
   it('never throws from the CIDR check: malformed input is a refusal', () => {
     expect(addressAllowed('10.20.4.7', ['10.20.0.0/16'])).toBe(true);
     expect(addressAllowed('10.20.4.7', ['fd00::/8'])).toBe(false);
