@@ -70,7 +70,8 @@ function check(io: Io): CommandModule<GlobalArgs, CheckArgs> {
       const policy = loadEndpointPolicy(policyFile(args, io));
       const decision = await decideUrl(policy, String(args.url));
       if (args.json) {
-        printJson(io, { allowed: decision.allowed, endpoint: decision.endpoint, rule: decision.rule, reason: decision.reason, ...(decision.addresses ? { addresses: decision.addresses } : {}) });
+        // Exactly the documented shape; the checked addresses are named in the reason.
+        printJson(io, { allowed: decision.allowed, endpoint: decision.endpoint, rule: decision.rule, reason: decision.reason });
       } else {
         io.stdout(`${decision.allowed ? 'allowed' : 'refused'} by rule ${decision.rule}${decision.endpoint ? ` (endpoint ${decision.endpoint})` : ''}: ${decision.reason}\n`);
       }
