@@ -8,7 +8,7 @@ import { Catalog } from './catalog';
 import { type Config, loadConfig, type LoadOptions } from './config';
 import { type Database, openDatabase } from './db';
 import { deidUnavailable } from './deid';
-import { type EndpointPolicy, loadEndpointPolicy, type Resolver } from './egress';
+import { assertSafeEgressEnvironment, type EndpointPolicy, loadEndpointPolicy, type Resolver } from './egress';
 import { createLogger, type Logger } from './log';
 import { tierGate } from './policy';
 import { type Engine } from './runs/engine';
@@ -38,6 +38,8 @@ export interface OpenOptions extends LoadOptions {
 }
 
 export async function openApp(opts: OpenOptions = {}): Promise<App> {
+  // Before anything else: no proxy or TLS override may weaken the egress guard.
+  assertSafeEgressEnvironment(opts.env ?? process.env);
   const config = loadConfig(opts);
   const logger = createLogger({ level: opts.logLevel ?? config.logging.level, file: config.logging.file, console: opts.consoleLog ?? false });
   const catalog = Catalog.load(config.catalogDirs);

@@ -1,139 +1,61 @@
 /**
  * The egress guard: the only way a request leaves ehrbench. For one allowlisted endpoint it
- *   1. parses the URL once (WHATWG URL) and refuses anything that is not exactly under the endpoint;
- *   2. resolves the host once (the `addresses` pin, or DNS) and requires every answer to lie in the
- *      endpoint's allowedCidrs;
- *   3. connects only to a checked address, verifies the socket's remote address, keeps the hostname
- *      for SNI and the certificate check, trusts only the endpoint's CA (or Node's bundled roots,
- *      never the process-wide store) and enforces SPKI pins and client certificates when configured;
- *   4. never follows redirects, caps the response size and time.
+ *   1. accepts a request URL only when it is canonical and exactly under the endpoint (url.ts);
+ *   2. resolves the host once per connection (the `addresses` pin, the IP literal, or DNS with a
+ *      timeout) and requires every answer to lie in the endpoint's allowedCidrs (resolve.ts);
+ *   3. connects only to a checked address and verifies the socket's remote address, keeps the
+ *      hostname for SNI and the certificate check, trusts only the endpoint's CA (or Node's bundled
+ *      roots, never the process-wide store, so NODE_EXTRA_CA_CERTS widens nothing), enforces SPKI
+ *      pins and presents client certificates when configured;
+ *   4. never follows redirects, caps the (decoded) response size and the total time of a call, and
+ *      keeps its connections to itself: one dispatcher per endpoint, no TLS session reuse.
  * Every refusal is an EgressDenied naming the endpoint, the rule and (when known) the address; it
  * never carries a request or response body.
  */
 import { X509Certificate, createHash } from 'node:crypto';
-import { promises as dns } from 'node:dns';
 import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
+import { TransformStream } from 'node:stream/web';
 import tls from 'node:tls';
-import ipaddr from 'ipaddr.js';
-import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
-import { PolicyDenied, UserError } from '../errors';
+import { Agent, Response as UndiciResponse, buildConnector, fetch as undiciFetch } from 'undici';
+import { UserError } from '../errors';
+import { canonicalAddress } from './addresses';
 import type { Endpoint } from './endpoints';
+import { EgressAborted, EgressDenied } from './errors';
+import { type CheckedAddress, DEFAULT_DNS_TIMEOUT_MS, type EndpointOrigin, type Resolver, endpointOrigin, resolveChecked, systemResolver } from './resolve';
+import { parseCanonicalUrl } from './url';
 
-export class EgressDenied extends PolicyDenied {
-  constructor(
-    rule: string,
-    reason: string,
-    readonly endpointId: string | undefined,
-    readonly address?: string,
-  ) {
-    super(rule, `${endpointId ? `endpoint ${endpointId}: ` : ''}${reason}${address ? ` (address ${address})` : ''}`);
-  }
-}
-
-export type Resolver = (hostname: string) => Promise<string[]>;
-
-export const DEFAULT_DNS_TIMEOUT_MS = 5000;
 export const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
-
-/** System resolver with every answer returned (not just the first) and a timeout. */
-export function systemResolver(timeoutMs = DEFAULT_DNS_TIMEOUT_MS): Resolver {
-  return async (hostname) => {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('dns timeout')), timeoutMs);
-    });
-    try {
-      const answers = await Promise.race([dns.lookup(hostname, { all: true, verbatim: true }), timeout]);
-      return answers.map((a) => a.address);
-    } finally {
-      clearTimeout(timer);
-    }
-  };
-}
-
-/** The parts of an endpoint URL the guard compares against. */
-interface EndpointOrigin {
-  hostname: string;
-  port: string;
-  pathPrefix: string;
-}
-
-function endpointOrigin(endpoint: Endpoint): EndpointOrigin {
-  const u = new URL(endpoint.url);
-  const path = u.pathname.endsWith('/') ? u.pathname : `${u.pathname}/`;
-  return { hostname: u.hostname, port: u.port || '443', pathPrefix: path };
-}
+export const DEFAULT_TIMEOUT_MS = 120_000;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * Checks a request URL against the endpoint and returns it parsed. Refuses (EgressDenied) anything
- * that is not https, has userinfo or a fragment, names another host or port, or leaves the
- * endpoint's path after normalisation.
+ * that is not canonical https, names another host or port, is an IP literal when the endpoint is a
+ * name, or leaves the endpoint's path.
  */
 export function checkRequestUrl(endpoint: Endpoint, raw: string): URL {
-  const deny = (rule: string, reason: string): never => {
-    throw new EgressDenied(rule, reason, endpoint.id);
-  };
-  if (raw.length > 8192) deny('egress.url.too-long', 'URL longer than 8192 characters');
-  if (/[\s\\\u0000-\u001f\u007f]/.test(raw)) deny('egress.url.bad-characters', 'URL contains whitespace, control characters or a backslash');
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return deny('egress.url.unparseable', 'URL cannot be parsed');
-  }
-  if (url.protocol !== 'https:') deny('egress.url.scheme', `scheme ${url.protocol} refused; only https is allowed`);
-  if (url.username || url.password || raw.slice(0, raw.indexOf(url.host) + 1).includes('@')) deny('egress.url.userinfo', 'URL carries userinfo');
-  if (url.hash || raw.includes('#')) deny('egress.url.fragment', 'URL carries a fragment');
+  const parsed = parseCanonicalUrl(raw);
+  if ('problem' in parsed) throw new EgressDenied(parsed.problem.rule, parsed.problem.reason, endpoint.id);
   const origin = endpointOrigin(endpoint);
-  if (url.hostname !== origin.hostname) deny('egress.url.host', `host ${url.hostname} is not the endpoint's host`);
-  if ((url.port || '443') !== origin.port) deny('egress.url.port', `port ${url.port || '443'} is not the endpoint's port`);
-  const path = url.pathname.endsWith('/') ? url.pathname : `${url.pathname}/`;
-  if (!path.startsWith(origin.pathPrefix) || /%2e|%2f|%5c/i.test(url.pathname)) {
-    deny('egress.url.path', `path is outside the endpoint's path ${origin.pathPrefix}`);
-  }
-  return url;
+  const denial = originMismatch(origin, parsed.canonical);
+  if (denial) throw new EgressDenied(denial.rule, denial.reason, endpoint.id);
+  return parsed.canonical.url;
 }
 
-/** True when `address` lies in one of the CIDRs; unwraps IPv4-mapped IPv6 first; never throws. */
-export function addressAllowed(address: string, cidrs: readonly string[]): boolean {
-  let addr: ipaddr.IPv4 | ipaddr.IPv6;
-  try {
-    addr = ipaddr.process(address);
-  } catch {
-    return false;
+/** Why a canonical URL is not under the endpoint's origin and path, or undefined when it is. */
+export function originMismatch(
+  origin: EndpointOrigin,
+  c: { hostname: string; port: string; hostKind: string; url: URL },
+): { rule: string; reason: string } | undefined {
+  if (c.hostKind !== 'name' && origin.hostKind === 'name') {
+    return { rule: 'egress.url.ip-literal', reason: `an IP-address host is refused; the endpoint is reached by its name ${origin.hostname}` };
   }
-  return cidrs.some((cidr) => {
-    try {
-      const [range, bits] = ipaddr.parseCIDR(cidr);
-      return range.kind() === addr.kind() && addr.match([range, bits]);
-    } catch {
-      return false;
-    }
-  });
-}
-
-/** Resolves the endpoint's host once and checks every answer; returns the checked addresses. */
-export async function resolveChecked(endpoint: Endpoint, resolver: Resolver): Promise<string[]> {
-  const { hostname } = endpointOrigin(endpoint);
-  const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
-  let answers: string[];
-  if (endpoint.addresses) answers = endpoint.addresses;
-  else if (ipaddr.isValid(bare)) answers = [bare];
-  else {
-    try {
-      answers = await resolver(hostname);
-    } catch {
-      throw new EgressDenied('egress.dns.failed', `DNS resolution of ${hostname} failed or timed out`, endpoint.id);
-    }
-  }
-  if (answers.length === 0) throw new EgressDenied('egress.dns.empty', `DNS returned no address for ${hostname}`, endpoint.id);
-  for (const a of answers) {
-    if (!addressAllowed(a, endpoint.allowedCidrs)) {
-      throw new EgressDenied('egress.address.not-allowed', `resolved address not in ${endpoint.allowedCidrs.join(', ')}`, endpoint.id, a);
-    }
-  }
-  return answers.map((a) => ipaddr.process(a).toString());
+  if (c.hostname !== origin.hostname) return { rule: 'egress.url.host', reason: `host is not the endpoint's host ${origin.hostname}` };
+  if (c.port !== origin.port) return { rule: 'egress.url.port', reason: `port ${c.port} is not the endpoint's port ${origin.port}` };
+  const path = c.url.pathname.endsWith('/') ? c.url.pathname : `${c.url.pathname}/`;
+  if (!path.startsWith(origin.pathPrefix)) return { rule: 'egress.url.path', reason: `path is outside the endpoint's path ${origin.pathPrefix}` };
+  return undefined;
 }
 
 /** base64 sha256 of a certificate's SubjectPublicKeyInfo (the HPKP pin format). */
@@ -150,93 +72,276 @@ function readPem(file: string, what: string, endpointId: string): string {
   }
 }
 
+/** What the guard reports for audit: ids, addresses, rules, certificate key hashes; never bodies. */
+export type EgressEvent =
+  | {
+      type: 'egress.connected';
+      endpointId: string;
+      address: string;
+      cidr: string;
+      resolution: 'addresses' | 'ip-literal' | 'dns';
+      tlsProtocol: string | null;
+      trust: 'endpoint-ca' | 'bundled-roots';
+      serverSpkiSha256: string | null;
+      pinChecked: boolean;
+    }
+  | { type: 'egress.denied'; endpointId: string; rule: string; address?: string };
+
 export interface TransportOptions {
+  /** DNS for endpoints without an `addresses` pin (tests inject one). */
   resolver?: Resolver;
+  dnsTimeoutMs?: number;
+  connectTimeoutMs?: number;
+  /** Total time of one call, request to last response byte; the endpoint's limits.timeoutMs wins. */
   timeoutMs?: number;
+  /** Largest decoded response body; the endpoint's limits.maxResponseBytes wins. */
   maxResponseBytes?: number;
+  onEvent?: (event: EgressEvent) => void;
 }
 
 export interface EndpointTransport {
   endpoint: Endpoint;
   /** fetch for the official SDK: only this endpoint, only checked addresses, no redirects. */
   fetch: typeof globalThis.fetch;
+  /**
+   * entra-id endpoints only: a bearer-token function whose token traffic goes through the guarded
+   * transport of the endpoint's allowlisted authority (entra.ts).
+   */
+  tokenProvider?: (env?: NodeJS.ProcessEnv) => () => Promise<string>;
   close(): Promise<void>;
+}
+
+/** TLS verification failures by OpenSSL/Node code, as guard rules. */
+const TLS_RULES: Record<string, string> = {
+  ERR_TLS_CERT_ALTNAME_INVALID: 'egress.tls.name-mismatch',
+  CERT_HAS_EXPIRED: 'egress.tls.expired',
+  CERT_NOT_YET_VALID: 'egress.tls.not-yet-valid',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'egress.tls.untrusted',
+  UNABLE_TO_GET_ISSUER_CERT: 'egress.tls.untrusted',
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'egress.tls.untrusted',
+  SELF_SIGNED_CERT_IN_CHAIN: 'egress.tls.untrusted',
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'egress.tls.untrusted',
+  CERT_SIGNATURE_FAILURE: 'egress.tls.untrusted',
+  CERT_UNTRUSTED: 'egress.tls.untrusted',
+  CERT_REJECTED: 'egress.tls.untrusted',
+  INVALID_CA: 'egress.tls.untrusted',
+  INVALID_PURPOSE: 'egress.tls.untrusted',
+};
+
+/** Turns a TLS failure into a refusal naming its rule; other errors (refused, reset) pass through. */
+function tlsDenial(err: unknown, endpointId: string, address: string): Error {
+  if (err instanceof EgressDenied) return err;
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code !== 'string') return err as Error;
+  const rule = TLS_RULES[code] ?? (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') ? 'egress.tls.handshake-failed' : undefined);
+  if (!rule) return err as Error;
+  return new EgressDenied(rule, `TLS verification failed (${code}); no request was sent`, endpointId, address);
 }
 
 /**
  * Builds the transport of one endpoint. Resolution happens once per connection inside the connector,
- * so a DNS answer that changes between connections is checked again and the socket goes to the
- * address that was checked.
+ * so a DNS answer that changes between connections is checked again, and the socket goes to the
+ * address that was checked, whatever the name resolves to by then.
  */
 export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptions = {}): EndpointTransport {
-  const resolver = opts.resolver ?? systemResolver();
+  const origin = endpointOrigin(endpoint);
+  const resolver = opts.resolver ?? systemResolver;
+  const dnsTimeoutMs = opts.dnsTimeoutMs ?? DEFAULT_DNS_TIMEOUT_MS;
+  const totalMs = endpoint.limits?.timeoutMs ?? opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const maxBytes = endpoint.limits?.maxResponseBytes ?? opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const trust = endpoint.tls?.caFile ? 'endpoint-ca' : 'bundled-roots';
+  // An explicit trust set on every connection: the process-wide store is never consulted.
   const ca = endpoint.tls?.caFile ? readPem(endpoint.tls.caFile, 'caFile', endpoint.id) : [...tls.rootCertificates];
   const clientCert = endpoint.tls?.clientCertFile ? readPem(endpoint.tls.clientCertFile, 'clientCertFile', endpoint.id) : undefined;
   const clientKey = endpoint.tls?.clientKeyFile ? readPem(endpoint.tls.clientKeyFile, 'clientKeyFile', endpoint.id) : undefined;
   const pins = endpoint.tls?.spkiSha256;
-  const { hostname } = endpointOrigin(endpoint);
-
-  const checkServerIdentity = (host: string, cert: tls.PeerCertificate): Error | undefined => {
-    const nameError = tls.checkServerIdentity(host, cert);
-    if (nameError) return nameError;
-    if (pins && !pins.includes(spkiSha256(cert.raw))) {
-      return new EgressDenied('egress.tls.pin-mismatch', 'server key matches none of the configured spkiSha256 pins', endpoint.id);
+  const report = (event: EgressEvent) => {
+    try {
+      opts.onEvent?.(event);
+    } catch {
+      // A failing observer must not change the decision.
     }
-    return undefined;
   };
 
-  const connectTo = (address: string) =>
+  // Runs only after the chain has verified against `ca`: the name check first, then the pins.
+  const checkServerIdentity =
+    (address: string) =>
+    (host: string, cert: tls.PeerCertificate): Error | undefined => {
+      const nameError = tls.checkServerIdentity(host, cert);
+      if (nameError) return nameError;
+      if (pins && !pins.includes(spkiSha256(cert.raw))) {
+        return new EgressDenied('egress.tls.pin-mismatch', `server key matches none of the ${pins.length} configured spkiSha256 pins; no request was sent`, endpoint.id, address);
+      }
+      return undefined;
+    };
+
+  const connectTo = (checked: CheckedAddress) =>
     buildConnector({
       ca,
       ...(clientCert && clientKey ? { cert: clientCert, key: clientKey } : {}),
       rejectUnauthorized: true,
       minVersion: 'TLSv1.2',
-      servername: hostname.startsWith('[') || ipaddr.isValid(hostname) ? undefined : hostname,
-      checkServerIdentity,
-      timeout: opts.timeoutMs ?? 10_000,
-      // Connect to the checked address, whatever the hostname would resolve to now.
-      lookup: (_host: string, o: { all?: boolean }, cb: (err: Error | null, address: unknown, family?: number) => void) => {
-        const family = ipaddr.parse(address).kind() === 'ipv6' ? 6 : 4;
-        if (o?.all) cb(null, [{ address, family }]);
-        else cb(null, address, family);
-      },
+      // SNI and the certificate check use the endpoint's name; the socket uses the checked address.
+      servername: origin.hostKind === 'name' ? origin.hostname : undefined,
+      checkServerIdentity: checkServerIdentity(checked.address),
+      timeout: opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+      // A fresh connector per connection: no TLS session resumption, every handshake fully checked.
+      maxCachedSessions: 0,
     } as buildConnector.BuildOptions);
 
   const connect: buildConnector.connector = (options, callback) => {
-    resolveChecked(endpoint, resolver).then(
-      (addresses) => {
-        const address = addresses[0] as string;
-        connectTo(address)(options, (err, socket) => {
-          if (err || !socket) return callback(err ?? new Error('no socket'), null);
-          const remote = (socket as Socket).remoteAddress;
-          if (!remote || !addresses.includes(ipaddr.process(remote).toString())) {
-            socket.destroy();
-            return callback(new EgressDenied('egress.address.remote-mismatch', 'connected to an address that was not checked', endpoint.id, remote), null);
+    resolveChecked(endpoint, resolver, dnsTimeoutMs).then(
+      (resolution) => {
+        const checked = resolution.addresses[0] as CheckedAddress;
+        // The socket goes to the checked address itself (no second lookup that DNS could answer
+        // differently); SNI and the name check still use the endpoint's host name.
+        connectTo(checked)({ ...options, hostname: checked.address }, (err, socket) => {
+          if (err || !socket) {
+            const e = tlsDenial(err ?? new Error('no socket'), endpoint.id, checked.address);
+            if (e instanceof EgressDenied) report({ type: 'egress.denied', endpointId: endpoint.id, rule: e.rule, address: checked.address });
+            return callback(e, null);
           }
+          const remote = canonicalAddress((socket as Socket).remoteAddress ?? '');
+          if (!remote || !resolution.addresses.some((a) => a.address === remote)) {
+            socket.destroy();
+            report({ type: 'egress.denied', endpointId: endpoint.id, rule: 'egress.address.remote-mismatch', ...(remote ? { address: remote } : {}) });
+            return callback(new EgressDenied('egress.address.remote-mismatch', 'the socket reached an address that was not checked', endpoint.id, remote ?? 'unknown'), null);
+          }
+          const peer = (socket as tls.TLSSocket).getPeerCertificate?.();
+          report({
+            type: 'egress.connected',
+            endpointId: endpoint.id,
+            address: remote,
+            cidr: checked.cidr,
+            resolution: resolution.source,
+            tlsProtocol: (socket as tls.TLSSocket).getProtocol?.() ?? null,
+            trust,
+            serverSpkiSha256: peer?.raw ? spkiSha256(peer.raw) : null,
+            pinChecked: Boolean(pins),
+          });
           callback(null, socket);
         });
       },
-      (err: Error) => callback(err, null),
+      (err: unknown) => {
+        if (err instanceof EgressDenied) {
+          report({ type: 'egress.denied', endpointId: endpoint.id, rule: err.rule, ...(err.address ? { address: err.address } : {}) });
+        }
+        callback(err as Error, null);
+      },
     );
   };
 
+  // One dispatcher per endpoint: its connections are never shared with another endpoint.
+  // undici's limits are backstops: the guard's own decoded-size count and total deadline (below)
+  // fire first and carry the guard's rule.
   const agent = new Agent({
     connect,
-    maxResponseSize: endpoint.limits?.maxResponseBytes ?? opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
-    headersTimeout: endpoint.limits?.timeoutMs ?? opts.timeoutMs ?? 120_000,
-    bodyTimeout: endpoint.limits?.timeoutMs ?? opts.timeoutMs ?? 120_000,
+    maxResponseSize: maxBytes * 2 + 65_536,
+    headersTimeout: totalMs + 1000,
+    bodyTimeout: totalMs + 1000,
   });
 
   const guardedFetch = async (input: unknown, init?: Record<string, unknown>): Promise<Response> => {
-    const raw = typeof input === 'string' ? input : input instanceof URL ? input.href : (input as { url: string }).url;
-    const url = checkRequestUrl(endpoint, raw);
-    const response = await undiciFetch(url, { ...(init ?? {}), redirect: 'manual', dispatcher: agent } as Parameters<typeof undiciFetch>[1]);
-    if (response.status >= 300 && response.status < 400) {
-      await response.body?.cancel().catch(() => undefined);
-      throw new EgressDenied('egress.redirect.refused', `answered with a redirect (HTTP ${response.status}); redirects are never followed`, endpoint.id);
+    // Strings and URLs only: a Request object would carry a method and body this call would drop.
+    const raw = typeof input === 'string' ? input : input instanceof URL ? input.href : undefined;
+    let url: URL;
+    try {
+      url = checkRequestUrl(endpoint, typeof raw === 'string' ? raw : '');
+    } catch (err) {
+      if (err instanceof EgressDenied) report({ type: 'egress.denied', endpointId: endpoint.id, rule: err.rule });
+      throw err;
     }
-    return response as unknown as Response;
+    // The total deadline covers the body too: undici's own timers are idle timers that a server
+    // dripping one byte at a time would keep resetting.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new EgressAborted('egress.deadline', `no complete answer within ${totalMs} ms; call aborted`, endpoint.id)), totalMs);
+    timer.unref();
+    const callerSignal = init?.signal as AbortSignal | undefined;
+    const signal = callerSignal ? AbortSignal.any([deadline.signal, callerSignal]) : deadline.signal;
+    let response: Awaited<ReturnType<typeof undiciFetch>>;
+    try {
+      response = await undiciFetch(url, { ...(init ?? {}), signal, redirect: 'manual', dispatcher: agent } as Parameters<typeof undiciFetch>[1]);
+    } catch (err) {
+      clearTimeout(timer);
+      if (deadline.signal.aborted) throw deadline.signal.reason;
+      // undici wraps a connector refusal in "fetch failed"; callers get the refusal itself.
+      throw guardCause(err) ?? err;
+    }
+    const refuse = async (e: Error): Promise<never> => {
+      clearTimeout(timer);
+      await response.body?.cancel().catch(() => undefined);
+      throw e;
+    };
+    if (response.status >= 300 && response.status < 400) {
+      report({ type: 'egress.denied', endpointId: endpoint.id, rule: 'egress.redirect.refused' });
+      return refuse(new EgressDenied('egress.redirect.refused', `answered with a redirect (HTTP ${response.status}) to ${redirectTarget(response.headers.get('location'), url)}; redirects are never followed`, endpoint.id));
+    }
+    const declared = Number(response.headers.get('content-length'));
+    if (Number.isFinite(declared) && declared > maxBytes) {
+      return refuse(new EgressAborted('egress.response-too-large', `response declares ${declared} bytes, over the cap of ${maxBytes}; call aborted`, endpoint.id));
+    }
+    if (!response.body) {
+      clearTimeout(timer);
+      return response as unknown as Response;
+    }
+    let received = 0;
+    const limited = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          received += chunk.byteLength;
+          if (received > maxBytes) {
+            const e = new EgressAborted('egress.response-too-large', `response exceeded the cap of ${maxBytes} bytes; call aborted`, endpoint.id);
+            deadline.abort(e);
+            controller.error(e);
+            return;
+          }
+          controller.enqueue(chunk);
+        },
+        flush() {
+          clearTimeout(timer);
+        },
+      }),
+    );
+    return new UndiciResponse(limited as ConstructorParameters<typeof UndiciResponse>[0], {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    }) as unknown as Response;
   };
 
-  return { endpoint, fetch: guardedFetch as typeof globalThis.fetch, close: () => agent.close() };
+  const transport: EndpointTransport = { endpoint, fetch: guardedFetch as typeof globalThis.fetch, close: () => agent.close() };
+  if (endpoint.auth.type !== 'entra-id') return transport;
+
+  // Loaded only for entra-id endpoints: @azure/identity is large and most sites use keys.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const entra = require('./entra') as typeof import('./entra');
+  const authority = createEndpointTransport(entra.authorityEndpoint(endpoint), opts);
+  return {
+    ...transport,
+    tokenProvider: (env) => entra.entraTokenProvider(endpoint, authority, env),
+    close: async () => {
+      await Promise.all([agent.close(), authority.close()]);
+    },
+  };
+}
+
+/** The guard's own refusal inside a foreign error's cause chain, if any. */
+function guardCause(err: unknown): EgressDenied | undefined {
+  let current: unknown = err;
+  for (let depth = 0; current && depth < 6; depth++) {
+    if (current instanceof EgressDenied) return current;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** The host a redirect pointed to, for the refusal message only; bounded and never a body. */
+function redirectTarget(location: string | null, base: URL): string {
+  if (!location) return 'no location';
+  try {
+    const host = new URL(location, base).host;
+    return /^[a-z0-9.\-:[\]]{1,255}$/.test(host) ? host : 'an unreadable host';
+  } catch {
+    return 'an unparseable location';
+  }
 }

@@ -1,12 +1,18 @@
 export { loadEndpointPolicy } from './endpoints';
 export type { Endpoint, EndpointDefinition, EndpointPolicy } from './endpoints';
+export { EgressAborted, EgressDenied } from './errors';
+export { addressAllowed, parseConfigAddress, parseConfigCidr } from './addresses';
+export { MAX_URL_LENGTH, parseCanonicalUrl } from './url';
+export { DEFAULT_DNS_TIMEOUT_MS, endpointOrigin, resolveChecked, systemResolver } from './resolve';
+export type { Resolution, Resolver } from './resolve';
 export {
-  EgressDenied,
-  addressAllowed,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  DEFAULT_TIMEOUT_MS,
   checkRequestUrl,
   createEndpointTransport,
-  resolveChecked,
   spkiSha256,
-  systemResolver,
 } from './guard';
-export type { EndpointTransport, Resolver, TransportOptions } from './guard';
+export type { EgressEvent, EndpointTransport, TransportOptions } from './guard';
+export { ALLOW_RULE, decideUrl } from './decide';
+export type { EgressDecision } from './decide';
+export { assertSafeEgressEnvironment, refusedNodeFlag, splitNodeOptions } from './environment';

@@ -4,9 +4,10 @@
  * egress-guarded transport. Retries are ours, not the SDK's, so that each attempt passes the
  * `beforeAttempt` hook (the audit write that must precede every call) and refusals are never retried.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import OpenAI, { AzureOpenAI } from 'openai';
 import type { Endpoint, EndpointTransport } from '../egress';
-import { EgressDenied } from '../egress';
+import { EgressAborted, EgressDenied } from '../egress';
 import { UserError } from '../errors';
 import { resolveApiKey } from './credentials';
 
@@ -54,8 +55,20 @@ export class ModelCallError extends UserError {
 
 const RETRYABLE_STATUS = new Set([408, 409, 429, 500, 502, 503, 504]);
 
+/** Where the guard's own error of one attempt is kept (see `guardErrors` below). */
+interface AttemptSlot {
+  /** The guard's refusal or abort, or a token provider's one-line error. */
+  guardError?: UserError;
+}
+
 export class ModelClient {
   private readonly sdk: OpenAI;
+  /**
+   * The SDK folds some transport errors into a cause-less "connection timeout" (any message that
+   * matches /timed? ?out/), which would turn a refusal into a retryable timeout. So each attempt
+   * runs in its own slot and the guarded fetch records the guard's error there itself.
+   */
+  private readonly guardErrors = new AsyncLocalStorage<AttemptSlot>();
   private readonly model: string;
   private readonly sleep: (ms: number) => Promise<void>;
 
@@ -67,14 +80,51 @@ export class ModelClient {
     const apiKey = resolveApiKey(endpoint, opts.env);
     const headers: Record<string, string> = {};
     if (endpoint.auth.type === 'apim-key' && apiKey) headers['Ocp-Apim-Subscription-Key'] = apiKey;
-    const common = { fetch: transport.fetch, maxRetries: 0, timeout: endpoint.limits?.timeoutMs ?? opts.timeoutMs, defaultHeaders: headers };
-    if (endpoint.provider === 'azure-openai') {
-      if (endpoint.auth.type === 'entra-id') {
-        throw new UserError('endpoint.auth-unsupported', `endpoint ${endpoint.id}: entra-id auth is not enabled in this build; use api-key or apim-key`);
+    const recordingFetch = async (input: unknown, init?: unknown): Promise<Response> => {
+      try {
+        return await transport.fetch(input as string, init as RequestInit);
+      } catch (err) {
+        const slot = this.guardErrors.getStore();
+        if (slot && (err instanceof EgressDenied || err instanceof EgressAborted)) slot.guardError = err;
+        throw err;
       }
-      this.sdk = new AzureOpenAI({ ...common, baseURL: endpoint.url, deployment: endpoint.deployment, apiVersion: endpoint.apiVersion, apiKey: apiKey ?? 'unused' });
+    };
+    // logLevel 'off': the SDK's own debug logging (OPENAI_LOG=debug) would print request bodies.
+    const common = {
+      fetch: recordingFetch as typeof globalThis.fetch,
+      maxRetries: 0,
+      // The guard's total deadline (which also covers the body) decides; the SDK's timer is a backstop.
+      timeout: (endpoint.limits?.timeoutMs ?? opts.timeoutMs) + 1000,
+      defaultHeaders: headers,
+      logLevel: 'off' as const,
+    };
+    if (endpoint.provider === 'azure-openai') {
+      const azure = { ...common, baseURL: endpoint.url, deployment: endpoint.deployment, apiVersion: endpoint.apiVersion };
+      if (endpoint.auth.type === 'entra-id') {
+        // The token comes through the guarded transport of the endpoint's allowlisted authority.
+        if (!transport.tokenProvider) throw new UserError('endpoint.auth-unsupported', `endpoint ${endpoint.id}: entra-id auth needs a transport built by createEndpointTransport`);
+        const provider = transport.tokenProvider(opts.env);
+        // The SDK rewraps a token failure without its cause, so it is recorded like a refusal.
+        const tokenProvider = async () => {
+          try {
+            return await provider();
+          } catch (err) {
+            const slot = this.guardErrors.getStore();
+            if (slot && err instanceof UserError) slot.guardError = err;
+            throw err;
+          }
+        };
+        try {
+          this.sdk = new AzureOpenAI({ ...azure, azureADTokenProvider: tokenProvider });
+        } catch {
+          throw new UserError('endpoint.auth-conflict', `endpoint ${endpoint.id}: entra-id auth cannot start (is AZURE_OPENAI_API_KEY set? unset it: a key and a token are mutually exclusive)`);
+        }
+      } else {
+        this.sdk = new AzureOpenAI({ ...azure, apiKey: apiKey ?? 'unused' });
+      }
       this.model = endpoint.deployment ?? '';
     } else {
+      if (endpoint.auth.type === 'entra-id') throw new UserError('endpoint.auth-unsupported', `endpoint ${endpoint.id}: entra-id auth is for azure-openai endpoints`);
       this.sdk = new OpenAI({ ...common, baseURL: endpoint.url, apiKey: endpoint.auth.type === 'api-key' ? (apiKey ?? 'unused') : 'unused' });
       this.model = endpoint.model ?? endpoint.deployment ?? 'default';
     }
@@ -85,15 +135,18 @@ export class ModelClient {
     for (let attempt = 1; ; attempt++) {
       await hooks.beforeAttempt?.(attempt);
       const started = performance.now();
+      const slot: AttemptSlot = {};
       try {
-        const res = await this.sdk.chat.completions.create(
-          {
-            model: this.model,
-            messages: [{ role: 'user', content: request.prompt }],
-            max_tokens: request.maxTokens,
-            temperature: request.temperature,
-          },
-          hooks.signal ? { signal: hooks.signal } : undefined,
+        const res = await this.guardErrors.run(slot, () =>
+          this.sdk.chat.completions.create(
+            {
+              model: this.model,
+              messages: [{ role: 'user', content: request.prompt }],
+              max_tokens: request.maxTokens,
+              temperature: request.temperature,
+            },
+            hooks.signal ? { signal: hooks.signal } : undefined,
+          ),
         );
         const choice = res.choices[0];
         return {
@@ -105,7 +158,7 @@ export class ModelClient {
           finishReason: choice?.finish_reason ?? null,
         };
       } catch (err) {
-        const failure = this.classify(err);
+        const failure = this.classify(slot.guardError ?? err);
         if (!(failure instanceof ModelCallError) || !failure.retryable || attempt > this.opts.maxRetries) throw failure;
         const wait = this.backoff(attempt, err);
         if (wait === undefined) throw failure;
@@ -114,11 +167,31 @@ export class ModelClient {
     }
   }
 
+  /** GET <url>/models (Azure: <url>/models?api-version=...), the call `endpoints probe` makes. */
+  async listModels(): Promise<string[]> {
+    const slot: AttemptSlot = {};
+    try {
+      const page = await this.guardErrors.run(slot, () => this.sdk.models.list());
+      return page.data.map((m) => String(m.id).slice(0, 200));
+    } catch (err) {
+      throw this.classify(slot.guardError ?? err);
+    }
+  }
+
   /** Turns any SDK or transport error into a ModelCallError or the guard's own refusal. */
   private classify(err: unknown): UserError {
     const denied = findCause(err, (e): e is EgressDenied => e instanceof EgressDenied);
     if (denied) return denied;
     const id = this.endpoint.id;
+    const aborted = findCause(err, (e): e is EgressAborted => e instanceof EgressAborted);
+    if (aborted?.rule === 'egress.response-too-large') return new ModelCallError('model.response-too-large', `endpoint ${id}: response exceeded the size cap`, false);
+    if (aborted?.rule === 'egress.deadline') return new ModelCallError('model.timeout', `endpoint ${id}: call timed out`, true);
+    // Our own one-line errors (a token provider's) stay as they are: they name what to fix.
+    if (err instanceof UserError) return err;
+    // undici's own raw-byte cap (the guard's backstop) can fire while the SDK reads the body.
+    if (findCause(err, (e): e is { code: string } => (e as { code?: unknown })?.code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE')) {
+      return new ModelCallError('model.response-too-large', `endpoint ${id}: response exceeded the size cap`, false);
+    }
     if (err instanceof OpenAI.APIError && typeof err.status === 'number') {
       return new ModelCallError('model.http-error', `endpoint ${id}: HTTP ${err.status}`, RETRYABLE_STATUS.has(err.status), err.status);
     }

@@ -1,6 +1,15 @@
 import type { CommandModule } from 'yargs';
 import { loadConfig } from '../../config';
-import { loadEndpointPolicy } from '../../egress';
+import {
+  assertSafeEgressEnvironment,
+  createEndpointTransport,
+  decideUrl,
+  type EgressEvent,
+  EgressDenied,
+  loadEndpointPolicy,
+} from '../../egress';
+import { describeError, UserError } from '../../errors';
+import { ModelClient } from '../../models';
 import type { GlobalArgs } from '../context';
 import { formatTable, type Io, printJson } from '../output';
 
@@ -8,42 +17,137 @@ interface PolicyArgs extends GlobalArgs {
   policy?: string;
 }
 
+interface CheckArgs extends PolicyArgs {
+  url: string;
+}
+
+interface ProbeArgs extends PolicyArgs {
+  id: string;
+}
+
 export function policyFile(args: PolicyArgs, io: Io): string {
   if (args.policy) return args.policy;
   return loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env }).policies.endpoints;
 }
 
+const policyOption = { type: 'string', describe: 'Endpoint policy file (default: from the config)' } as const;
+
+function list(io: Io): CommandModule<GlobalArgs, PolicyArgs> {
+  return {
+    command: 'list',
+    describe: 'List allowlisted endpoints with their classification',
+    builder: (b) => b.option('policy', policyOption),
+    handler: async (args) => {
+      assertSafeEgressEnvironment(io.env);
+      const policy = loadEndpointPolicy(policyFile(args, io));
+      if (args.json) return printJson(io, policy.endpoints.map(({ policyFile: _p, ...e }) => e));
+      io.stdout(
+        formatTable(
+          ['id', 'provider', 'url', 'deployment/model', 'in VPC', 'BAA', 'max tier', 'development'],
+          policy.endpoints.map((e) => [
+            e.id,
+            e.provider,
+            e.url,
+            e.deployment ?? e.model ?? '-',
+            e.classification.inVpc ? 'yes' : 'no',
+            e.classification.baa ? 'yes' : 'no',
+            e.classification.maxTier,
+            e.classification.development ? 'yes' : 'no',
+          ]),
+        ),
+      );
+    },
+  };
+}
+
+function check(io: Io): CommandModule<GlobalArgs, CheckArgs> {
+  return {
+    command: 'check <url>',
+    describe: 'Decide whether the egress guard would let a request to URL leave, without sending anything (canonical form, allowlist, resolution, CIDR); exit 0 allowed, 1 refused',
+    builder: (b) => b.positional('url', { type: 'string', demandOption: true, describe: 'The full https URL a request would go to' }).option('policy', policyOption),
+    handler: async (args) => {
+      assertSafeEgressEnvironment(io.env);
+      const policy = loadEndpointPolicy(policyFile(args, io));
+      const decision = await decideUrl(policy, String(args.url));
+      if (args.json) {
+        // Exactly the documented shape; the checked addresses are named in the reason.
+        printJson(io, { allowed: decision.allowed, endpoint: decision.endpoint, rule: decision.rule, reason: decision.reason });
+      } else {
+        io.stdout(`${decision.allowed ? 'allowed' : 'refused'} by rule ${decision.rule}${decision.endpoint ? ` (endpoint ${decision.endpoint})` : ''}: ${decision.reason}\n`);
+      }
+      if (!decision.allowed) process.exitCode = 1;
+    },
+  };
+}
+
+interface ProbeResult {
+  ok: boolean;
+  endpoint: string;
+  url: string;
+  address: string | null;
+  cidr: string | null;
+  resolution: string | null;
+  tls: { protocol: string | null; trust: string; hostnameVerified: boolean; serverSpkiSha256: string | null; pinChecked: boolean } | null;
+  models: string[] | null;
+  rule?: string;
+  reason?: string;
+}
+
+function probe(io: Io): CommandModule<GlobalArgs, ProbeArgs> {
+  return {
+    command: 'probe <id>',
+    describe: 'Connect to an allowlisted endpoint through the egress guard (resolution, CIDR, CA, host name, pins, client certificate) and list its models (GET <url>/models); exit 0 only if all succeeded',
+    builder: (b) => b.positional('id', { type: 'string', demandOption: true, describe: 'Endpoint id from the policy' }).option('policy', policyOption),
+    handler: async (args) => {
+      assertSafeEgressEnvironment(io.env);
+      const policy = loadEndpointPolicy(policyFile(args, io));
+      const endpoint = policy.get(String(args.id));
+      const events: EgressEvent[] = [];
+      const transport = createEndpointTransport(endpoint, { onEvent: (e) => events.push(e), timeoutMs: 30_000 });
+      const result: ProbeResult = { ok: false, endpoint: endpoint.id, url: endpoint.url, address: null, cidr: null, resolution: null, tls: null, models: null };
+      try {
+        const client = new ModelClient(endpoint, transport, { timeoutMs: 30_000, maxRetries: 0, maxBackoffMs: 0, env: io.env });
+        result.models = await client.listModels();
+        result.ok = true;
+      } catch (err) {
+        const denied = err instanceof EgressDenied ? err : undefined;
+        result.rule = denied?.rule ?? (err instanceof UserError ? err.code : 'probe.failed');
+        result.reason = describeError(err).message;
+      } finally {
+        await transport.close();
+      }
+      const connected = events.find((e): e is Extract<EgressEvent, { type: 'egress.connected' }> => e.type === 'egress.connected');
+      if (connected) {
+        result.address = connected.address;
+        result.cidr = connected.cidr;
+        result.resolution = connected.resolution;
+        result.tls = { protocol: connected.tlsProtocol, trust: connected.trust, hostnameVerified: true, serverSpkiSha256: connected.serverSpkiSha256, pinChecked: connected.pinChecked };
+      } else {
+        const denied = events.find((e): e is Extract<EgressEvent, { type: 'egress.denied' }> => e.type === 'egress.denied');
+        if (denied?.address) result.address = denied.address;
+      }
+      if (args.json) printJson(io, result);
+      else if (result.ok) {
+        io.stdout(
+          `endpoint ${result.endpoint}: ok\n` +
+            `  address     ${result.address} in ${result.cidr} (by ${result.resolution})\n` +
+            `  tls         ${result.tls?.protocol}, ${result.tls?.trust === 'endpoint-ca' ? "endpoint's CA" : "Node's bundled roots"}, host name verified, ${result.tls?.pinChecked ? 'SPKI pin matched' : 'no SPKI pin configured'}\n` +
+            `  server key  sha256/${result.tls?.serverSpkiSha256}\n` +
+            `  models      ${result.models?.length ?? 0}${result.models?.length ? ` (${result.models.slice(0, 5).join(', ')}${result.models.length > 5 ? ', ...' : ''})` : ''}\n`,
+        );
+      } else {
+        io.stdout(`endpoint ${result.endpoint}: failed (${result.rule})${result.address ? ` at ${result.address}` : ''}: ${result.reason}\n`);
+      }
+      if (!result.ok) process.exitCode = 1;
+    },
+  };
+}
+
 export function endpointsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
   return {
     command: 'endpoints <command>',
-    describe: 'The model endpoint allowlist',
-    builder: (y) =>
-      y
-        .command<PolicyArgs>({
-          command: 'list',
-          describe: 'List allowlisted endpoints with their classification',
-          builder: (b) => b.option('policy', { type: 'string', describe: 'Endpoint policy file (default: from the config)' }),
-          handler: async (args) => {
-            const policy = loadEndpointPolicy(policyFile(args, io));
-            if (args.json) return printJson(io, policy.endpoints.map(({ policyFile: _p, ...e }) => e));
-            io.stdout(
-              formatTable(
-                ['id', 'provider', 'url', 'deployment/model', 'in VPC', 'BAA', 'max tier', 'development'],
-                policy.endpoints.map((e) => [
-                  e.id,
-                  e.provider,
-                  e.url,
-                  e.deployment ?? e.model ?? '-',
-                  e.classification.inVpc ? 'yes' : 'no',
-                  e.classification.baa ? 'yes' : 'no',
-                  e.classification.maxTier,
-                  e.classification.development ? 'yes' : 'no',
-                ]),
-              ),
-            );
-          },
-        })
-        .demandCommand(1, 'name a subcommand: list'),
+    describe: 'The model endpoint allowlist and its egress guard',
+    builder: (y) => y.command(list(io)).command(check(io)).command(probe(io)).demandCommand(1, 'name a subcommand: list, check, probe'),
     handler: () => undefined,
   };
 }

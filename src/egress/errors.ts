@@ -1,0 +1,31 @@
+import { PolicyDenied, UserError } from '../errors';
+
+/**
+ * A refusal by the egress guard. Carries the rule, the endpoint id and (when known) the address that
+ * was checked: what an auditor needs, never a request or response body.
+ */
+export class EgressDenied extends PolicyDenied {
+  constructor(
+    rule: string,
+    reason: string,
+    readonly endpointId: string | undefined,
+    readonly address?: string,
+  ) {
+    super(rule, `${endpointId ? `endpoint ${endpointId}: ` : ''}${reason}${address ? ` (address ${address})` : ''}`);
+  }
+}
+
+/**
+ * A call the guard cut short after it had started: the response was larger than the cap or the
+ * total deadline passed. Only the code is recorded; the partial body is dropped.
+ */
+export class EgressAborted extends UserError {
+  constructor(
+    readonly rule: 'egress.response-too-large' | 'egress.deadline',
+    reason: string,
+    readonly endpointId: string,
+    readonly address?: string,
+  ) {
+    super(rule, `endpoint ${endpointId}: ${reason}${address ? ` (address ${address})` : ''}`);
+  }
+}
