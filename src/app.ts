@@ -2,6 +2,7 @@
  * The composition root: configuration, logger, store, catalog, endpoint allowlist, audit trail and
  * the run engine with its stages, wired once for a command or the daemon.
  */
+import { statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { AuditLog, loadMacKeys, loadSigningKey } from './audit';
 import { Catalog } from './catalog';
@@ -10,7 +11,7 @@ import { type Database, openDatabase } from './db';
 import { deidUnavailable } from './deid';
 import { assertSafeEgressEnvironment, type EndpointPolicy, loadEndpointPolicy, type Resolver } from './egress';
 import { createLogger, type Logger } from './log';
-import { tierGate } from './policy';
+import { AccessPolicy, ApprovalStore, loadPrincipals, type PrincipalDirectory } from './access';
 import { type Engine } from './runs/engine';
 import { EndpointModels } from './runs/model-stage';
 import { templatePrompt } from './runs/prompt';
@@ -26,6 +27,9 @@ export interface App {
   endpoints: EndpointPolicy;
   audit: AuditLog;
   engine: Engine;
+  approvals: ApprovalStore;
+  /** The principal directory, re-read when its file changes (hospital IT edits it). */
+  principals(): PrincipalDirectory;
   close(): Promise<void>;
 }
 
@@ -35,6 +39,16 @@ export interface OpenOptions extends LoadOptions {
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
   /** Tests inject a resolver to simulate DNS. */
   resolver?: Resolver;
+}
+
+/** Loads the principals file, and again whenever its modification time changes. */
+function principalsLoader(file: string): () => PrincipalDirectory {
+  let loaded: { mtimeMs: number; directory: PrincipalDirectory } | undefined;
+  return () => {
+    const mtimeMs = statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? -1;
+    if (!loaded || loaded.mtimeMs !== mtimeMs) loaded = { mtimeMs, directory: loadPrincipals(file) };
+    return loaded.directory;
+  };
 }
 
 export async function openApp(opts: OpenOptions = {}): Promise<App> {
@@ -63,13 +77,15 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     witnessDirs: config.audit.witnessDirs,
     logger,
   });
+  const approvals = new ApprovalStore(db);
+  const principals = principalsLoader(config.policies.principals);
   const models = new EndpointModels({ ...config.models, ...(opts.env ? { env: opts.env } : {}), ...(opts.resolver ? { resolver: opts.resolver } : {}) });
   const engine: Engine = {
     store: new RunStore(db),
     catalog,
     endpoints,
     audit,
-    access: tierGate,
+    access: new AccessPolicy(principals, approvals),
     prompt: templatePrompt,
     deid: deidUnavailable,
     models,
@@ -90,6 +106,8 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     endpoints,
     audit,
     engine,
+    approvals,
+    principals,
     async close() {
       await models.close();
       // Shutdown seals the trail: a checkpoint over everything recorded, copied to the witnesses.

@@ -1,6 +1,4 @@
-import { userInfo } from 'node:os';
 import { openApp, type App } from '../app';
-import type { Actor } from '../identity/actor';
 import type { Io } from './output';
 
 /** Options every command accepts. */
@@ -25,11 +23,3 @@ export async function withApp<T>(args: GlobalArgs, io: Io, fn: (app: App) => Pro
   }
 }
 
-/**
- * The person at the terminal, in local mode (no daemon): identified by the OS account, acting in the
- * role the command needs. Local mode is for the single-user embedded setup; a site with several people
- * runs the daemon, where roles come from client certificates.
- */
-export function localActor(role: Actor['role'] = 'researcher'): Actor {
-  return { principal: `local:${userInfo().username}`, role, authMethod: 'local-os-user' };
-}

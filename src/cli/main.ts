@@ -12,6 +12,10 @@ import { demoCommand } from './commands/demo';
 import { endpointsCommand } from './commands/endpoints';
 import { initCommand } from './commands/init';
 import { leaderboardCommand } from './commands/leaderboard';
+import { approvalsCommand } from './commands/approvals';
+import { pkiCommand } from './commands/pki';
+import { serveCommand } from './commands/serve';
+import { whoamiCommand } from './commands/whoami';
 import { runCommand, runsCommand } from './commands/runs';
 import type { GlobalArgs } from './context';
 import { type Io, processIo } from './output';
@@ -32,6 +36,10 @@ export function buildCli(argv: string[], io: Io) {
     .command(endpointsCommand(io))
     .command(dbCommand(io))
     .command(auditCommand(io))
+    .command(approvalsCommand(io))
+    .command(whoamiCommand(io))
+    .command(serveCommand(io))
+    .command(pkiCommand(io))
     .command(leaderboardCommand(io))
     .demandCommand(1, 'name a command; see --help')
     .strict()

@@ -15,13 +15,25 @@ export interface ConfigFile {
   configVersion: 1;
   site: { id: string; name?: string };
   database?: { embeddedDir?: string; poolSize?: number };
-  policies?: { endpoints?: string };
+  policies?: { endpoints?: string; principals?: string };
   catalog?: { dirs?: string[] };
   keys?: { dir?: string };
   logging?: { level?: 'debug' | 'info' | 'warn' | 'error'; file?: string };
   runs?: { concurrencyPerEndpoint?: number; maxAttempts?: number; leaseSeconds?: number; claimBatch?: number };
   models?: { timeoutMs?: number; maxRetries?: number; maxBackoffMs?: number };
   audit?: { checkpointEvery?: number; witnessDirs?: string[]; retentionYears?: number };
+  server?: {
+    host?: string;
+    port?: number;
+    certFile?: string;
+    keyFile?: string;
+    clientCaFiles?: string[];
+    healthPort?: number;
+    bodyLimitBytes?: number;
+    rateLimit?: { max?: number; windowSeconds?: number };
+    workers?: number;
+    pollSeconds?: number;
+  };
 }
 
 /** The configuration in force: defaults applied, paths absolute. */
@@ -30,7 +42,7 @@ export interface Config {
   home: string;
   site: { id: string; name: string };
   database: { url?: string; embeddedDir: string; poolSize: number };
-  policies: { endpoints: string };
+  policies: { endpoints: string; principals: string };
   catalogDirs: string[];
   keysDir: string;
   logging: { level: 'debug' | 'info' | 'warn' | 'error'; file: string };
@@ -38,6 +50,20 @@ export interface Config {
   models: { timeoutMs: number; maxRetries: number; maxBackoffMs: number };
   /** witnessDirs always starts with the data directory's audit/ folder. */
   audit: { checkpointEvery: number; witnessDirs: string[]; retentionYears: number };
+  server: {
+    host: string;
+    port: number;
+    certFile: string;
+    keyFile: string;
+    clientCaFiles: string[];
+    healthPort?: number;
+    bodyLimitBytes: number;
+    rateLimit: { max: number; windowSeconds: number };
+    workers: number;
+    pollSeconds: number;
+  };
+  /** Where `ehrbench pki` keeps the site CA and issued certificates. */
+  pkiDir: string;
 }
 
 export const CONFIG_FILE_NAME = 'config.json';
@@ -75,7 +101,10 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
       embeddedDir: at(raw.database?.embeddedDir ?? 'db'),
       poolSize: raw.database?.poolSize ?? 10,
     },
-    policies: { endpoints: at(raw.policies?.endpoints ?? 'access-policies/endpoints.json') },
+    policies: {
+      endpoints: at(raw.policies?.endpoints ?? 'access-policies/endpoints.json'),
+      principals: at(raw.policies?.principals ?? 'access-policies/principals.json'),
+    },
     catalogDirs: (raw.catalog?.dirs ?? []).map(at),
     keysDir: at(raw.keys?.dir ?? 'keys'),
     logging: { level: raw.logging?.level ?? 'info', file: at(raw.logging?.file ?? 'logs/ehrbench.log') },
@@ -95,5 +124,18 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
       witnessDirs: [join(home, 'audit'), ...(raw.audit?.witnessDirs ?? []).map(at)],
       retentionYears: raw.audit?.retentionYears ?? 6,
     },
+    server: {
+      host: raw.server?.host ?? '127.0.0.1',
+      port: raw.server?.port ?? 8443,
+      certFile: at(raw.server?.certFile ?? 'pki/server.pem'),
+      keyFile: at(raw.server?.keyFile ?? 'pki/server.key.pem'),
+      clientCaFiles: (raw.server?.clientCaFiles ?? ['pki/ca.pem']).map(at),
+      ...(raw.server?.healthPort ? { healthPort: raw.server.healthPort } : {}),
+      bodyLimitBytes: raw.server?.bodyLimitBytes ?? 65_536,
+      rateLimit: { max: raw.server?.rateLimit?.max ?? 300, windowSeconds: raw.server?.rateLimit?.windowSeconds ?? 60 },
+      workers: raw.server?.workers ?? 2,
+      pollSeconds: raw.server?.pollSeconds ?? 1,
+    },
+    pkiDir: join(home, 'pki'),
   };
 }

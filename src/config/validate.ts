@@ -17,11 +17,44 @@ function instance(): Ajv2020 {
   // verbose: errors carry their parent schema, so an unknown-key error can list the allowed keys.
   ajv = new Ajv2020({ allErrors: true, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true });
   addFormats(ajv);
-  for (const file of readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.schema.json'))) {
-    const schema = JSON.parse(readFileSync(join(SCHEMA_DIR, file), 'utf8')) as Record<string, unknown>;
-    ajv.addSchema(schema, file);
-  }
+  for (const file of schemaFiles()) ajv.addSchema(loadSchema(file), file);
   return ajv;
+}
+
+/** Schema files by name relative to schemas/: `config.schema.json`, `api/run-request.schema.json`. */
+export function schemaFiles(): string[] {
+  const top = readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.schema.json'));
+  const api = readdirSync(join(SCHEMA_DIR, 'api')).filter((f) => f.endsWith('.schema.json')).map((f) => `api/${f}`);
+  return [...top, ...api];
+}
+
+export function loadSchema(name: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(join(SCHEMA_DIR, name), 'utf8')) as Record<string, unknown>;
+}
+
+/** A separate ajv for URL query strings and path parameters, which arrive as text and are coerced. */
+let coercing: Ajv2020 | undefined;
+function coercingInstance(): Ajv2020 {
+  coercing ??= (() => {
+    const a = new Ajv2020({ allErrors: true, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true, coerceTypes: true });
+    addFormats(a);
+    return a;
+  })();
+  return coercing;
+}
+
+/**
+ * A validator for an HTTP request part: the schema file named by its $id when it is one of ours,
+ * otherwise the schema object itself. Bodies are validated strictly; query strings and path
+ * parameters (always text) are coerced to the schema's types.
+ */
+export function requestValidator(schema: Record<string, unknown>, part: 'body' | 'text'): ValidateFunction {
+  const id = typeof schema.$id === 'string' ? schema.$id.replace('https://ehrbench.local/schemas/', '') : '';
+  const known = id !== '' && schemaFiles().includes(id);
+  if (part === 'body') return known ? validatorFor(id) : instance().compile(schema);
+  const a = coercingInstance();
+  if (known) return a.getSchema(id) ?? a.compile(loadSchema(id));
+  return a.getSchema(schema.$id as string) ?? a.compile(schema);
 }
 
 export function validatorFor(schemaFile: string): ValidateFunction {

@@ -10,7 +10,7 @@ import { openApp } from '../app';
 import { configPath } from '../config';
 import { describeDatabase } from '../db';
 import { UserError } from '../errors';
-import type { Actor } from '../identity/actor';
+import { localCaller, Operations } from '../operations';
 import { executeRun, requestRun, type RunSummary } from '../runs/engine';
 import { DEMO_ENDPOINT_ID, initHome } from '../setup/init';
 import { startModelServer } from './model-server';
@@ -21,7 +21,6 @@ export interface DemoOptions {
   home: string;
   configFile?: string;
   env: NodeJS.ProcessEnv;
-  requester: Actor;
   maxInstances?: number;
   log: (line: string) => void;
 }
@@ -40,6 +39,8 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
   }
   const app = await openApp({ file, env: opts.env, consoleLog: false });
   try {
+    // The demo runs as the operating-system account's principal, in its researcher role.
+    const requester = await new Operations(app).as(localCaller(app), 'researcher', 'running the demo');
     const endpoint = app.endpoints.get(DEMO_ENDPOINT_ID);
     const port = Number(new URL(endpoint.url).port);
     const keys = app.config.keysDir;
@@ -58,7 +59,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
         const run = await requestRun(app.engine, {
           benchmarkId,
           endpointId: DEMO_ENDPOINT_ID,
-          requester: opts.requester,
+          requester,
           purpose: 'demo',
           ...(opts.maxInstances ? { maxInstances: opts.maxInstances } : {}),
         });

@@ -76,7 +76,7 @@ export interface ExecuteOptions {
 }
 
 
-function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' | 'endpoint_id' | 'tier' | 'spec'>, requester: Actor): RunContext {
+function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' | 'endpoint_id' | 'tier' | 'spec' | 'approved_by'>, requester: Actor): RunContext {
   const benchmark = engine.catalog.get(run.benchmark_id);
   return {
     runId: run.run_id,
@@ -89,6 +89,7 @@ function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' |
     ...(run.spec.purpose ? { purpose: run.spec.purpose } : {}),
     ...(run.spec.irbProtocol ? { irbProtocol: run.spec.irbProtocol } : {}),
     ...(run.spec.approvalId ? { approvalId: run.spec.approvalId } : {}),
+    ...(run.approved_by ? { approvedBy: run.approved_by } : {}),
   };
 }
 
@@ -126,6 +127,9 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
     ...auditBase(ctx),
   });
   if (!decision.allowed) throw new PolicyDenied(decision.rule, decision.reason);
+  // The approval that allowed the run is bound to it and re-checked when it starts and per instance.
+  const approvalId = decision.approval?.approvalId ?? req.approvalId;
+  const irbProtocol = decision.approval?.protocolNumber ?? req.irbProtocol;
   const spec: RunSpec = {
     benchmark: {
       id: d.id,
@@ -142,8 +146,8 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
     temperature: d.prompt.temperature ?? 0,
     deidentify: ctx.deidentify,
     ...(req.purpose ? { purpose: req.purpose } : {}),
-    ...(req.irbProtocol ? { irbProtocol: req.irbProtocol } : {}),
-    ...(req.approvalId ? { approvalId: req.approvalId } : {}),
+    ...(irbProtocol ? { irbProtocol } : {}),
+    ...(approvalId ? { approvalId } : {}),
   };
   const row = {
     run_id: runId,
@@ -153,7 +157,8 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
     template_hash: benchmark.templateHash,
     tier: d.tier,
     endpoint_id: endpoint.id,
-    status: 'approved' as const,
+    status: decision.needsRunApproval ? ('requested' as const) : ('approved' as const),
+    approval_id: approvalId ?? null,
     requested_by: req.requester.principal,
     max_instances: req.maxInstances ?? null,
     deid_version: ctx.deidentify ? engine.deid.version : null,
@@ -228,6 +233,61 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
   }
   const latest = await store.getRun(runId);
   return summarize(engine, latest ?? run);
+}
+
+/**
+ * A compliance officer approves a requested (private-tier) run. Separation of duties: never the
+ * requester. Access is checked again, the approval is audited first, then recorded.
+ */
+export async function approveRun(engine: Engine, runId: string, approver: Actor): Promise<RunRow> {
+  const run = await engine.store.getRun(runId);
+  if (!run) throw new UserError('run.not-found', `run ${runId} does not exist`);
+  const ctx = contextOf(engine, run, { principal: run.requested_by, role: 'researcher', authMethod: 'service' });
+  const refuse = async (rule: string, reason: string): Promise<never> => {
+    await engine.audit.record({ type: 'run.approve', action: 'U', outcome: 'denied', rule, reason, actor: approver, ...auditBase(ctx) });
+    throw new PolicyDenied(rule, reason);
+  };
+  if (approver.role !== 'compliance') await refuse('rbac.compliance-required', 'only a compliance officer approves runs');
+  if (approver.principal === run.requested_by) await refuse('sod.approver-is-requester', 'approver must differ from requester');
+  if (run.status !== 'requested') await refuse('run.not-awaiting-approval', `run is ${run.status}, not awaiting approval`);
+  const decision = await engine.access.checkRun(ctx);
+  if (!decision.allowed) await refuse(decision.rule, decision.reason);
+  await engine.audit.record({
+    type: 'run.approve',
+    action: 'U',
+    outcome: 'success',
+    rule: 'sod.compliance-approval',
+    reason: `approved by ${approver.principal} for requester ${run.requested_by}`,
+    actor: approver,
+    ...auditBase(ctx),
+  });
+  if (!(await engine.store.approve(runId, approver.principal))) await refuse('run.not-awaiting-approval', 'run changed while being approved');
+  return (await engine.store.getRun(runId)) as RunRow;
+}
+
+/** Stops a run: its requester, a compliance officer or an admin (break-glass halt). Workers stop at their next claim. */
+export async function cancelRun(engine: Engine, runId: string, actor: Actor, reason: string): Promise<RunRow> {
+  const run = await engine.store.getRun(runId);
+  if (!run) throw new UserError('run.not-found', `run ${runId} does not exist`);
+  const ctx = contextOf(engine, run, { principal: run.requested_by, role: 'researcher', authMethod: 'service' });
+  const own = actor.principal === run.requested_by;
+  const halt = actor.role === 'admin' || actor.role === 'compliance';
+  const rule = own ? 'run.cancel.by-requester' : halt ? 'run.halt.by-officer' : 'rbac.cancel-not-allowed';
+  const allowed = own || halt;
+  const active = ['requested', 'approved', 'running'].includes(run.status);
+  await engine.audit.record({
+    type: halt && !own ? 'run.halt' : 'run.cancel',
+    action: 'U',
+    outcome: allowed && active ? 'success' : 'denied',
+    rule: active ? rule : 'run.not-active',
+    reason: reason.slice(0, 200),
+    actor,
+    ...auditBase(ctx),
+  });
+  if (!allowed) throw new PolicyDenied(rule, 'only the requester, a compliance officer or an admin may stop a run');
+  if (!active) throw new UserError('run.not-active', `run ${runId} is already ${run.status}`);
+  await engine.store.transition(runId, ['requested', 'approved', 'running'], halt && !own ? 'halted' : 'cancelled', rule);
+  return (await engine.store.getRun(runId)) as RunRow;
 }
 
 export async function failRun(engine: Engine, ctx: RunContext, err: unknown): Promise<void> {

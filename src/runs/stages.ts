@@ -22,7 +22,10 @@ export interface RunContext {
   deidentify: boolean;
   purpose?: string;
   irbProtocol?: string;
+  /** The IRB approval the run is bound to (approval-required and private tiers). */
   approvalId?: string;
+  /** The compliance officer who approved a private run. */
+  approvedBy?: string;
 }
 
 /** A decision always names the rule that made it. */
@@ -32,9 +35,15 @@ export interface Decision {
   reason: string;
 }
 
+/** A run-level decision may bind the run to an approval and may require a compliance approval first. */
+export interface RunDecision extends Decision {
+  approval?: { approvalId: string; protocolNumber: string };
+  needsRunApproval?: boolean;
+}
+
 export interface AccessStage {
   /** Before a run is requested and again when it starts. */
-  checkRun(ctx: Omit<RunContext, 'runId'> & { runId?: string }): Promise<Decision>;
+  checkRun(ctx: Omit<RunContext, 'runId'> & { runId?: string }): Promise<RunDecision>;
   /** Before each instance: approvals can be suspended, expire or narrow while a run is in progress. */
   checkInstance(ctx: RunContext): Promise<Decision>;
 }

@@ -25,6 +25,9 @@ export interface RunRow {
   deid_version: string | null;
   spec: RunSpec;
   error_code: string | null;
+  approval_id: string | null;
+  approved_by: string | null;
+  approved_at: Date | null;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
@@ -67,7 +70,8 @@ export interface MetricAggregate {
 }
 
 const RUN_COLUMNS = `run_id::text AS run_id, benchmark_id, benchmark_version, benchmark_hash, template_hash, tier, endpoint_id, status,
-  requested_by, max_instances, instance_count, deid_version, spec, error_code, created_at, started_at, finished_at`;
+  requested_by, max_instances, instance_count, deid_version, spec, error_code, approval_id::text AS approval_id, approved_by, approved_at,
+  created_at, started_at, finished_at`;
 
 interface CompletedItem extends ItemResult {
   runId: string;
@@ -83,15 +87,45 @@ export class RunStore {
     this.completions = new GroupCommit((items) => this.writeCompletions(items));
   }
 
-  async insertRun(run: Omit<RunRow, 'created_at' | 'started_at' | 'finished_at' | 'instance_count' | 'error_code'>, q: Queryable = this.db): Promise<void> {
+  async insertRun(
+    run: Omit<RunRow, 'created_at' | 'started_at' | 'finished_at' | 'instance_count' | 'error_code' | 'approved_by' | 'approved_at'>,
+    q: Queryable = this.db,
+  ): Promise<void> {
     await q.query(
-      `INSERT INTO runs (run_id, benchmark_id, benchmark_version, benchmark_hash, template_hash, tier, endpoint_id, status, requested_by, max_instances, deid_version, spec)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-      [run.run_id, run.benchmark_id, run.benchmark_version, run.benchmark_hash, run.template_hash, run.tier, run.endpoint_id, run.status, run.requested_by, run.max_instances, run.deid_version, JSON.stringify(run.spec)],
+      `INSERT INTO runs (run_id, benchmark_id, benchmark_version, benchmark_hash, template_hash, tier, endpoint_id, status, requested_by, max_instances, deid_version, spec, approval_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::uuid)`,
+      [run.run_id, run.benchmark_id, run.benchmark_version, run.benchmark_hash, run.template_hash, run.tier, run.endpoint_id, run.status, run.requested_by, run.max_instances, run.deid_version, JSON.stringify(run.spec), run.approval_id],
     );
   }
 
+  /** Records a compliance officer's approval of a requested run; false when it was not awaiting one. */
+  async approve(runId: string, approver: string): Promise<boolean> {
+    const rows = await this.db.query(
+      `UPDATE runs SET status = 'approved', approved_by = $2, approved_at = now() WHERE run_id = $1::uuid AND status = 'requested' AND requested_by <> $2 RETURNING 1`,
+      [runId, approver],
+    );
+    return rows.length === 1;
+  }
+
+  /** Runs a worker may pick up: approved, or running with work left (another worker may have died). */
+  async runnable(limit = 20): Promise<string[]> {
+    const rows = await this.db.query<{ run_id: string }>(
+      `SELECT r.run_id::text AS run_id FROM runs r
+        WHERE r.status = 'approved'
+           OR (r.status = 'running' AND (r.instance_count IS NULL OR EXISTS (
+                SELECT 1 FROM run_items i WHERE i.run_id = r.run_id AND (i.state = 'pending' OR (i.state = 'claimed' AND i.lease_expires_at < now())))))
+        ORDER BY r.created_at LIMIT $1`,
+      [limit],
+    );
+    return rows.map((r) => r.run_id);
+  }
+
+  async listRunsBy(requester: string, limit = 50): Promise<RunRow[]> {
+    return this.db.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE requested_by = $1 ORDER BY created_at DESC, run_id LIMIT $2`, [requester, limit]);
+  }
+
   async getRun(runId: string): Promise<RunRow | undefined> {
+    if (!/^[0-9a-f-]{36}$/i.test(runId)) return undefined;
     const rows = await this.db.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE run_id = $1::uuid`, [runId]);
     return rows[0];
   }

@@ -10,6 +10,7 @@
  */
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CONFIG_FILE_NAME, type ConfigFile } from '../config';
 import { MAC_KEY_FILE, newMacKeyHex } from '../audit/keys';
@@ -60,6 +61,19 @@ export function demoEndpointPolicy(port: number): unknown {
   };
 }
 
+/**
+ * The operating-system account running init becomes a local principal with the researcher and auditor
+ * roles, so the embedded single-user setup can run public benchmarks and read its audit trail. It can
+ * never approve its own runs; compliance officers and other people are added by hospital IT.
+ */
+export function localPrincipals(user = userInfo().username): unknown {
+  const localUser = user.toLowerCase().replace(/[^a-z0-9_.-]/g, '_').replace(/^[^a-z_]/, '_').slice(0, 32);
+  const id = localUser.replace(/^[^a-z0-9]+/, '').replace(/_/g, '-') || 'local-operator';
+  return {
+    principals: [{ id, displayName: `local operator (${user})`, roles: ['researcher', 'auditor'], status: 'active', localUser }],
+  };
+}
+
 export function initHome(opts: InitOptions): InitReport {
   const home = opts.home;
   const report: InitReport = { home, created: [], kept: [] };
@@ -70,7 +84,7 @@ export function initHome(opts: InitOptions): InitReport {
     configVersion: 1,
     site: { id: opts.siteId ?? 'local-site', name: 'ehrbench site' },
     database: { embeddedDir: 'db' },
-    policies: { endpoints: 'access-policies/endpoints.json' },
+    policies: { endpoints: 'access-policies/endpoints.json', principals: 'access-policies/principals.json' },
     keys: { dir: 'keys' },
     logging: { level: 'info', file: 'logs/ehrbench.log' },
     runs: { concurrencyPerEndpoint: 16, maxAttempts: 3, leaseSeconds: 300, claimBatch: 32 },
@@ -79,6 +93,7 @@ export function initHome(opts: InitOptions): InitReport {
   };
   writeOnce(join(home, CONFIG_FILE_NAME), () => JSON.stringify(config, null, 2) + '\n', report, 0o600);
   writeOnce(join(home, 'access-policies', 'endpoints.json'), () => JSON.stringify(demoEndpointPolicy(opts.demoPort ?? DEFAULT_DEMO_PORT), null, 2) + '\n', report);
+  writeOnce(join(home, 'access-policies', 'principals.json'), () => JSON.stringify(localPrincipals(), null, 2) + '\n', report);
 
   const caCert = join(keys, 'dev-ca.pem');
   const caKey = join(keys, 'dev-ca.key.pem');

@@ -5,6 +5,16 @@ import { join } from 'node:path';
 import { initHome } from '../../src/setup/init';
 import { type Backend, freshStore, type TestStore, tempDir } from './db';
 
+export const TEST_PRINCIPALS = [
+  { id: 'alice', roles: ['researcher'], status: 'active' },
+  { id: 'bob', roles: ['researcher'], status: 'active' },
+  { id: 'carol', roles: ['compliance'], status: 'active' },
+  { id: 'dave', roles: ['compliance'], status: 'active' },
+  { id: 'erin', roles: ['auditor'], status: 'active' },
+  { id: 'ivan', roles: ['admin'], status: 'active' },
+  { id: 'rita', roles: ['researcher', 'compliance'], status: 'active' },
+];
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
@@ -42,6 +52,11 @@ export async function makeHome(backend: Backend = 'pglite'): Promise<TestHome> {
   const config = JSON.parse(readFileSync(join(home, 'config.json'), 'utf8'));
   config.database.embeddedDir = store.embeddedDir;
   writeFileSync(join(home, 'config.json'), JSON.stringify(config, null, 2));
+  // People for access tests, besides the operating-system account init mapped (researcher, auditor).
+  const principalsFile = join(home, 'access-policies', 'principals.json');
+  const principals = JSON.parse(readFileSync(principalsFile, 'utf8')) as { principals: unknown[] };
+  principals.principals.push(...TEST_PRINCIPALS);
+  writeFileSync(principalsFile, JSON.stringify(principals, null, 2));
   const env: NodeJS.ProcessEnv = { ...process.env, EHRBENCH_HOME: home };
   delete env.EHRBENCH_DATABASE_URL;
   if (store.url) env.EHRBENCH_DATABASE_URL = store.url;

@@ -27,7 +27,10 @@ import {
 } from '../../audit';
 import { loadConfig } from '../../config';
 import { describeError, UserError } from '../../errors';
-import { type GlobalArgs, localActor, withApp } from '../context';
+import type { Actor } from '../../identity/actor';
+import { Operations } from '../../operations';
+import { localCaller } from '../client';
+import { type GlobalArgs, withApp } from '../context';
 import { formatTable, type Io, printJson } from '../output';
 
 interface VerifyArgs extends GlobalArgs {
@@ -65,6 +68,11 @@ function filterOf(args: FilterArgs): RecordFilter {
   };
 }
 
+/** The local principal in a role that may read the audit trail (compliance or auditor), or a refusal. */
+function reader(app: App): Promise<Actor> {
+  return new Operations(app).asAny(localCaller(app), ['compliance', 'auditor'], 'reading the audit trail');
+}
+
 /** Reading the trail is itself audited; no record, no read. */
 async function recordRead(app: App, what: string, filter: RecordFilter, extra: Record<string, string | number | boolean> = {}): Promise<void> {
   await app.audit.record({
@@ -73,7 +81,7 @@ async function recordRead(app: App, what: string, filter: RecordFilter, extra: R
     outcome: 'success',
     rule: 'audit.read.local-operator',
     reason: what,
-    actor: localActor('auditor'),
+    actor: await reader(app),
     detail: {
       ...(filter.since ? { since: filter.since } : {}),
       ...(filter.until ? { until: filter.until } : {}),
@@ -177,8 +185,9 @@ async function verifyCommand(args: VerifyArgs, io: Io): Promise<void> {
     let recordFailure: string | undefined;
     // Verification is audited like any read; if the trail refuses the record, verify anyway (that is
     // exactly when a compliance officer needs the answer) and report the refusal as a finding.
+    const actor = await reader(app);
     await app.audit
-      .record({ type: 'audit.verify', action: 'E', outcome: 'success', rule: 'audit.verify.local-operator', actor: localActor('auditor') })
+      .record({ type: 'audit.verify', action: 'E', outcome: 'success', rule: 'audit.verify.local-operator', actor })
       .catch((err: unknown) => {
         recordFailure = describeError(err).message;
       });

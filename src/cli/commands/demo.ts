@@ -1,7 +1,7 @@
 import type { CommandModule } from 'yargs';
 import { runDemo } from '../../demo';
 import { dataHome } from '../../paths';
-import { type GlobalArgs, localActor } from '../context';
+import type { GlobalArgs } from '../context';
 import { type Io, printJson } from '../output';
 import { printSummaries } from './runs';
 
@@ -19,7 +19,6 @@ export function demoCommand(io: Io): CommandModule<GlobalArgs, DemoArgs> {
         home: dataHome(io.env),
         ...(args.config ? { configFile: args.config } : {}),
         env: io.env,
-        requester: localActor(),
         ...(args['max-instances'] ? { maxInstances: args['max-instances'] } : {}),
         log: (line) => {
           if (!args.json) io.stderr(`${line}\n`);

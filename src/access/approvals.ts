@@ -1,0 +1,195 @@
+/**
+ * IRB approvals as data, managed by compliance: protocol, PI, approved personnel, benchmarks or
+ * tiers, endpoints, purpose, data use agreement, status and validity. Status changes create a new
+ * version; every version is kept in approval_history and nothing is deleted.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Database, Queryable } from '../db';
+import type { Tier } from '../tiers';
+
+export type ApprovalStatus = 'active' | 'suspended' | 'closed';
+
+export interface Approval {
+  approvalId: string;
+  protocolNumber: string;
+  title: string | null;
+  principalInvestigator: string;
+  personnel: string[];
+  benchmarks: string[];
+  tiers: Tier[];
+  endpoints: string[];
+  purpose: string;
+  duaId: string | null;
+  budgetUsd: number | null;
+  status: ApprovalStatus;
+  startsAt: string;
+  expiresAt: string | null;
+  version: number;
+  createdBy: string;
+  createdAt: string;
+  updatedBy: string;
+  updatedAt: string;
+}
+
+/** What compliance supplies to create an approval; status, versions and timestamps are the store's. */
+export interface ApprovalInput {
+  protocolNumber: string;
+  title?: string;
+  principalInvestigator: string;
+  personnel: string[];
+  benchmarks?: string[];
+  tiers?: Tier[];
+  endpoints?: string[];
+  purpose: string;
+  duaId?: string;
+  budgetUsd?: number;
+  startsAt?: string;
+  expiresAt?: string;
+}
+
+interface ApprovalRow {
+  approval_id: string;
+  protocol_number: string;
+  title: string | null;
+  principal_investigator: string;
+  personnel: string[];
+  benchmarks: string[];
+  tiers: Tier[];
+  endpoints: string[];
+  purpose: string;
+  dua_id: string | null;
+  budget_usd: number | null;
+  status: ApprovalStatus;
+  starts_at: Date;
+  expires_at: Date | null;
+  version: number;
+  created_by: string;
+  created_at: Date;
+  updated_by: string;
+  updated_at: Date;
+}
+
+const COLUMNS = `approval_id::text AS approval_id, protocol_number, title, principal_investigator, personnel, benchmarks, tiers, endpoints,
+  purpose, dua_id, budget_usd, status, starts_at, expires_at, version, created_by, created_at, updated_by, updated_at`;
+
+function fromRow(r: ApprovalRow): Approval {
+  return {
+    approvalId: r.approval_id,
+    protocolNumber: r.protocol_number,
+    title: r.title,
+    principalInvestigator: r.principal_investigator,
+    personnel: r.personnel,
+    benchmarks: r.benchmarks,
+    tiers: r.tiers,
+    endpoints: r.endpoints,
+    purpose: r.purpose,
+    duaId: r.dua_id,
+    budgetUsd: r.budget_usd,
+    status: r.status,
+    startsAt: r.starts_at.toISOString(),
+    expiresAt: r.expires_at ? r.expires_at.toISOString() : null,
+    version: r.version,
+    createdBy: r.created_by,
+    createdAt: r.created_at.toISOString(),
+    updatedBy: r.updated_by,
+    updatedAt: r.updated_at.toISOString(),
+  };
+}
+
+export type ApprovalChange = 'suspend' | 'reinstate' | 'close';
+
+export class ApprovalStore {
+  constructor(private readonly db: Database) {}
+
+  async create(input: ApprovalInput, by: string): Promise<Approval> {
+    const id = randomUUID();
+    return this.db.transaction(async (tx) => {
+      await tx.query(
+        `INSERT INTO approvals (approval_id, protocol_number, title, principal_investigator, personnel, benchmarks, tiers, endpoints, purpose,
+           dua_id, budget_usd, status, starts_at, expires_at, version, created_by, updated_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'active', COALESCE($12::timestamptz, now()), $13, 1, $14, $14)`,
+        [
+          id,
+          input.protocolNumber,
+          input.title ?? null,
+          input.principalInvestigator,
+          input.personnel,
+          input.benchmarks ?? [],
+          input.tiers ?? [],
+          input.endpoints ?? [],
+          input.purpose,
+          input.duaId ?? null,
+          input.budgetUsd ?? null,
+          input.startsAt ?? null,
+          input.expiresAt ?? null,
+          by,
+        ],
+      );
+      return this.snapshot(tx, id, 'create', by);
+    });
+  }
+
+  async get(id: string, q: Queryable = this.db): Promise<Approval | undefined> {
+    if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined;
+    const rows = await q.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approvals WHERE approval_id = $1::uuid`, [id]);
+    return rows[0] ? fromRow(rows[0]) : undefined;
+  }
+
+  async list(filter: { personnel?: string } = {}): Promise<Approval[]> {
+    const rows = filter.personnel
+      ? await this.db.query<ApprovalRow>(
+          `SELECT ${COLUMNS} FROM approvals WHERE $1 = ANY(personnel) OR principal_investigator = $1 ORDER BY created_at DESC`,
+          [filter.personnel],
+        )
+      : await this.db.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approvals ORDER BY created_at DESC`);
+    return rows.map(fromRow);
+  }
+
+  /** Approvals that name the principal (as personnel or PI), in any status: the rules explain refusals with them. */
+  async forPrincipal(principal: string): Promise<Approval[]> {
+    return this.list({ personnel: principal });
+  }
+
+  async history(id: string): Promise<{ version: number; change: string; changedBy: string; changedAt: string; snapshot: Approval }[]> {
+    const rows = await this.db.query<{ version: number; change: string; changed_by: string; changed_at: Date; snapshot: Approval }>(
+      'SELECT version, change, changed_by, changed_at, snapshot FROM approval_history WHERE approval_id = $1::uuid ORDER BY version',
+      [id],
+    );
+    return rows.map((r) => ({ version: r.version, change: r.change, changedBy: r.changed_by, changedAt: r.changed_at.toISOString(), snapshot: r.snapshot }));
+  }
+
+  /** Moves an approval to a new status as a new version; returns undefined when it does not exist. */
+  async change(id: string, change: ApprovalChange, by: string): Promise<Approval | undefined> {
+    const status: ApprovalStatus = change === 'suspend' ? 'suspended' : change === 'close' ? 'closed' : 'active';
+    return this.db.transaction(async (tx) => {
+      const rows = await tx.query(
+        `UPDATE approvals SET status = $2, version = version + 1, updated_by = $3, updated_at = now() WHERE approval_id = $1::uuid RETURNING 1`,
+        [id, status, by],
+      );
+      if (rows.length === 0) return undefined;
+      return this.snapshot(tx, id, change, by);
+    });
+  }
+
+  /** The last person who made a given change (suspend), for separation of duties on the reverse change. */
+  async lastChangedBy(id: string, change: ApprovalChange): Promise<string | undefined> {
+    const rows = await this.db.query<{ changed_by: string }>(
+      'SELECT changed_by FROM approval_history WHERE approval_id = $1::uuid AND change = $2 ORDER BY version DESC LIMIT 1',
+      [id, change],
+    );
+    return rows[0]?.changed_by;
+  }
+
+  private async snapshot(tx: Queryable, id: string, change: string, by: string): Promise<Approval> {
+    const approval = await this.get(id, tx);
+    if (!approval) throw new Error('approval vanished');
+    await tx.query('INSERT INTO approval_history (approval_id, version, change, snapshot, changed_by) VALUES ($1::uuid, $2, $3, $4::jsonb, $5)', [
+      id,
+      approval.version,
+      change,
+      JSON.stringify(approval),
+      by,
+    ]);
+    return approval;
+  }
+}

@@ -1,0 +1,171 @@
+/**
+ * How a CLI command reaches ehrbench: through the daemon over HTTPS with the user's client
+ * certificate (--server/--cert/--key/--ca or EHRBENCH_SERVER/_CERT/_KEY/_CA), or, in local mode for the
+ * embedded single-user setup, directly against the data directory as the principal mapped to the
+ * operating-system account. Both go through the same operations and rules.
+ */
+import { readFileSync } from 'node:fs';
+import { Agent, fetch } from 'undici';
+import type { Approval, ApprovalChange, ApprovalInput } from '../access';
+import { openApp, type App } from '../app';
+import { PolicyDenied, UserError } from '../errors';
+import { type Caller, localCaller, Operations, type RunRequestInput, type RunView } from '../operations';
+
+export { localCaller };
+import type { GlobalArgs } from './context';
+import type { Io } from './output';
+
+/** Options of every command that can talk to the daemon. */
+export const CLIENT_OPTIONS = {
+  server: { type: 'string', describe: 'Daemon URL, e.g. https://ehrbench.internal:8443 (or EHRBENCH_SERVER); without it, local mode' },
+  cert: { type: 'string', describe: 'Your client certificate (or EHRBENCH_CERT)' },
+  key: { type: 'string', describe: 'Your client key (or EHRBENCH_KEY)' },
+  ca: { type: 'string', describe: "The daemon's CA certificate (or EHRBENCH_CA)" },
+} as const;
+
+export interface ClientArgs extends GlobalArgs {
+  server?: string;
+  cert?: string;
+  key?: string;
+  ca?: string;
+}
+
+export interface Whoami {
+  principal: string;
+  displayName: string | null;
+  roles: string[];
+  authMethod: string;
+}
+
+export interface ApprovalDetail {
+  approval: Approval;
+  history: { version: number; change: string; changedBy: string; changedAt: string }[];
+}
+
+export interface Client {
+  whoami(): Promise<Whoami>;
+  requestRun(input: RunRequestInput): Promise<RunView>;
+  approveRun(id: string): Promise<RunView>;
+  cancelRun(id: string, reason: string): Promise<RunView>;
+  listRuns(limit: number): Promise<RunView[]>;
+  showRun(id: string): Promise<RunView>;
+  createApproval(input: ApprovalInput): Promise<Approval>;
+  listApprovals(): Promise<Approval[]>;
+  showApproval(id: string): Promise<ApprovalDetail>;
+  changeApproval(id: string, change: ApprovalChange, reason: string): Promise<Approval>;
+  revokePrincipal(id: string, reason: string): Promise<{ principal: string; revoked: number }>;
+  close(): Promise<void>;
+}
+
+class LocalClient implements Client {
+  private readonly ops: Operations;
+  private readonly caller: Caller;
+  constructor(private readonly app: App) {
+    this.ops = new Operations(app);
+    this.caller = localCaller(app);
+  }
+  whoami = async () => this.ops.whoami(this.caller);
+  requestRun = (input: RunRequestInput) => this.ops.requestRun(this.caller, input);
+  approveRun = (id: string) => this.ops.approveRun(this.caller, id);
+  cancelRun = (id: string, reason: string) => this.ops.cancelRun(this.caller, id, reason);
+  listRuns = (limit: number) => this.ops.listRuns(this.caller, limit);
+  showRun = (id: string) => this.ops.showRun(this.caller, id);
+  createApproval = (input: ApprovalInput) => this.ops.createApproval(this.caller, input);
+  listApprovals = () => this.ops.listApprovals(this.caller);
+  showApproval = (id: string) => this.ops.showApproval(this.caller, id);
+  changeApproval = (id: string, change: ApprovalChange, reason: string) => this.ops.changeApproval(this.caller, id, change, reason);
+  revokePrincipal = (id: string, reason: string) => this.ops.revokePrincipal(this.caller, id, reason);
+  close = () => this.app.close();
+}
+
+function readFile(file: string, what: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UserError('client.file-missing', `${file}: ${what} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+}
+
+class RemoteClient implements Client {
+  private readonly agent: Agent;
+  constructor(
+    private readonly base: string,
+    tls: { cert: string; key: string; ca?: string },
+  ) {
+    this.agent = new Agent({ connect: { cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}), rejectUnauthorized: true, minVersion: 'TLSv1.2' } });
+  }
+
+  private async call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    let res;
+    try {
+      res = await fetch(new URL(path, this.base), {
+        method,
+        dispatcher: this.agent,
+        redirect: 'error',
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string } }).cause;
+      throw new UserError('client.unreachable', `cannot reach the daemon at ${this.base} (${cause?.code ?? 'connection failed'}); check --server and your certificate`);
+    }
+    const text = await res.text();
+    let payload: unknown;
+    try {
+      payload = text ? JSON.parse(text) : undefined;
+    } catch {
+      throw new UserError('client.bad-answer', `the daemon answered HTTP ${res.status} with something that is not JSON`);
+    }
+    if (res.ok) return payload as T;
+    const e = (payload ?? {}) as { error?: string; rule?: string; message?: string };
+    if (res.status === 403 && e.rule) throw new PolicyDenied(e.rule, (e.message ?? '').replace(/^denied by rule [^:]+: /, ''));
+    throw new UserError(e.error ?? `http.${res.status}`, `${e.message ?? `HTTP ${res.status}`} (HTTP ${res.status})`);
+  }
+
+  whoami = () => this.call<Whoami>('GET', '/v1/whoami');
+  requestRun = (input: RunRequestInput) => this.call<RunView>('POST', '/v1/runs', input);
+  approveRun = (id: string) => this.call<RunView>('POST', `/v1/runs/${encodeURIComponent(id)}/approve`, {});
+  cancelRun = (id: string, reason: string) => this.call<RunView>('POST', `/v1/runs/${encodeURIComponent(id)}/cancel`, { reason });
+  listRuns = (limit: number) => this.call<RunView[]>('GET', `/v1/runs?limit=${limit}`);
+  showRun = (id: string) => this.call<RunView>('GET', `/v1/runs/${encodeURIComponent(id)}`);
+  createApproval = (input: ApprovalInput) => this.call<Approval>('POST', '/v1/approvals', input);
+  listApprovals = () => this.call<Approval[]>('GET', '/v1/approvals');
+  showApproval = (id: string) => this.call<ApprovalDetail>('GET', `/v1/approvals/${encodeURIComponent(id)}`);
+  changeApproval = (id: string, change: ApprovalChange, reason: string) => this.call<Approval>('POST', `/v1/approvals/${encodeURIComponent(id)}/${change}`, { reason });
+  revokePrincipal = (id: string, reason: string) => this.call<{ principal: string; revoked: number }>('POST', `/v1/principals/${encodeURIComponent(id)}/revoke`, { reason });
+  close = () => this.agent.close();
+}
+
+export async function openClient(args: ClientArgs, io: Io): Promise<Client> {
+  const server = args.server ?? io.env.EHRBENCH_SERVER;
+  if (!server) {
+    const app = await openApp({ ...(args.config ? { file: args.config } : {}), env: io.env, consoleLog: false });
+    try {
+      return new LocalClient(app);
+    } catch (err) {
+      await app.close();
+      throw err;
+    }
+  }
+  const cert = args.cert ?? io.env.EHRBENCH_CERT;
+  const key = args.key ?? io.env.EHRBENCH_KEY;
+  const ca = args.ca ?? io.env.EHRBENCH_CA;
+  if (!cert || !key) throw new UserError('client.no-certificate', 'talking to the daemon needs your client certificate: --cert FILE --key FILE (or EHRBENCH_CERT, EHRBENCH_KEY)');
+  let url: URL;
+  try {
+    url = new URL(server);
+  } catch {
+    throw new UserError('client.bad-server', `--server must be an https URL, e.g. https://ehrbench.hospital.internal:8443`);
+  }
+  if (url.protocol !== 'https:') throw new UserError('client.bad-server', '--server must use https');
+  return new RemoteClient(url.origin, { cert: readFile(cert, 'client certificate'), key: readFile(key, 'client key'), ...(ca ? { ca: readFile(ca, 'daemon CA') } : {}) });
+}
+
+export async function withClient<T>(args: ClientArgs, io: Io, fn: (c: Client) => Promise<T>): Promise<T> {
+  const client = await openClient(args, io);
+  try {
+    return await fn(client);
+  } finally {
+    await client.close();
+  }
+}

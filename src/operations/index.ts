@@ -1,0 +1,277 @@
+/**
+ * What people can do with ehrbench, in one place: the daemon's routes and the CLI's local mode both
+ * call these operations, so a rule holds whichever way a request arrives. Every operation first
+ * establishes the role it needs (deny by default; a refusal is audited as access.denied and names its
+ * rule), then acts; every side effect is audited before it happens.
+ */
+import { randomUUID } from 'node:crypto';
+import type { App } from '../app';
+import { actAs, type Approval, type ApprovalChange, type ApprovalInput, type Principal, type PrincipalRole } from '../access';
+import { PolicyDenied, UserError } from '../errors';
+import type { Actor } from '../identity/actor';
+import { approveRun, cancelRun, requestRun, summarize } from '../runs/engine';
+import type { RunRow } from '../runs/store';
+import type { ScoringMode } from '../metrics';
+
+export interface Caller {
+  principal: Principal;
+  authMethod: 'mtls' | 'local-os-user';
+}
+
+/** A run as people see it: ids, status, counts and aggregates; never instance data. */
+export interface RunView {
+  runId: string;
+  benchmarkId: string;
+  benchmarkVersion: string;
+  tier: string;
+  endpointId: string;
+  status: string;
+  requestedBy: string;
+  approvedBy: string | null;
+  approvalId: string | null;
+  irbProtocol: string | null;
+  scoring: string;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  errorCode: string | null;
+  instanceCount: number | null;
+  counts: { pending: number; claimed: number; done: number; blocked: number; failed: number };
+  mainMetric: string;
+  mainScore: number | null;
+  aggregates: { metric: string; value: number | null; n: number }[];
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface RunRequestInput {
+  benchmarkId: string;
+  endpointId: string;
+  maxInstances?: number;
+  scoring?: ScoringMode;
+  purpose?: string;
+  approvalId?: string;
+}
+
+export { localCaller } from './local';
+
+const PRIVILEGED_READERS: PrincipalRole[] = ['compliance', 'auditor', 'admin'];
+
+export class Operations {
+  constructor(readonly app: App) {}
+
+  /** The actor `caller` is in `role`, or an audited refusal naming the missing role. */
+  async as(caller: Caller, role: PrincipalRole, action: string): Promise<Actor> {
+    const actor = actAs(caller.principal, role, caller.authMethod);
+    if (actor) return actor;
+    const rule = `rbac.${role}-required`;
+    const reason = `${action} needs the ${role} role; ${caller.principal.id} holds ${caller.principal.roles.join(', ')}`;
+    await this.app.audit.record({
+      type: 'access.denied',
+      action: 'E',
+      outcome: 'denied',
+      rule,
+      reason,
+      actor: { principal: caller.principal.id, role: caller.principal.roles[0] ?? 'researcher', authMethod: caller.authMethod },
+    });
+    throw new PolicyDenied(rule, reason);
+  }
+
+  /** The first of `roles` the caller holds (for reads several roles may do), or an audited refusal. */
+  async asAny(caller: Caller, roles: PrincipalRole[], action: string): Promise<Actor> {
+    const role = roles.find((r) => caller.principal.roles.includes(r));
+    return this.as(caller, role ?? (roles[0] as PrincipalRole), action);
+  }
+
+  whoami(caller: Caller): { principal: string; displayName: string | null; roles: PrincipalRole[]; authMethod: string } {
+    return { principal: caller.principal.id, displayName: caller.principal.displayName ?? null, roles: caller.principal.roles, authMethod: caller.authMethod };
+  }
+
+  async requestRun(caller: Caller, input: RunRequestInput): Promise<RunView> {
+    const actor = await this.as(caller, 'researcher', 'requesting a run');
+    const run = await requestRun(this.app.engine, {
+      benchmarkId: input.benchmarkId,
+      endpointId: input.endpointId,
+      requester: actor,
+      ...(input.maxInstances ? { maxInstances: input.maxInstances } : {}),
+      ...(input.scoring ? { scoring: input.scoring } : {}),
+      ...(input.purpose ? { purpose: input.purpose } : {}),
+      ...(input.approvalId ? { approvalId: input.approvalId } : {}),
+    });
+    return this.view(run);
+  }
+
+  async approveRun(caller: Caller, runId: string): Promise<RunView> {
+    const actor = await this.as(caller, 'compliance', 'approving a run');
+    return this.view(await approveRun(this.app.engine, runId, actor));
+  }
+
+  async cancelRun(caller: Caller, runId: string, reason: string): Promise<RunView> {
+    const run = await this.visibleRun(caller, runId);
+    const own = run.requested_by === caller.principal.id;
+    const actor = own ? await this.as(caller, 'researcher', 'cancelling a run') : await this.asAny(caller, ['compliance', 'admin'], 'halting a run');
+    return this.view(await cancelRun(this.app.engine, runId, actor, reason));
+  }
+
+  async listRuns(caller: Caller, limit = 50): Promise<RunView[]> {
+    const privileged = caller.principal.roles.some((r) => PRIVILEGED_READERS.includes(r));
+    if (!privileged) await this.as(caller, 'researcher', 'listing runs');
+    const runs = privileged ? await this.app.engine.store.listRuns(limit) : await this.app.engine.store.listRunsBy(caller.principal.id, limit);
+    return Promise.all(runs.map((r) => this.view(r)));
+  }
+
+  async showRun(caller: Caller, runId: string): Promise<RunView> {
+    return this.view(await this.visibleRun(caller, runId));
+  }
+
+  /** Researchers see their own runs; compliance, auditors and admins see all. Others: not found. */
+  private async visibleRun(caller: Caller, runId: string): Promise<RunRow> {
+    const run = await this.app.engine.store.getRun(runId);
+    const privileged = caller.principal.roles.some((r) => PRIVILEGED_READERS.includes(r));
+    if (!run || (!privileged && run.requested_by !== caller.principal.id)) {
+      throw new UserError('run.not-found', `run ${runId} does not exist or is not yours`);
+    }
+    return run;
+  }
+
+  async view(run: RunRow): Promise<RunView> {
+    const s = await summarize(this.app.engine, run);
+    return {
+      runId: run.run_id,
+      benchmarkId: run.benchmark_id,
+      benchmarkVersion: run.benchmark_version,
+      tier: run.tier,
+      endpointId: run.endpoint_id,
+      status: run.status,
+      requestedBy: run.requested_by,
+      approvedBy: run.approved_by,
+      approvalId: run.approval_id,
+      irbProtocol: run.spec.irbProtocol ?? null,
+      scoring: run.spec.scoring,
+      createdAt: run.created_at.toISOString(),
+      startedAt: run.started_at?.toISOString() ?? null,
+      finishedAt: run.finished_at?.toISOString() ?? null,
+      errorCode: run.error_code,
+      instanceCount: run.instance_count,
+      counts: s.counts,
+      mainMetric: s.mainMetric,
+      mainScore: s.mainScore,
+      aggregates: s.aggregates,
+      promptTokens: s.promptTokens,
+      completionTokens: s.completionTokens,
+    };
+  }
+
+  async createApproval(caller: Caller, input: ApprovalInput): Promise<Approval> {
+    const actor = await this.as(caller, 'compliance', 'recording an IRB approval');
+    for (const b of input.benchmarks ?? []) this.app.catalog.get(b);
+    for (const e of input.endpoints ?? []) this.app.endpoints.get(e);
+    if (!input.benchmarks?.length && !input.tiers?.length) {
+      throw new UserError('approval.invalid', 'an approval must cover at least one benchmark or tier');
+    }
+    await this.app.audit.record({
+      type: 'approval.create',
+      action: 'C',
+      outcome: 'success',
+      rule: 'approval.recorded-by-compliance',
+      reason: `protocol ${input.protocolNumber}`.slice(0, 200),
+      actor,
+      irbProtocol: safeId(input.protocolNumber),
+      detail: { personnel: input.personnel.length, benchmarks: (input.benchmarks ?? []).length, tiers: (input.tiers ?? []).length },
+    });
+    return this.app.approvals.create(input, actor.principal);
+  }
+
+  async listApprovals(caller: Caller): Promise<Approval[]> {
+    const privileged = caller.principal.roles.some((r) => r === 'compliance' || r === 'auditor');
+    if (privileged) return this.app.approvals.list();
+    await this.as(caller, 'researcher', 'listing approvals');
+    return this.app.approvals.list({ personnel: caller.principal.id });
+  }
+
+  async showApproval(caller: Caller, id: string): Promise<{ approval: Approval; history: Awaited<ReturnType<App['approvals']['history']>> }> {
+    const approval = await this.app.approvals.get(id);
+    const privileged = caller.principal.roles.some((r) => r === 'compliance' || r === 'auditor');
+    const named = approval && (approval.personnel.includes(caller.principal.id) || approval.principalInvestigator === caller.principal.id);
+    if (!approval || (!privileged && !named)) throw new UserError('approval.not-found', `approval ${id} does not exist or does not name you`);
+    return { approval, history: await this.app.approvals.history(id) };
+  }
+
+  /**
+   * Suspend, reinstate or close an approval. Break-glass is this and run halts: it can only narrow
+   * access. Reinstating needs a different compliance officer from the one who suspended.
+   */
+  async changeApproval(caller: Caller, id: string, change: ApprovalChange, reason: string): Promise<Approval> {
+    const actor = await this.as(caller, 'compliance', `${change} of an approval`);
+    const current = await this.app.approvals.get(id);
+    if (!current) throw new UserError('approval.not-found', `approval ${id} does not exist`);
+    const refuse = async (rule: string, why: string): Promise<never> => {
+      await this.app.audit.record({ type: auditType(change), action: 'U', outcome: 'denied', rule, reason: why, actor, subject: { approvalId: id } });
+      throw new PolicyDenied(rule, why);
+    };
+    if (current.status === 'closed') await refuse('approval.closed-is-final', 'a closed approval cannot change');
+    if (change === 'reinstate') {
+      if (current.status !== 'suspended') await refuse('approval.not-suspended', 'only a suspended approval can be reinstated');
+      if ((await this.app.approvals.lastChangedBy(id, 'suspend')) === actor.principal) {
+        await refuse('sod.reinstate-by-suspender', 'the compliance officer who suspended an approval cannot reinstate it; a second officer must');
+      }
+    }
+    if (change === 'suspend' && current.status === 'suspended') await refuse('approval.already-suspended', 'approval is already suspended');
+    await this.app.audit.record({
+      type: auditType(change),
+      action: 'U',
+      outcome: 'success',
+      rule: `approval.${change}`,
+      reason: reason.slice(0, 200),
+      actor,
+      irbProtocol: safeId(current.protocolNumber),
+      subject: { approvalId: id },
+    });
+    return (await this.app.approvals.change(id, change, actor.principal)) as Approval;
+  }
+
+  /**
+   * Break-glass revocation: every certificate of a principal issued until now stops working at once
+   * (a new certificate must be issued to restore access). Compliance or admin; narrows access only.
+   */
+  async revokePrincipal(caller: Caller, principalId: string, reason: string): Promise<RevokeResult> {
+    const actor = await this.asAny(caller, ['compliance', 'admin'], 'revoking a principal');
+    const target = this.app.principals().principals.find((p) => p.id === principalId);
+    if (!target) throw new UserError('principal.not-found', `principal ${principalId} does not exist`);
+    const issuers = [...new Set((target.certificates ?? []).map((c) => c.issuerFingerprint))];
+    await this.app.audit.record({
+      type: auditTypeRevoke(),
+      action: 'D',
+      outcome: 'success',
+      rule: 'pki.revoke.principal',
+      reason: reason.slice(0, 200),
+      actor,
+      detail: { principal: principalId, issuers: issuers.length },
+    });
+    for (const issuer of issuers) {
+      await this.app.db.query(
+        `INSERT INTO revoked_certificates (revocation_id, issuer_fingerprint, serial, principal, reason, revoked_by) VALUES ($1, $2, '*', $3, $4, $5)`,
+        [randomUUID(), issuer, principalId, reason.slice(0, 200), actor.principal],
+      );
+    }
+    return { principal: principalId, revoked: issuers.length };
+  }
+}
+
+export interface RevokeResult {
+  principal: string;
+  revoked: number;
+}
+
+function auditTypeRevoke(): 'pki.revoke' {
+  return 'pki.revoke';
+}
+
+function auditType(change: ApprovalChange): 'approval.suspend' | 'approval.grant' | 'approval.close' {
+  return change === 'suspend' ? 'approval.suspend' : change === 'close' ? 'approval.close' : 'approval.grant';
+}
+
+/** Protocol numbers are ids; anything else in them is dropped before it reaches the audit trail. */
+function safeId(value: string): string {
+  return value.replace(/[^A-Za-z0-9._:/+=@-]/g, '_').slice(0, 160);
+}

@@ -1,0 +1,155 @@
+/**
+ * The daemon's HTTPS API (fastify): mutual TLS (TLS 1.2+, client certificates from the configured CAs
+ * only), a principal for every request, a request schema on every route (unknown fields are a 400,
+ * never silently dropped; size-limited bodies) and a response schema that serialises only listed
+ * fields, rate limits per principal, health and readiness, and a graceful shutdown that stops the
+ * workers and seals the audit trail.
+ */
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import rateLimit from '@fastify/rate-limit';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { App } from '../app';
+import { formatSchemaErrors, loadSchema, requestValidator } from '../config/validate';
+import { PolicyDenied, UserError, describeError } from '../errors';
+import { type Caller, Operations } from '../operations';
+import { RunScheduler } from '../runs/scheduler';
+import { serviceActor } from '../identity/actor';
+import { identify } from './identity';
+import { registerRoutes } from './routes';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller?: Caller;
+  }
+}
+
+export interface Daemon {
+  url: string;
+  port: number;
+  scheduler: RunScheduler;
+  close(): Promise<void>;
+}
+
+function readPem(file: string, what: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UserError('server.tls-file-missing', `${file}: ${what} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); run "ehrbench pki init" or fix the server section of the config`);
+  }
+}
+
+/** Maps an error to a status and a one-line body; never a stack trace, never data. */
+export function errorReply(err: unknown): { status: number; body: { error: string; rule?: string; message: string } } {
+  const e = err as { validation?: unknown; statusCode?: number; code?: string; validationContext?: string };
+  if (e?.validation) {
+    const lines = formatSchemaErrors(e.validation as never).map((l) => l.replace(/^\/: unknown key/, 'unknown field').replace(/^\//, `${e.validationContext ?? 'body'} /`));
+    return { status: 400, body: { error: 'request.invalid', message: lines.join('; ') || 'request does not match its schema' } };
+  }
+  if (err instanceof PolicyDenied) return { status: 403, body: { error: err.code, rule: err.rule, message: err.message } };
+  if (err instanceof UserError) {
+    const status = /not-found|unknown$/.test(err.code) ? 404 : err.code === 'audit.unavailable' ? 503 : 400;
+    return { status, body: { error: err.code, message: err.message } };
+  }
+  if (e?.statusCode === 413 || e?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return { status: 413, body: { error: 'request.too-large', message: 'request body exceeds the size limit' } };
+  if (e?.statusCode === 415 || e?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return { status: 415, body: { error: 'request.media-type', message: 'send application/json' } };
+  if (e?.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
+    return { status: e.statusCode, body: { error: 'request.invalid', message: e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'body is not valid JSON' : `request refused (${e.code ?? e.statusCode})` } };
+  }
+  return { status: 500, body: { error: 'internal', message: describeError(err).message } };
+}
+
+export interface ServeOptions {
+  /** Override the configured port (tests use 0). */
+  port?: number;
+  host?: string;
+  workers?: number;
+}
+
+export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Daemon> {
+  const cfg = app.config.server;
+  const ops = new Operations(app);
+  const scheduler = new RunScheduler(app.engine, { workers: opts.workers ?? cfg.workers, pollSeconds: cfg.pollSeconds });
+  const server: FastifyInstance = Fastify({
+    https: {
+      key: readPem(cfg.keyFile, 'server key'),
+      cert: readPem(cfg.certFile, 'server certificate'),
+      ca: cfg.clientCaFiles.map((f) => readPem(f, 'client CA')),
+      requestCert: true,
+      rejectUnauthorized: true,
+      minVersion: 'TLSv1.2',
+    },
+    bodyLimit: cfg.bodyLimitBytes,
+    logger: false,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+
+  // Bodies: strict (no coercion, unknown fields rejected). Query strings and params: coerced from text.
+  server.setValidatorCompiler(({ schema, httpPart }) => requestValidator(schema as Record<string, unknown>, httpPart === 'body' ? 'body' : 'text') as never);
+  server.setErrorHandler((err, _req, reply) => {
+    const { status, body } = errorReply(err);
+    if (status >= 500) app.logger.error('server.error', { err });
+    void reply.code(status).send(body);
+  });
+  server.setNotFoundHandler((_req, reply) => void reply.code(404).send({ error: 'route.not-found', message: 'no such route' }));
+
+  server.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    if (req.url === '/health' || req.url === '/ready') return;
+    const who = await identify(app, req.raw.socket as TLSSocket);
+    if (!who.ok) {
+      await app.audit
+        .record({ type: 'access.denied', action: 'E', outcome: 'denied', rule: who.rule, reason: who.reason.slice(0, 200), actor: serviceActor('daemon') })
+        .catch(() => undefined);
+      return reply.code(403).send({ error: 'identity.denied', rule: who.rule, message: who.reason });
+    }
+    req.caller = { principal: who.principal, authMethod: 'mtls' };
+  });
+  await server.register(rateLimit, {
+    hook: 'preHandler',
+    max: cfg.rateLimit.max,
+    timeWindow: cfg.rateLimit.windowSeconds * 1000,
+    keyGenerator: (req) => req.caller?.principal.id ?? req.ip,
+    errorResponseBuilder: (_req, ctx) => ({ statusCode: 429, error: 'rate-limited', message: `more than ${ctx.max} requests in ${Math.round(ctx.ttl / 1000)} s; slow down` }),
+  });
+
+  registerRoutes(server, app, ops, scheduler, (name) => {
+    const schema = loadSchema(name);
+    delete schema.$schema;
+    delete schema.title;
+    return schema;
+  });
+
+  const port = opts.port ?? cfg.port;
+  const host = opts.host ?? cfg.host;
+  await server.listen({ port, host });
+  const address = server.server.address() as { port: number };
+  await app.audit.record({ type: 'daemon.start', action: 'E', outcome: 'success', rule: 'daemon.start', actor: serviceActor('daemon'), detail: { port: address.port } });
+  scheduler.start();
+
+  let health: HttpServer | undefined;
+  if (cfg.healthPort) {
+    // Probes that cannot present a certificate get only "ok" / "ready", on loopback.
+    health = createHttpServer((req, res) => {
+      const ok = req.url === '/health' || req.url === '/ready';
+      res.writeHead(ok ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: ok ? 'ok' : 'not found' }));
+    });
+    await new Promise<void>((resolve) => health?.listen(cfg.healthPort, '127.0.0.1', resolve));
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `https://${host === '0.0.0.0' ? '127.0.0.1' : host}:${address.port}`,
+    port: address.port,
+    scheduler,
+    close: () =>
+      (closing ??= (async () => {
+        await server.close();
+        health?.close();
+        await scheduler.stop();
+        await app.audit.record({ type: 'daemon.stop', action: 'E', outcome: 'success', rule: 'daemon.stop', actor: serviceActor('daemon') }).catch(() => undefined);
+        await app.audit.seal();
+      })()),
+  };
+}

@@ -1,0 +1,139 @@
+/** The daemon's routes: each a request schema, an operation, a response schema. */
+import type { FastifyInstance } from 'fastify';
+import type { App } from '../app';
+import type { ApprovalChange, ApprovalInput } from '../access';
+import { loadCheckpoints, loadMacKeysIfPresent, readWitness, type RecordFilter, streamRecordPages, streamRecords, trustedKeys, verifyAudit, WITNESS_FILE, type AuditRecord } from '../audit';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Operations, RunRequestInput } from '../operations';
+import type { RunScheduler } from '../runs/scheduler';
+
+type Schema = (name: string) => Record<string, unknown>;
+
+const UUID_PARAM = {
+  $id: 'https://ehrbench.local/schemas/api/id-param.inline',
+  type: 'object',
+  additionalProperties: false,
+  required: ['id'],
+  properties: { id: { type: 'string', pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' } },
+};
+
+export function registerRoutes(server: FastifyInstance, app: App, ops: Operations, scheduler: RunScheduler, schema: Schema): void {
+  const error = schema('api/error.schema.json');
+  const responses = (ok: Record<string, unknown>) => ({ 200: ok, '4xx': error, '5xx': error });
+  const list = (item: Record<string, unknown>) => ({ type: 'array', items: item });
+  const body = (name: string) => ({ $id: `https://ehrbench.local/schemas/${name}`, ...schema(name) });
+  const query = (name: string) => ({ $id: `https://ehrbench.local/schemas/${name}`, ...schema(name) });
+  const caller = (req: { caller?: unknown }) => req.caller as NonNullable<import('fastify').FastifyRequest['caller']>;
+  const run = schema('api/run.schema.json');
+  const approval = schema('api/approval.schema.json');
+
+  server.get('/health', { schema: { response: { 200: { type: 'object', properties: { status: { type: 'string' } } } } } }, async () => ({ status: 'ok' }));
+  server.get('/ready', { schema: { response: { 200: { type: 'object', properties: { status: { type: 'string' } } }, '5xx': error } } }, async () => {
+    await app.db.query('SELECT seq FROM audit_head');
+    return { status: 'ready' };
+  });
+
+  server.get('/v1/whoami', { schema: { response: responses(schema('api/whoami.schema.json')) } }, async (req) => ops.whoami(caller(req)));
+
+  server.post<{ Body: RunRequestInput }>('/v1/runs', { schema: { body: body('api/run-request.schema.json'), response: responses(run) } }, async (req) => {
+    const view = await ops.requestRun(caller(req), req.body);
+    scheduler.nudge();
+    return view;
+  });
+  server.get<{ Querystring: { limit?: number } }>('/v1/runs', { schema: { querystring: query('api/list-query.schema.json'), response: responses(list(run)) } }, async (req) =>
+    ops.listRuns(caller(req), req.query.limit ?? 50),
+  );
+  server.get<{ Params: { id: string } }>('/v1/runs/:id', { schema: { params: UUID_PARAM, response: responses(run) } }, async (req) => ops.showRun(caller(req), req.params.id));
+  server.post<{ Params: { id: string } }>('/v1/runs/:id/approve', { schema: { params: UUID_PARAM, body: body('api/empty.schema.json'), response: responses(run) } }, async (req) => {
+    const view = await ops.approveRun(caller(req), req.params.id);
+    scheduler.nudge();
+    return view;
+  });
+  server.post<{ Params: { id: string }; Body: { reason: string } }>(
+    '/v1/runs/:id/cancel',
+    { schema: { params: UUID_PARAM, body: body('api/reason.schema.json'), response: responses(run) } },
+    async (req) => ops.cancelRun(caller(req), req.params.id, req.body.reason),
+  );
+
+  server.post<{ Body: ApprovalInput }>('/v1/approvals', { schema: { body: body('api/approval-create.schema.json'), response: responses(approval) } }, async (req) =>
+    ops.createApproval(caller(req), req.body),
+  );
+  server.get('/v1/approvals', { schema: { response: responses(list(approval)) } }, async (req) => ops.listApprovals(caller(req)));
+  server.get<{ Params: { id: string } }>('/v1/approvals/:id', { schema: { params: UUID_PARAM, response: responses(schema('api/approval-detail.schema.json')) } }, async (req) =>
+    ops.showApproval(caller(req), req.params.id),
+  );
+  for (const change of ['suspend', 'reinstate', 'close'] as ApprovalChange[]) {
+    server.post<{ Params: { id: string }; Body: { reason: string } }>(
+      `/v1/approvals/:id/${change}`,
+      { schema: { params: UUID_PARAM, body: body('api/reason.schema.json'), response: responses(approval) } },
+      async (req) => ops.changeApproval(caller(req), req.params.id, change, req.body.reason),
+    );
+  }
+
+  server.get('/v1/benchmarks', { schema: { response: responses(list(schema('api/benchmark-summary.schema.json'))) } }, async () =>
+    app.catalog.list().map((b) => ({
+      ...b.definition,
+      mainMetric: b.definition.metrics.main,
+      definitionHash: b.definitionHash,
+      templateHash: b.templateHash,
+    })),
+  );
+  server.get('/v1/endpoints', { schema: { response: responses(list(schema('api/endpoint-summary.schema.json'))) } }, async () =>
+    app.endpoints.endpoints.map((e) => ({ ...e, deployment: e.deployment ?? null, model: e.model ?? null })),
+  );
+
+  server.get('/v1/audit/verify', { schema: { response: responses(schema('api/audit-report.schema.json')) } }, async (req) => {
+    const actor = await ops.asAny(caller(req), ['compliance', 'auditor'], 'verifying the audit trail');
+    await app.audit.record({ type: 'audit.verify', action: 'E', outcome: 'success', rule: 'audit.verify.api', actor });
+    const witnesses = app.config.audit.witnessDirs.map((d) => join(d, WITNESS_FILE)).filter((f) => existsSync(f));
+    const macKeys = loadMacKeysIfPresent(app.config.keysDir);
+    return verifyAudit({
+      records: streamRecordPages(app.db),
+      checkpoints: await loadCheckpoints(app.db),
+      witnesses: witnesses.map((f) => ({ source: f, checkpoint: readWitness(f) })),
+      trustedKeys: trustedKeys(app.config.keysDir),
+      ...(macKeys ? { macKeys } : {}),
+    });
+  });
+  server.get<{ Querystring: { since?: string; until?: string; actor?: string; type?: string; run?: string; limit?: number } }>(
+    '/v1/audit/events',
+    { schema: { querystring: query('api/audit-query.schema.json'), response: responses(list(schema('api/audit-event.record.schema.json'))) } },
+    async (req) => {
+      const actor = await ops.asAny(caller(req), ['compliance', 'auditor'], 'reading the audit trail');
+      const q = req.query;
+      const filter: RecordFilter = {
+        ...(q.since ? { since: new Date(q.since).toISOString() } : {}),
+        ...(q.until ? { until: new Date(q.until).toISOString() } : {}),
+        ...(q.actor ? { actor: q.actor } : {}),
+        ...(q.type ? { type: q.type } : {}),
+        ...(q.run ? { runId: q.run } : {}),
+      };
+      await app.audit.record({ type: 'audit.read', action: 'R', outcome: 'success', rule: 'audit.read.api', actor, detail: { limit: q.limit ?? 100 } });
+      const found: AuditRecord[] = [];
+      for await (const r of streamRecords(app.db, filter)) {
+        found.push(r);
+        if (found.length >= (q.limit ?? 100)) break;
+      }
+      return found;
+    },
+  );
+
+  // Break-glass: halt every active run and revoke a principal's certificates. Narrows access only.
+  server.post<{ Body: { reason: string } }>('/v1/breakglass/halt', { schema: { body: body('api/reason.schema.json'), response: responses(list(run)) } }, async (req) => {
+    const c = caller(req);
+    const active = (await app.engine.store.listRuns(1000)).filter((r) => ['requested', 'approved', 'running'].includes(r.status));
+    return Promise.all(active.map((r) => ops.cancelRun(c, r.run_id, `break-glass: ${req.body.reason}`)));
+  });
+  server.post<{ Params: { principal: string }; Body: { reason: string } }>(
+    '/v1/principals/:principal/revoke',
+    {
+      schema: {
+        params: { $id: 'https://ehrbench.local/schemas/api/principal-param.inline', type: 'object', additionalProperties: false, required: ['principal'], properties: { principal: { type: 'string', pattern: '^[a-z0-9][a-z0-9._-]{0,62}$' } } },
+        body: body('api/reason.schema.json'),
+        response: responses({ type: 'object', additionalProperties: false, properties: { principal: { type: 'string' }, revoked: { type: 'integer' } } }),
+      },
+    },
+    async (req) => ops.revokePrincipal(caller(req), req.params.principal, req.body.reason),
+  );
+}
