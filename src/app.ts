@@ -13,7 +13,8 @@ import { tierGate } from './policy';
 import { type Engine } from './runs/engine';
 import { EndpointModels } from './runs/model-stage';
 import { templatePrompt } from './runs/prompt';
-import { benchmarkScoring } from './runs/scoring';
+import { createScoring } from './runs/scoring';
+import { JudgeClients, SqlExecutor } from './metrics';
 import { RunStore } from './runs/store';
 
 export interface App {
@@ -38,7 +39,7 @@ export interface OpenOptions extends LoadOptions {
 export async function openApp(opts: OpenOptions = {}): Promise<App> {
   const config = loadConfig(opts);
   const logger = createLogger({ level: opts.logLevel ?? config.logging.level, file: config.logging.file, console: opts.consoleLog ?? false });
-  const catalog = Catalog.load(config.catalogDirs);
+  const catalog = Catalog.load(config.catalogDirs, { siteDataFile: config.catalogSiteData });
   const endpoints = loadEndpointPolicy(config.policies.endpoints);
   let db: Database;
   try {
@@ -53,6 +54,9 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
   }
   const audit = passThroughAudit;
   const models = new EndpointModels({ ...config.models, ...(opts.env ? { env: opts.env } : {}), ...(opts.resolver ? { resolver: opts.resolver } : {}) });
+  // Judges are called like the model under test: official SDK, egress-guarded transport per endpoint.
+  const judges = new JudgeClients({ ...config.models, ...(opts.env ? { env: opts.env } : {}), ...(opts.resolver ? { resolver: opts.resolver } : {}) });
+  const sql = new SqlExecutor();
   const engine: Engine = {
     store: new RunStore(db),
     catalog,
@@ -62,7 +66,7 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     prompt: templatePrompt,
     deid: deidUnavailable,
     models,
-    scoring: benchmarkScoring,
+    scoring: createScoring({ endpoints, judges, sql, deid: () => engine.deid }),
     logger,
     settings: {
       concurrency: config.runs.concurrencyPerEndpoint,
@@ -81,6 +85,8 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     engine,
     async close() {
       await models.close();
+      await judges.close();
+      await sql.close();
       await db.close();
       await logger.close();
     },
