@@ -1,5 +1,5 @@
 /** Metrics: a benchmark names its metrics; the scoring stage scores each instance with them. */
-export { getMetric, metricNames, providerOf, type Provider } from './registry';
+export { getMetric, inProcessMetric, metricNames, providerOf, type Provider } from './registry';
 export type { Metric, MetricInfo, ScoreContext, Scorer, ScoringMode } from './types';
 export { mapChoice } from './exact-match';
 export { ehrSqlScorer, SqlExecutor, postProcessSql, extractSql, EHRSQL_CURRENT_TIME, type EhrSqlContext } from './ehrsql';

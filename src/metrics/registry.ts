@@ -40,6 +40,12 @@ export function getMetric(name: string): MetricInfo | undefined {
   return PROVIDERS.get(name)?.info;
 }
 
+/** An in-process metric by name (undefined for unknown names and for scorer-computed metrics). */
+export function inProcessMetric(name: string): Metric | undefined {
+  const p = PROVIDERS.get(name)?.provider;
+  return p?.kind === 'metric' ? p.metric : undefined;
+}
+
 export function providerOf(name: string): Provider | undefined {
   return PROVIDERS.get(name)?.provider;
 }
