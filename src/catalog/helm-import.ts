@@ -58,7 +58,9 @@ function idFrom(name: string): string {
 
 /** HELM's {column} template as ehrbench's {{column}}; literal {{ or }} would be ambiguous, so they are refused. */
 function convertTemplate(text: string, file: string, names: 'columns' | 'judge'): { template: string; placeholders: string[] } {
-  if (/\{\{|\}\}/.test(text)) throw new UserError('helm-import.template', `${file}: contains "{{" or "}}"; write placeholders as {column} only`);
+  // A judge prompt carries its rubric as JSON, whose nested objects close with "}}"; only the
+  // three placeholders are read there. The prompt template has no such use for doubled braces.
+  if (names === 'columns' && /\{\{|\}\}/.test(text)) throw new UserError('helm-import.template', `${file}: contains "{{" or "}}"; write placeholders as {column} only`);
   const placeholders: string[] = [];
   const template = text.replace(PLACEHOLDER, (m, name: string) => {
     if (names === 'judge' && !['QUESTION', 'RESPONSE', 'GOLD_RESPONSE'].includes(name)) return m;
