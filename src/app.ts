@@ -15,7 +15,8 @@ import { AccessPolicy, ApprovalStore, loadPrincipals, type PrincipalDirectory } 
 import { type Engine } from './runs/engine';
 import { EndpointModels } from './runs/model-stage';
 import { templatePrompt } from './runs/prompt';
-import { benchmarkScoring } from './runs/scoring';
+import { createScoring } from './runs/scoring';
+import { JudgeClients, SqlExecutor } from './metrics';
 import { RunStore } from './runs/store';
 import { DAEMON_VERSION } from './version';
 
@@ -56,7 +57,7 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
   assertSafeEgressEnvironment(opts.env ?? process.env);
   const config = loadConfig(opts);
   const logger = createLogger({ level: opts.logLevel ?? config.logging.level, file: config.logging.file, console: opts.consoleLog ?? false });
-  const catalog = Catalog.load(config.catalogDirs);
+  const catalog = Catalog.load(config.catalogDirs, { siteDataFile: config.catalogSiteData });
   const endpoints = loadEndpointPolicy(config.policies.endpoints);
   let db: Database;
   try {
@@ -80,6 +81,9 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
   const approvals = new ApprovalStore(db);
   const principals = principalsLoader(config.policies.principals);
   const models = new EndpointModels({ ...config.models, ...(opts.env ? { env: opts.env } : {}), ...(opts.resolver ? { resolver: opts.resolver } : {}) });
+  // Judges are called like the model under test: official SDK, egress-guarded transport per endpoint.
+  const judges = new JudgeClients({ ...config.models, ...(opts.env ? { env: opts.env } : {}), ...(opts.resolver ? { resolver: opts.resolver } : {}) });
+  const sql = new SqlExecutor();
   const engine: Engine = {
     store: new RunStore(db),
     catalog,
@@ -89,7 +93,7 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     prompt: templatePrompt,
     deid: deidUnavailable,
     models,
-    scoring: benchmarkScoring,
+    scoring: createScoring({ endpoints, judges, sql, deid: () => engine.deid }),
     logger,
     settings: {
       concurrency: config.runs.concurrencyPerEndpoint,
@@ -110,6 +114,8 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     principals,
     async close() {
       await models.close();
+      await judges.close();
+      await sql.close();
       // Shutdown seals the trail: a checkpoint over everything recorded, copied to the witnesses.
       await audit.seal().catch((err: unknown) => logger.error('audit.seal-failed', { err }));
       await db.close();

@@ -11,29 +11,44 @@ import type { BenchmarkDefinition, ColumnMapping, Instance } from './types';
 export interface AdapterContext {
   file: string;
   definition: BenchmarkDefinition;
+  /** The site's names for required columns (required column -> site column). */
+  rename?: Record<string, string>;
 }
 
 export type RecordAdapter = (record: RawRecord, ctx: AdapterContext) => Instance | null;
 
+/** How a column is named in messages: the site's name, and the benchmark's when the site renamed it. */
+function columnLabel(column: string, ctx: AdapterContext): string {
+  const actual = ctx.rename?.[column];
+  return actual && actual !== column ? `"${actual}" (required column "${column}")` : `"${column}"`;
+}
+
 function field(record: RawRecord, column: string, ctx: AdapterContext): unknown {
-  if (!(column in record.fields)) {
-    throw new UserError('dataset.missing-column', `${ctx.file}: record ${record.position}: missing column "${column}"`);
+  const actual = ctx.rename?.[column] ?? column;
+  if (!(actual in record.fields)) {
+    throw new UserError('dataset.missing-column', `${ctx.file}: record ${record.position}: missing column ${columnLabel(column, ctx)}`);
   }
-  return record.fields[column];
+  return record.fields[actual];
 }
 
 function text(record: RawRecord, column: string, ctx: AdapterContext): string {
   const value = field(record, column, ctx);
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column "${column}" must be text or a number`);
+  throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column ${columnLabel(column, ctx)} must be text or a number`);
+}
+
+/** Structured identifiers travel with the instance to de-identification. */
+function identity(record: RawRecord): Pick<Instance, 'known' | 'subjectId'> {
+  const known = record.known && Object.keys(record.known).length > 0 ? record.known : undefined;
+  return { ...(known ? { known } : {}), ...(record.subjectId ? { subjectId: record.subjectId } : {}) };
 }
 
 function columnsAdapter(record: RawRecord, ctx: AdapterContext): Instance {
   const mapping = ctx.definition.dataset.columns as ColumnMapping | undefined;
   if (!mapping) throw new UserError('benchmark.invalid', `benchmark ${ctx.definition.id}: adapter "columns" needs dataset.columns`);
-  const key = text(record, mapping.id, ctx);
-  if (key.trim() === '') throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column "${mapping.id}" (the id) is empty`);
+  const key = mapping.id === '#row' ? (record.key ?? String(record.position)) : text(record, mapping.id, ctx);
+  if (key.trim() === '') throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column ${columnLabel(mapping.id, ctx)} (the id) is empty`);
   const vars: Record<string, string> = {};
   for (const [name, column] of Object.entries(mapping.vars)) vars[name] = text(record, column, ctx);
   const extra: Record<string, string> = {};
@@ -42,8 +57,44 @@ function columnsAdapter(record: RawRecord, ctx: AdapterContext): Instance {
     key,
     vars,
     ...(mapping.choices ? { choices: mapping.choices } : {}),
-    references: [text(record, mapping.reference, ctx)],
+    references: mapping.reference === undefined ? [] : [reference(record, mapping, ctx)],
     ...(mapping.extra ? { extra } : {}),
+    ...identity(record),
+  };
+}
+
+/** The reference text, through referenceMap when the raw value is a code (CLEAR's 1/0/2). */
+function reference(record: RawRecord, mapping: ColumnMapping, ctx: AdapterContext): string {
+  const column = mapping.reference as string;
+  const raw = text(record, column, ctx);
+  if (!mapping.referenceMap) return raw;
+  const mapped = mapping.referenceMap[raw.trim()];
+  if (mapped === undefined) {
+    throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column ${columnLabel(column, ctx)} must be one of ${Object.keys(mapping.referenceMap).join(', ')}`);
+  }
+  return mapped;
+}
+
+/**
+ * EHRSQL (eICU valid/test JSON): the question; the reference is the gold SQL, or "null" when the
+ * question cannot be answered from the database (is_impossible). `value` (the sampled slot values) is
+ * kept because HELM's scoring falls back to it when the gold query returns nothing.
+ */
+function ehrSqlAdapter(record: RawRecord, ctx: AdapterContext): Instance {
+  const f = record.fields;
+  const impossible = field(record, 'is_impossible', ctx);
+  if (typeof impossible !== 'boolean') {
+    throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column "is_impossible" must be true or false`);
+  }
+  const value = f.value;
+  if (value !== undefined && value !== null && (typeof value !== 'object' || Array.isArray(value))) {
+    throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column "value" must be an object`);
+  }
+  return {
+    key: text(record, 'id', ctx),
+    vars: { question: text(record, 'question', ctx) },
+    references: [text(record, 'query', ctx)],
+    extra: { isImpossible: impossible, value: JSON.stringify(value ?? {}) },
   };
 }
 
@@ -96,10 +147,38 @@ function medecAdapter(record: RawRecord, ctx: AdapterContext): Instance | null {
   };
 }
 
+/**
+ * Multiple choice from a site file: `question`, `options` (a JSON list of option texts) and `answer`
+ * (the letter of the correct option). The options are lettered A, B, C... in the prompt, as HELM's
+ * multiple_choice_joint adapter does (MedQA, MedMCQA, HeadQA, Medbullets).
+ */
+function mcqAdapter(record: RawRecord, ctx: AdapterContext): Instance {
+  const raw = text(record, 'options', ctx);
+  let options: unknown;
+  try {
+    options = JSON.parse(raw);
+  } catch {
+    options = undefined;
+  }
+  if (!Array.isArray(options) || options.length < 2 || !options.every((o) => typeof o === 'string')) {
+    throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column ${columnLabel('options', ctx)} must be a JSON list of at least two strings`);
+  }
+  const letter = text(record, 'answer', ctx).trim().toUpperCase();
+  const index = letter.length === 1 ? letter.charCodeAt(0) - 65 : -1;
+  if (index < 0 || index >= options.length) {
+    throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column ${columnLabel('answer', ctx)} must be the letter of one of the options`);
+  }
+  const key = text(record, 'id', ctx);
+  if (key.trim() === '') throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column ${columnLabel('id', ctx)} (the id) is empty`);
+  return { key, vars: { question: text(record, 'question', ctx) }, choices: options as string[], references: [options[index] as string], ...identity(record) };
+}
+
 const ADAPTERS: Record<string, RecordAdapter> = {
+  mcq: mcqAdapter,
   columns: columnsAdapter,
   pubmed_qa: pubmedQaAdapter,
   medec: medecAdapter,
+  ehr_sql: ehrSqlAdapter,
 };
 
 export function adapterFor(name: string): RecordAdapter | undefined {

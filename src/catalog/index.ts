@@ -2,6 +2,8 @@
  * The benchmark catalog: definitions as data (one folder per benchmark with benchmark.json and its
  * prompt template), validated against schemas/benchmark.schema.json, and the stream of instances of
  * each. Built-in benchmarks come first; site folders from the config may add more but not shadow one.
+ * Benchmarks whose data does not ship load and list all the same; the site binds their data in its
+ * site data file (site-data.ts), and reading them without a binding is an error saying what to supply.
  */
 import { createReadStream, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -9,77 +11,178 @@ import { isAbsolute, join } from 'node:path';
 import { canonicalHash, sha256Hex } from '../canonical';
 import { readJsonFile, validateOrThrow } from '../config/validate';
 import { UserError } from '../errors';
-import { getMetric } from '../metrics';
+import { getMetric } from '../metrics/registry';
 import { BUILTIN_BENCHMARK_DIR } from '../paths';
 import { adapterFor } from './adapters';
-import { readRecords } from './sources/records';
+import { judgesFor, loadSiteData, type SiteData } from './site-data';
+import { readOmopNotes } from './sources/omop';
+import { readRecords, type RawRecord } from './sources/records';
+import { isSubcategoryOf } from './taxonomy';
 import { templateVariables } from './template';
-import type { Benchmark, BenchmarkDefinition, Instance } from './types';
+import type { Benchmark, BenchmarkDefinition, DataSource, Instance } from './types';
 
-export type { Benchmark, BenchmarkDefinition, Instance, KnownIdentifiers } from './types';
+export type { Benchmark, BenchmarkDefinition, ColumnMapping, DataRequirements, DataSource, Instance, JuryDefinition, KnownIdentifiers } from './types';
 export { renderTemplate, renderChoices, templateVariables } from './template';
+export { CATEGORIES, TAXONOMY, isSubcategoryOf } from './taxonomy';
+export { loadSiteData, judgesFor, SITE_DATA_FILE_NAME, type SiteBinding, type SiteData } from './site-data';
+export { OMOP_NOTE_FIELDS } from './sources/omop';
+export { importHelmBenchmark, type HelmImportReport } from './helm-import';
 
 /** Variables each named adapter fills; `columns` declares its own in the definition. */
 const ADAPTER_VARIABLES: Record<string, string[]> = {
   pubmed_qa: ['context', 'question', 'choices'],
   medec: ['sentences'],
+  ehr_sql: ['question'],
+  mcq: ['question', 'choices'],
 };
 
-export function loadBenchmark(dir: string): Benchmark {
+export interface LoadOptions {
+  site?: SiteData;
+}
+
+export function loadBenchmark(dir: string, opts: LoadOptions = {}): Benchmark {
   const file = join(dir, 'benchmark.json');
   const definition = validateOrThrow<BenchmarkDefinition>('benchmark.schema.json', readJsonFile(file, 'benchmark.invalid'), file, 'benchmark.invalid');
-  const templatePath = resolveIn(dir, definition.prompt.templateFile);
-  if (!existsSync(templatePath)) throw new UserError('benchmark.invalid', `${file}: prompt.templateFile ${definition.prompt.templateFile} does not exist`);
-  const template = readFileSync(templatePath, 'utf8');
-  if (!adapterFor(definition.dataset.adapter)) {
-    throw new UserError('benchmark.invalid', `${file}: /dataset/adapter: unknown adapter "${definition.dataset.adapter}"`);
+  const invalid = (msg: string) => new UserError('benchmark.invalid', `${file}: ${msg}`);
+  if (!isSubcategoryOf(definition.category, definition.subcategory)) {
+    throw invalid(`/subcategory: "${definition.subcategory}" is not a MedHELM subcategory of ${definition.category}`);
   }
+  const templatePath = resolveIn(dir, definition.prompt.templateFile);
+  if (!existsSync(templatePath)) throw invalid(`prompt.templateFile ${definition.prompt.templateFile} does not exist`);
+  const template = readFileSync(templatePath, 'utf8');
+  checkDataset(definition, invalid);
   const provided =
     definition.dataset.adapter === 'columns'
       ? [...Object.keys(definition.dataset.columns?.vars ?? {}), ...(definition.dataset.columns?.choices ? ['choices'] : [])]
       : (ADAPTER_VARIABLES[definition.dataset.adapter] ?? []);
   for (const v of templateVariables(template)) {
-    if (!provided.includes(v)) throw new UserError('benchmark.invalid', `${file}: template uses {{${v}}} but the dataset adapter provides only ${provided.join(', ')}`);
+    if (!provided.includes(v)) throw invalid(`template uses {{${v}}} but the dataset adapter provides only ${provided.join(', ')}`);
   }
-  for (const m of [definition.metrics.main, ...(definition.metrics.secondary ?? [])]) {
-    if (!getMetric(m)) throw new UserError('benchmark.invalid', `${file}: /metrics: unknown metric "${m}"`);
+  const metrics = [definition.metrics.main, ...(definition.metrics.secondary ?? [])];
+  for (const m of metrics) {
+    if (!getMetric(m)) throw invalid(`/metrics: unknown metric "${m}"`);
   }
+  const juryTemplate = loadJury(dir, definition, metrics, provided, invalid);
+
+  const binding = opts.site?.benchmarks[definition.id];
+  if (binding?.source && definition.dataRequirements && !definition.dataRequirements.formats.includes(binding.source.type)) {
+    throw new UserError(
+      'site-data.invalid',
+      `${opts.site?.file}: /benchmarks/${definition.id}/source: type "${binding.source.type}" is not accepted; ${definition.id} takes ${definition.dataRequirements.formats.join(', ')}`,
+    );
+  }
+  const source = sourceOf(dir, definition, binding);
+  const judges = definition.jury ? judgesFor(definition.jury.judges, binding, opts.site) : [];
+  const extras = {
+    ...(juryTemplate !== undefined ? { juryTemplateSha256: sha256Hex(juryTemplate) } : {}),
+    ...(binding ? { site: binding } : {}),
+    ...(judges.length ? { judges } : {}),
+  };
   return {
     definition,
     dir,
-    dataPath: resolveIn(dir, definition.dataset.path),
+    dataPath: source ? describeSource(source) : '',
+    ...(source ? { source } : {}),
+    ...(binding ? { site: binding } : {}),
+    ...(opts.site ? { siteFile: opts.site.file } : {}),
     template,
-    definitionHash: canonicalHash(definition),
+    ...(juryTemplate !== undefined ? { juryTemplate } : {}),
+    ...(definition.jury ? { judges } : {}),
+    definitionHash: Object.keys(extras).length ? canonicalHash({ definition, ...extras }) : canonicalHash(definition),
     templateHash: sha256Hex(template),
   };
+}
+
+function checkDataset(d: BenchmarkDefinition, invalid: (m: string) => UserError): void {
+  if (!adapterFor(d.dataset.adapter)) throw invalid(`/dataset/adapter: unknown adapter "${d.dataset.adapter}"`);
+  const columns = d.dataset.columns;
+  if (d.dataset.adapter === 'columns' && !columns) throw invalid('/dataset: adapter "columns" needs dataset.columns');
+  if (d.dataset.origin === 'site') {
+    if (!d.dataRequirements) throw invalid('/dataRequirements: a benchmark whose data the site supplies must say what to supply');
+    // What `benchmarks show` tells a site must be what the adapter reads.
+    const listed = new Set(d.dataRequirements.columns.map((c) => c.name));
+    const read = columns ? [columns.id, ...Object.values(columns.vars), columns.reference, ...Object.values(columns.extra ?? {})] : [];
+    for (const c of read) {
+      if (c !== undefined && c !== '#row' && !listed.has(c)) throw invalid(`/dataRequirements/columns: the adapter reads column "${c}", which is not listed`);
+    }
+  }
+}
+
+function loadJury(dir: string, d: BenchmarkDefinition, metrics: string[], vars: string[], invalid: (m: string) => UserError): string | undefined {
+  const usesJury = metrics.some((m) => m.startsWith('jury_'));
+  if (usesJury && !d.jury) throw invalid('/jury: the jury metrics need a jury block (judge prompt and criteria)');
+  if (!d.jury) return undefined;
+  if (!usesJury) throw invalid('/jury: a jury block without the jury_score metric would never be used');
+  const path = resolveIn(dir, d.jury.promptFile);
+  if (!existsSync(path)) throw invalid(`jury.promptFile ${d.jury.promptFile} does not exist`);
+  const text = readFileSync(path, 'utf8');
+  if (!text.includes('{{RESPONSE}}')) throw invalid(`jury.promptFile ${d.jury.promptFile} has no {{RESPONSE}} placeholder`);
+  const scale = d.jury.scale ?? { min: 1, max: 5 };
+  if (scale.max <= scale.min) throw invalid('/jury/scale: max must be above min');
+  for (const v of templateVariables(d.jury.question ?? '')) {
+    if (!vars.includes(v)) throw invalid(`/jury/question: uses {{${v}}} but the dataset adapter provides only ${vars.join(', ')}`);
+  }
+  return text;
+}
+
+/** The data source after the site's binding: the site's source wins, else the shipped files. */
+function sourceOf(dir: string, d: BenchmarkDefinition, binding: Benchmark['site']): DataSource | undefined {
+  const s = binding?.source;
+  if (s?.type === 'omop-note') return { kind: 'omop-note', spec: s, file: '' };
+  if (s) return { kind: 'files', format: s.type, files: [{ path: s.path, ...(s.sha256 ? { sha256: s.sha256 } : {}) }] };
+  if (d.dataset.origin === 'shipped' && d.dataset.files && d.dataset.format) {
+    return {
+      kind: 'files',
+      format: d.dataset.format,
+      files: d.dataset.files.map((f) => ({ ...f, path: resolveIn(dir, f.path) })),
+      ...(d.dataset.arrayField ? { arrayField: d.dataset.arrayField } : {}),
+    };
+  }
+  return undefined;
+}
+
+function describeSource(s: DataSource): string {
+  return s.kind === 'files' ? (s.files[0]?.path ?? '') : `omop:${s.spec.schema ?? 'public'}.note`;
 }
 
 function resolveIn(dir: string, p: string): string {
   return isAbsolute(p) ? p : join(dir, p);
 }
 
+export interface CatalogLoadOptions {
+  /** The site data file (catalog.siteData in the config); absent binds nothing. */
+  siteDataFile?: string;
+}
+
 export class Catalog {
   private readonly byId = new Map<string, Benchmark>();
 
-  constructor(benchmarks: Benchmark[]) {
+  constructor(
+    benchmarks: Benchmark[],
+    readonly site?: SiteData,
+  ) {
     for (const b of benchmarks) {
       if (this.byId.has(b.definition.id)) {
         throw new UserError('benchmark.duplicate', `${b.dir}: benchmark id "${b.definition.id}" is already defined`);
       }
       this.byId.set(b.definition.id, b);
     }
+    for (const id of Object.keys(site?.benchmarks ?? {})) {
+      if (!this.byId.has(id)) throw new UserError('site-data.invalid', `${site?.file}: /benchmarks/${id}: no benchmark has this id; see "ehrbench benchmarks list"`);
+    }
   }
 
   /** Loads every folder holding a benchmark.json under the built-in catalog and the given site folders. */
-  static load(siteDirs: string[] = []): Catalog {
+  static load(siteDirs: string[] = [], opts: CatalogLoadOptions = {}): Catalog {
+    const site = opts.siteDataFile ? loadSiteData(opts.siteDataFile) : undefined;
     const found: Benchmark[] = [];
     for (const root of [BUILTIN_BENCHMARK_DIR, ...siteDirs]) {
       if (!existsSync(root)) throw new UserError('catalog.missing', `${root}: benchmark folder does not exist; fix catalog.dirs in the config`);
       for (const entry of readdirSync(root, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-        if (entry.isDirectory() && existsSync(join(root, entry.name, 'benchmark.json'))) found.push(loadBenchmark(join(root, entry.name)));
+        if (entry.isDirectory() && existsSync(join(root, entry.name, 'benchmark.json'))) found.push(loadBenchmark(join(root, entry.name), site ? { site } : {}));
       }
     }
-    return new Catalog(found);
+    return new Catalog(found, site);
   }
 
   list(): Benchmark[] {
@@ -93,32 +196,87 @@ export class Catalog {
   }
 }
 
-/** Verifies the data file against the definition's sha256, when one is given. */
+/** Whether a benchmark can be read here: shipped data, site data bound, or nothing yet. */
+export function dataStatus(b: Benchmark): 'shipped' | 'site' | 'missing' {
+  if (!b.source) return 'missing';
+  return b.site?.source ? 'site' : 'shipped';
+}
+
+/** The error for a benchmark whose data the site has not bound; it says what to supply and where. */
+export function dataMissing(b: Benchmark): UserError {
+  const d = b.definition;
+  const formats = d.dataRequirements?.formats.join(' or ') ?? 'csv or jsonl';
+  const columns = d.dataRequirements?.columns.filter((c) => !c.optional).map((c) => c.name) ?? [];
+  return new UserError(
+    'dataset.not-configured',
+    `benchmark ${d.id}: its data is supplied by the site and none is configured; add benchmarks.${d.id}.source (${formats}${columns.length ? ` with columns ${columns.join(', ')}` : ''}) to ${b.siteFile ?? 'the site data file (site-data.json in the data directory)'}; see "ehrbench benchmarks show ${d.id}"`,
+  );
+}
+
+/**
+ * Checks that a benchmark can run before any instance is read: data bound, shipped files intact
+ * (sha256), site resources present (EHRSQL's database) and judges named for the jury.
+ */
 export async function verifyDataset(b: Benchmark): Promise<void> {
-  const expected = b.definition.dataset.sha256;
-  if (!expected) return;
+  const d = b.definition;
+  if (!b.source) throw dataMissing(b);
+  if (b.source.kind === 'files') {
+    for (const f of b.source.files) await verifyFile(b, f.path, f.sha256);
+  }
+  if (d.dataRequirements?.resources?.includes('ehrsql-database')) {
+    const db = b.site?.database;
+    if (!db) {
+      throw new UserError(
+        'ehrsql.no-database',
+        `benchmark ${d.id}: execution accuracy runs SQL against the site's SQLite database; set benchmarks.${d.id}.database in ${b.siteFile ?? 'the site data file (site-data.json in the data directory)'}`,
+      );
+    }
+    if (!existsSync(db)) throw new UserError('ehrsql.no-database', `${db}: the SQLite database for benchmark ${d.id} does not exist; check benchmarks.${d.id}.database`);
+  }
+  if (d.jury && !b.judges?.length) {
+    throw new UserError(
+      'jury.no-judges',
+      `benchmark ${d.id}: the LLM jury needs judge endpoints (MedHELM uses three); set jury.judges (endpoint ids from the allowlist) in ${b.siteFile ?? 'the site data file (site-data.json in the data directory)'}, for all jury benchmarks or under benchmarks.${d.id}`,
+    );
+  }
+}
+
+async function verifyFile(b: Benchmark, path: string, expected: string | undefined): Promise<void> {
   const hash = createHash('sha256');
   await new Promise<void>((resolve, reject) => {
-    createReadStream(b.dataPath)
+    createReadStream(path)
       .on('data', (chunk) => hash.update(chunk))
       .on('end', () => resolve())
-      .on('error', (err: NodeJS.ErrnoException) =>
-        reject(new UserError('dataset.unreadable', `${b.dataPath}: cannot read (${err.code ?? 'error'}); check the dataset path`)),
-      );
+      .on('error', (err: NodeJS.ErrnoException) => reject(new UserError('dataset.unreadable', `${path}: cannot read (${err.code ?? 'error'}); check the dataset path`)));
   });
-  if (hash.digest('hex') !== expected) {
-    throw new UserError('dataset.hash-mismatch', `${b.dataPath}: content differs from the sha256 in benchmark ${b.definition.id}; restore the file or update the definition`);
+  if (expected && hash.digest('hex') !== expected) {
+    throw new UserError('dataset.hash-mismatch', `${path}: content differs from the sha256 pinned for benchmark ${b.definition.id}; restore the file or update the pin`);
+  }
+}
+
+/** The raw records of a benchmark with the file each came from, across its files or from OMOP. */
+async function* recordsOf(b: Benchmark, env?: NodeJS.ProcessEnv): AsyncGenerator<{ record: RawRecord; file: string }> {
+  const source = b.source;
+  if (!source) throw dataMissing(b);
+  if (source.kind === 'omop-note') {
+    const label = `benchmark ${b.definition.id} (OMOP source in ${b.siteFile ?? 'site data'})`;
+    for await (const record of readOmopNotes(source.spec, label, env)) yield { record, file: `omop:${source.spec.schema ?? 'public'}.note` };
+    return;
+  }
+  for (const f of source.files) {
+    for await (const record of readRecords(f.path, source.format, source.arrayField ? { arrayField: source.arrayField } : {})) yield { record, file: f.path };
   }
 }
 
 /** Streams the instances of a benchmark in dataset order; `limit` stops after that many. */
-export async function* instancesOf(b: Benchmark, limit?: number): AsyncGenerator<Instance> {
+export async function* instancesOf(b: Benchmark, limit?: number, env?: NodeJS.ProcessEnv): AsyncGenerator<Instance> {
   const adapter = adapterFor(b.definition.dataset.adapter);
   if (!adapter) throw new UserError('benchmark.invalid', `benchmark ${b.definition.id}: unknown adapter`);
+  const rename = b.site?.columns;
   let count = 0;
-  for await (const record of readRecords(b.dataPath, b.definition.dataset.format)) {
+  for await (const { record, file } of recordsOf(b, env)) {
     if (limit !== undefined && count >= limit) return;
-    const instance = adapter(record, { file: b.dataPath, definition: b.definition });
+    const instance = adapter(record, { file, definition: b.definition, ...(rename ? { rename } : {}) });
     if (instance === null) continue;
     count += 1;
     yield instance;

@@ -1,4 +1,7 @@
 import type { Tier } from '../tiers';
+import type { SiteBinding } from './site-data';
+
+export type RecordFormat = 'csv' | 'jsonl' | 'json-array' | 'json-object';
 
 /** A benchmark definition as written in benchmarks/<id>/benchmark.json (schemas/benchmark.schema.json). */
 export interface BenchmarkDefinition {
@@ -9,40 +12,81 @@ export interface BenchmarkDefinition {
   category: string;
   subcategory: string;
   tier: Tier;
-  helm?: { runSpec?: string; group?: string; mainMetric?: string };
+  helm?: { runSpec?: string; group?: string; mainMetric?: string; args?: string[]; note?: string };
   dataset: {
-    path: string;
-    format: 'csv' | 'jsonl' | 'json-array' | 'json-object';
+    origin: 'shipped' | 'site';
+    files?: { path: string; sha256?: string }[];
+    format?: RecordFormat;
+    arrayField?: string;
     adapter: string;
     columns?: ColumnMapping;
     source?: string;
     license?: string;
-    sha256?: string;
   };
+  dataRequirements?: DataRequirements;
   prompt: { templateFile: string; maxTokens: number; temperature?: number };
   references: string;
   metrics: { main: string; secondary?: string[] };
+  jury?: JuryDefinition;
   split: 'test' | 'valid';
   lowerIsBetter: boolean | null;
   deidentification?: 'required' | 'optional' | 'never';
 }
 
 export interface ColumnMapping {
+  /** A column holding a unique id, or '#row' to number the records. */
   id: string;
   vars: Record<string, string>;
-  reference: string;
+  reference?: string;
+  referenceMap?: Record<string, string>;
   choices?: string[];
   extra?: Record<string, string>;
 }
+
+export interface DataRequirements {
+  summary: string;
+  formats: ('csv' | 'jsonl' | 'omop-note')[];
+  columns: { name: string; description: string; optional?: boolean }[];
+  obtain?: string;
+  resources?: 'ehrsql-database'[];
+  notes?: string;
+}
+
+export interface JuryDefinition {
+  promptFile: string;
+  criteria: string[];
+  question?: string;
+  scale?: { min: number; max: number };
+  judges?: string[];
+}
+
+/** Where the instances of a benchmark are read from, once the site's bindings are applied. */
+export type DataSource =
+  | { kind: 'files'; format: RecordFormat; files: { path: string; sha256?: string }[]; arrayField?: string }
+  | { kind: 'omop-note'; spec: import('./site-data').OmopNoteSourceSpec; file: string };
 
 /** A definition with everything resolved that a run needs, and the hashes a run records. */
 export interface Benchmark {
   definition: BenchmarkDefinition;
   /** Folder holding benchmark.json. */
   dir: string;
+  /** The first data file, or the site's; for messages. Empty when no data is configured. */
   dataPath: string;
+  /** Where instances come from; undefined when the site has not configured this benchmark's data. */
+  source?: DataSource;
+  /** The site's settings for this benchmark (data, columns, EHRSQL database, judges), if any. */
+  site?: SiteBinding;
+  /** The file the site binding came from, for messages. */
+  siteFile?: string;
   template: string;
-  /** sha256 of the RFC 8785 canonical JSON of the definition. */
+  /** Judge prompt template, for jury benchmarks. */
+  juryTemplate?: string;
+  /** Judge endpoint ids in force for a jury benchmark (site binding, definition, site default). */
+  judges?: string[];
+  /**
+   * sha256 of the RFC 8785 canonical JSON of the definition; when the definition has a judge prompt or
+   * the site binds data or judges to it, of {definition, juryTemplateSha256, site} so a run notices.
+   */
   definitionHash: string;
   /** sha256 of the prompt template text. */
   templateHash: string;

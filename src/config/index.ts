@@ -16,7 +16,7 @@ export interface ConfigFile {
   site: { id: string; name?: string };
   database?: { embeddedDir?: string; poolSize?: number };
   policies?: { endpoints?: string; principals?: string };
-  catalog?: { dirs?: string[] };
+  catalog?: { dirs?: string[]; siteData?: string };
   keys?: { dir?: string };
   logging?: { level?: 'debug' | 'info' | 'warn' | 'error'; file?: string };
   runs?: { concurrencyPerEndpoint?: number; maxAttempts?: number; leaseSeconds?: number; claimBatch?: number };
@@ -44,6 +44,8 @@ export interface Config {
   database: { url?: string; embeddedDir: string; poolSize: number };
   policies: { endpoints: string; principals: string };
   catalogDirs: string[];
+  /** Where the site binds data, databases and judges to benchmarks (site-data.json). */
+  catalogSiteData: string;
   keysDir: string;
   logging: { level: 'debug' | 'info' | 'warn' | 'error'; file: string };
   runs: { concurrencyPerEndpoint: number; maxAttempts: number; leaseSeconds: number; claimBatch: number };
@@ -106,6 +108,7 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
       principals: at(raw.policies?.principals ?? 'access-policies/principals.json'),
     },
     catalogDirs: (raw.catalog?.dirs ?? []).map(at),
+    catalogSiteData: at(raw.catalog?.siteData ?? 'site-data.json'),
     keysDir: at(raw.keys?.dir ?? 'keys'),
     logging: { level: raw.logging?.level ?? 'info', file: at(raw.logging?.file ?? 'logs/ehrbench.log') },
     runs: {

@@ -1,22 +1,8 @@
-/** Metric registry: a benchmark names its metrics; the run engine scores each instance with them. */
-import { exactMatch, prefixExactMatch, quasiExactMatch, quasiPrefixExactMatch } from './exact-match';
-import { medcalcAccuracy } from './medcalc';
-import { medecErrorFlagAccuracy, medecErrorSentenceAccuracy } from './medec';
-import type { Metric } from './types';
-
-export type { Metric, ScoreContext, ScoringMode } from './types';
+/** Metrics: a benchmark names its metrics; the scoring stage scores each instance with them. */
+export { getMetric, inProcessMetric, metricNames, providerOf, type Provider } from './registry';
+export type { Metric, MetricInfo, ScoreContext, Scorer, ScoringMode } from './types';
 export { mapChoice } from './exact-match';
-
-const METRICS = new Map<string, Metric>(
-  [exactMatch, quasiExactMatch, prefixExactMatch, quasiPrefixExactMatch, medcalcAccuracy, medecErrorFlagAccuracy, medecErrorSentenceAccuracy].map(
-    (m) => [m.name, m],
-  ),
-);
-
-export function getMetric(name: string): Metric | undefined {
-  return METRICS.get(name);
-}
-
-export function metricNames(): string[] {
-  return [...METRICS.keys()];
-}
+export { ehrSqlScorer, SqlExecutor, postProcessSql, extractSql, EHRSQL_CURRENT_TIME, type EhrSqlContext } from './ehrsql';
+export { juryScorer, JudgeClients, judgeScores, judgePrompt, checkJudge, JUDGE_MAX_TOKENS, type JudgeCaller, type JuryContext } from './jury';
+export { helmCodes, normalizedCodes, setScores } from './icd10';
+export { rougeTokens } from './rouge';

@@ -68,7 +68,7 @@ describe('ehrbench CLI', () => {
     initHome({ home });
     const table = cli(['benchmarks', 'list'], { EHRBENCH_HOME: home });
     expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(/pubmed_qa\s+PubMedQA\s+Medical Research Assistance \/ Conducting Literature Research\s+public\s+exact_match/);
+    expect(table.stdout).toMatch(/Medical Research Assistance \(\d+\)\n[\s\S]*pubmed_qa\s+PubMedQA\s+Conducting Literature Research\s+public\s+exact_match/);
     const json = JSON.parse(cli(['benchmarks', 'list', '--json'], { EHRBENCH_HOME: home }).stdout) as { id: string }[];
     expect(json.map((b) => b.id)).toEqual(expect.arrayContaining(['medcalc_bench', 'medec', 'pubmed_qa']));
   });

@@ -1,19 +1,68 @@
-import { writeFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Catalog, instancesOf, loadBenchmark, verifyDataset } from '../../src/catalog';
+import { Catalog, dataStatus, instancesOf, loadBenchmark, loadSiteData, TAXONOMY, verifyDataset, type Instance } from '../../src/catalog';
 import { UserError } from '../../src/errors';
 import { tempDir } from '../helpers/db';
 import { catalog, countInstances } from '../helpers/instances';
 
+async function all(b: ReturnType<typeof loadBenchmark>): Promise<Instance[]> {
+  const out: Instance[] = [];
+  for await (const i of instancesOf(b)) out.push(i);
+  return out;
+}
+
+async function failure(p: Promise<unknown>): Promise<UserError> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof UserError) return err;
+    throw err;
+  }
+  throw new Error('expected a UserError');
+}
+
 describe('built-in catalog', () => {
-  it('ships PubMedQA (1,000), MedCalc-Bench (1,047) and MEDEC (597 notes with text)', async () => {
+  it('holds the 37 MedHELM benchmarks: 16 public, 7 approval-required, 14 private, in 5 categories and 22 subcategories', () => {
+    const list = catalog.list();
+    expect(list).toHaveLength(37);
+    const tiers = (t: string) => list.filter((b) => b.definition.tier === t).length;
+    expect([tiers('public'), tiers('approval-required'), tiers('private')]).toEqual([16, 7, 14]);
+    expect(new Set(list.map((b) => b.definition.category)).size).toBe(5);
+    const subcategories = new Set(list.map((b) => `${b.definition.category}/${b.definition.subcategory}`));
+    expect(subcategories.size).toBe(22);
+    expect(Object.values(TAXONOMY).flat()).toHaveLength(22);
+  });
+
+  it('ships PubMedQA (1,000), MedCalc-Bench (1,047), MEDEC (597), ACI-Bench (120) and the EHRSQL eICU questions (2,909)', async () => {
     expect(await countInstances('pubmed_qa')).toBe(1000);
     expect(await countInstances('medcalc_bench')).toBe(1047);
     expect(await countInstances('medec')).toBe(597);
+    expect(await countInstances('aci_bench')).toBe(120);
+    expect(await countInstances('ehr_sql')).toBe(2909);
+  });
+
+  it('reads EHRSQL valid + test as HELM does: 950 unanswerable questions whose gold query is "null"', async () => {
+    let impossible = 0;
+    let nullGold = 0;
+    for await (const i of instancesOf(catalog.get('ehr_sql'))) {
+      if (i.extra?.isImpossible === true) impossible += 1;
+      if (i.references[0] === 'null') nullGold += 1;
+    }
+    expect(impossible).toBe(950);
+    expect(nullGold).toBe(950);
+  });
+
+  it('reads ACI-Bench dialogues with their reference notes from the three challenge test files', async () => {
+    const [first] = await all(catalog.get('aci_bench'));
+    expect(first?.key).toMatch(/^D2N\d+/);
+    expect(first?.vars.conversation).toContain('[doctor]');
+    expect(first?.references[0]?.length).toBeGreaterThan(100);
   });
 
   it('verifies shipped data against the sha256 in the definition', async () => {
-    for (const b of catalog.list()) await expect(verifyDataset(b)).resolves.toBeUndefined();
+    for (const b of catalog.list().filter((x) => dataStatus(x) === 'shipped' && !x.definition.jury && !x.definition.dataRequirements?.resources)) {
+      await expect(verifyDataset(b)).resolves.toBeUndefined();
+    }
   });
 
   it('records stable content hashes of definition and template', () => {
@@ -25,12 +74,114 @@ describe('built-in catalog', () => {
     }
   });
 
+  it('lists every site-supplied benchmark, and reading one without data says what to supply and where', async () => {
+    const b = catalog.get('shc_ptbm_med');
+    expect(dataStatus(b)).toBe('missing');
+    const err = await failure(all(b));
+    expect(err.code).toBe('dataset.not-configured');
+    expect(err.message).toContain('add benchmarks.shc_ptbm_med.source (csv or jsonl or omop-note with columns prompt, context, label)');
+    expect(err.message).toContain('ehrbench benchmarks show shc_ptbm_med');
+  });
+
+  it('refuses to run EHRSQL without the site database and a jury benchmark without judges', async () => {
+    expect((await failure(verifyDataset(catalog.get('ehr_sql')))).code).toBe('ehrsql.no-database');
+    expect((await failure(verifyDataset(catalog.get('aci_bench')))).code).toBe('jury.no-judges');
+  });
+
   it('refuses an unknown benchmark id with a pointer to the list', () => {
     expect(() => catalog.get('nope')).toThrow(/unknown benchmark "nope"; see "ehrbench benchmarks list"/);
   });
 });
 
-describe('site benchmarks from CSV', () => {
+describe('site data bound in site-data.json', () => {
+  function siteFile(bindings: unknown): string {
+    const dir = tempDir('site');
+    const file = join(dir, 'site-data.json');
+    writeFileSync(file, JSON.stringify(bindings));
+    return file;
+  }
+
+  it('reads a private benchmark from the site CSV (prompt, context, label) named in the site data file', async () => {
+    const file = siteFile({ benchmarks: { shc_ptbm_med: { source: { type: 'csv', path: 'ptbm.csv' } } } });
+    writeFileSync(join(file, '..', 'ptbm.csv'), 'prompt,context,label\n"Is PTBM recommended?","Note one",A\n"Is PTBM recommended?","Note two",B\n');
+    const c = Catalog.load([], { siteDataFile: file });
+    const b = c.get('shc_ptbm_med');
+    expect(dataStatus(b)).toBe('site');
+    const got = await all(b);
+    expect(got.map((i) => [i.key, i.vars.context, i.choices, i.references])).toEqual([
+      ['1', 'Note one', ['A', 'B'], ['A']],
+      ['2', 'Note two', ['A', 'B'], ['B']],
+    ]);
+  });
+
+  it('maps the site\'s own column names and names both in errors, never the value', async () => {
+    const file = siteFile({ benchmarks: { mimiciv_billing_code: { source: { type: 'csv', path: 'codes.csv' }, columns: { text: 'discharge_summary', target: 'icd10' } } } });
+    writeFileSync(join(file, '..', 'codes.csv'), 'discharge_summary,icd10\n"Mr Jane Roe, sepsis","A41.9, N17.9"\n');
+    const b = Catalog.load([], { siteDataFile: file }).get('mimiciv_billing_code');
+    const [i] = await all(b);
+    expect(i?.vars.text).toBe('Mr Jane Roe, sepsis');
+    expect(i?.references).toEqual(['A41.9, N17.9']);
+
+    writeFileSync(join(file, '..', 'codes.csv'), 'discharge_summary,codes\n"Mr Jane Roe, sepsis","A41.9"\n');
+    const err = await failure(all(Catalog.load([], { siteDataFile: file }).get('mimiciv_billing_code')));
+    expect(err.message).toBe(`${join(file, '..', 'codes.csv')}: record 1: missing column "icd10" (required column "target")`);
+    expect(err.message).not.toContain('Jane');
+  });
+
+  it('maps CLEAR labels 1/0/2 to its options and refuses any other label by row and column', async () => {
+    const file = siteFile({ benchmarks: { clear: { source: { type: 'csv', path: 'clear.csv' } } } });
+    writeFileSync(join(file, '..', 'clear.csv'), 'text,condition,result_human\nnote a,chronic pain,1\nnote b,chronic pain,2\nnote c,chronic pain,7\n');
+    const b = Catalog.load([], { siteDataFile: file }).get('clear');
+    const seen: string[] = [];
+    const err = await failure(
+      (async () => {
+        for await (const i of instancesOf(b)) seen.push(i.references[0] as string);
+      })(),
+    );
+    expect(seen).toEqual(['Has a history of the condition', 'Uncertain']);
+    expect(err.message).toBe(`${join(file, '..', 'clear.csv')}: record 3: column "result_human" must be one of 0, 1, 2`);
+  });
+
+  it('reads multiple choice from JSONL (options as a JSON list, answer as a letter)', async () => {
+    const file = siteFile({ benchmarks: { med_qa: { source: { type: 'jsonl', path: 'medqa.jsonl' } } } });
+    writeFileSync(
+      join(file, '..', 'medqa.jsonl'),
+      [
+        JSON.stringify({ id: 'q1', question: 'Which drug?', options: JSON.stringify(['aspirin', 'heparin', 'warfarin', 'insulin']), answer: 'C' }),
+        JSON.stringify({ id: 'q2', question: 'Which dose?', options: JSON.stringify(['1 mg', '2 mg']), answer: 'E' }),
+      ].join('\n'),
+    );
+    const b = Catalog.load([], { siteDataFile: file }).get('med_qa');
+    const seen: Instance[] = [];
+    const err = await failure(
+      (async () => {
+        for await (const i of instancesOf(b)) seen.push(i);
+      })(),
+    );
+    expect(seen[0]?.choices).toEqual(['aspirin', 'heparin', 'warfarin', 'insulin']);
+    expect(seen[0]?.references).toEqual(['warfarin']);
+    expect(err.message).toBe(`${join(file, '..', 'medqa.jsonl')}: record 2: column "answer" must be the letter of one of the options`);
+  });
+
+  it('changes the definition hash when the site binds other data, so a run notices', () => {
+    const a = siteFile({ benchmarks: { shc_gip_med: { source: { type: 'csv', path: 'a.csv' } } } });
+    const b = siteFile({ benchmarks: { shc_gip_med: { source: { type: 'csv', path: 'b.csv' } } } });
+    const ha = Catalog.load([], { siteDataFile: a }).get('shc_gip_med').definitionHash;
+    expect(Catalog.load([], { siteDataFile: a }).get('shc_gip_med').definitionHash).toBe(ha);
+    expect(Catalog.load([], { siteDataFile: b }).get('shc_gip_med').definitionHash).not.toBe(ha);
+    expect(catalog.get('shc_gip_med').definitionHash).not.toBe(ha);
+  });
+
+  it('refuses a binding for an unknown benchmark, a format the benchmark does not take, and unknown keys', () => {
+    expect(() => Catalog.load([], { siteDataFile: siteFile({ benchmarks: { nope: {} } }) })).toThrow(/\/benchmarks\/nope: no benchmark has this id/);
+    expect(() => Catalog.load([], { siteDataFile: siteFile({ benchmarks: { starr_patient_instructions: { source: { type: 'omop-note', connection: { env: 'X' } } } } }) })).toThrow(
+      /type "omop-note" is not accepted; starr_patient_instructions takes csv, jsonl/,
+    );
+    expect(() => loadSiteData(siteFile({ benchmarks: {}, password: 'x' }))).toThrow(/unknown key "password"/);
+  });
+});
+
+describe('site benchmark folders', () => {
   function siteBenchmark(csv: string, extra: Record<string, unknown> = {}): string {
     const dir = join(tempDir('bench'), 'site_bench');
     mkdirSync(dir, { recursive: true });
@@ -45,7 +196,7 @@ describe('site benchmarks from CSV', () => {
         category: 'Administration and Workflow',
         subcategory: 'Care Coordination and Planning',
         tier: 'private',
-        dataset: { path: 'data.csv', format: 'csv', adapter: 'columns', columns: { id: 'id', vars: { note: 'context' }, reference: 'label', choices: ['yes', 'no'] } },
+        dataset: { origin: 'shipped', files: [{ path: 'data.csv' }], format: 'csv', adapter: 'columns', columns: { id: 'id', vars: { note: 'context' }, reference: 'label', choices: ['yes', 'no'] } },
         prompt: { templateFile: 'prompt.txt', maxTokens: 1 },
         references: 'label column',
         metrics: { main: 'exact_match' },
@@ -59,9 +210,7 @@ describe('site benchmarks from CSV', () => {
 
   it('reads instances through a column mapping', async () => {
     const b = loadBenchmark(siteBenchmark('id,context,label\n1,"note one",yes\n2,"note two",no\n'));
-    const all = [];
-    for await (const i of instancesOf(b)) all.push(i);
-    expect(all.map((i) => [i.key, i.vars.note, i.references[0]])).toEqual([
+    expect((await all(b)).map((i) => [i.key, i.vars.note, i.references[0]])).toEqual([
       ['1', 'note one', 'yes'],
       ['2', 'note two', 'no'],
     ]);
@@ -69,34 +218,30 @@ describe('site benchmarks from CSV', () => {
 
   it('names the file, the record and the column when a column is missing', async () => {
     const dir = siteBenchmark('id,text,label\n1,"Patient Jane Roe",yes\n');
-    const b = loadBenchmark(dir);
-    let error: unknown;
-    try {
-      for await (const _ of instancesOf(b)) void _;
-    } catch (err) {
-      error = err;
-    }
-    expect(error).toBeInstanceOf(UserError);
-    expect((error as Error).message).toBe(`${join(dir, 'data.csv')}: record 1: missing column "context"`);
-    expect((error as Error).message).not.toContain('Jane');
+    const err = await failure(all(loadBenchmark(dir)));
+    expect(err.message).toBe(`${join(dir, 'data.csv')}: record 1: missing column "context"`);
+    expect(err.message).not.toContain('Jane');
   });
 
   it('reports malformed CSV by line without quoting it', async () => {
-    const b = loadBenchmark(siteBenchmark('id,context,label\n1,"Patient "Jane" Roe",yes\n'));
-    let error: unknown;
-    try {
-      for await (const _ of instancesOf(b)) void _;
-    } catch (err) {
-      error = err;
-    }
-    expect((error as Error).message).toMatch(/data\.csv: CSV error \w+ at line \d+/);
-    expect((error as Error).message).not.toContain('Jane');
+    const err = await failure(all(loadBenchmark(siteBenchmark('id,context,label\n1,"Patient "Jane" Roe",yes\n'))));
+    expect(err.message).toMatch(/data\.csv: CSV error \w+ at line \d+/);
+    expect(err.message).not.toContain('Jane');
   });
 
-  it('rejects a definition with an unknown key or a template variable the data cannot fill', () => {
+  it('rejects an unknown key, a template variable the data cannot fill, and a subcategory of another category', () => {
     expect(() => loadBenchmark(siteBenchmark('id,context,label\n', { colour: 'red' }))).toThrow(/benchmark\.json: \/: unknown key "colour"/);
     const dir = siteBenchmark('id,context,label\n');
     writeFileSync(join(dir, 'prompt.txt'), '{{note}} {{age}}');
     expect(() => loadBenchmark(dir)).toThrow(/template uses \{\{age\}\} but the dataset adapter provides only note, choices/);
+    expect(() => loadBenchmark(siteBenchmark('id,context,label\n', { subcategory: 'Planning Treatments' }))).toThrow(/"Planning Treatments" is not a MedHELM subcategory of Administration and Workflow/);
+  });
+
+  it('requires a site-supplied benchmark to list every column its adapter reads', () => {
+    const dir = siteBenchmark('', {
+      dataset: { origin: 'site', adapter: 'columns', columns: { id: '#row', vars: { note: 'context' }, reference: 'label', choices: ['yes', 'no'] } },
+      dataRequirements: { summary: 'notes', formats: ['csv'], columns: [{ name: 'context', description: 'the note' }] },
+    });
+    expect(() => loadBenchmark(dir)).toThrow(/the adapter reads column "label", which is not listed/);
   });
 });

@@ -3,12 +3,12 @@
  * rows' Ground Truth Answer / Lower Limit / Upper Limit (MedCalc-Bench), final_decision (PubMedQA)
  * and Error Flag / Error Sentence ID (MEDEC).
  */
-import { getMetric, type ScoringMode } from '../../src/metrics';
+import { inProcessMetric, type ScoringMode } from '../../src/metrics';
 import type { Instance } from '../../src/catalog';
 import { instanceByKey } from '../helpers/instances';
 
 function score(metric: string, prediction: string, instance: Instance, mode: ScoringMode = 'corrected'): number | null {
-  const m = getMetric(metric);
+  const m = inProcessMetric(metric);
   if (!m) throw new Error(`no metric ${metric}`);
   return m.score(prediction, instance, { mode });
 }

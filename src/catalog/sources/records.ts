@@ -7,11 +7,14 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { parse as parseCsv } from 'csv-parse';
 import { parser as jsonParser } from 'stream-json';
+import { pick } from 'stream-json/filters/Pick';
 import { streamArray } from 'stream-json/streamers/StreamArray';
 import { streamObject } from 'stream-json/streamers/StreamObject';
 import { UserError } from '../../errors';
 
-export type RecordFormat = 'csv' | 'jsonl' | 'json-array' | 'json-object';
+import type { KnownIdentifiers, RecordFormat } from '../types';
+
+export type { RecordFormat } from '../types';
 
 export interface RawRecord {
   /** 1-based position in the file: the data row for CSV, the line for JSONL, the element otherwise. */
@@ -19,9 +22,17 @@ export interface RawRecord {
   /** The key of a json-object entry. */
   key?: string;
   fields: Record<string, unknown>;
+  /** Identifiers known from structured data (OMOP person), for de-identification. */
+  known?: KnownIdentifiers;
+  subjectId?: string;
 }
 
-export async function* readRecords(file: string, format: RecordFormat): AsyncGenerator<RawRecord> {
+export interface ReadOptions {
+  /** json-array: the top-level key holding the array when the file is an object ({"data": [...]}). */
+  arrayField?: string;
+}
+
+export async function* readRecords(file: string, format: RecordFormat, opts: ReadOptions = {}): AsyncGenerator<RawRecord> {
   const stream = createReadStream(file);
   const opened = new Promise<void>((resolve, reject) => {
     stream.once('open', () => resolve());
@@ -41,7 +52,7 @@ export async function* readRecords(file: string, format: RecordFormat): AsyncGen
       break;
     case 'json-array':
     case 'json-object':
-      yield* jsonRecords(file, stream, format);
+      yield* jsonRecords(file, stream, format, opts.arrayField);
       break;
   }
 }
@@ -79,8 +90,10 @@ async function* jsonlRecords(file: string, stream: NodeJS.ReadableStream): Async
   }
 }
 
-async function* jsonRecords(file: string, stream: NodeJS.ReadableStream, format: 'json-array' | 'json-object'): AsyncGenerator<RawRecord> {
-  const pipeline = stream.pipe(jsonParser()).pipe(format === 'json-array' ? streamArray() : streamObject());
+async function* jsonRecords(file: string, stream: NodeJS.ReadableStream, format: 'json-array' | 'json-object', arrayField?: string): AsyncGenerator<RawRecord> {
+  let tokens: NodeJS.ReadableStream = stream.pipe(jsonParser());
+  if (arrayField) tokens = tokens.pipe(pick({ filter: arrayField }));
+  const pipeline = tokens.pipe(format === 'json-array' ? streamArray() : streamObject());
   let position = 0;
   try {
     for await (const item of pipeline as AsyncIterable<{ key: number | string; value: unknown }>) {

@@ -1,0 +1,67 @@
+/**
+ * The site's data bindings (schemas/site-data.schema.json): for each benchmark whose data does not
+ * ship, where this site keeps it (a CSV or JSONL file, or an OMOP CDM note table), how its columns are
+ * named, EHRSQL's database, and which allowlisted endpoints judge the LLM-jury benchmarks. The file
+ * holds paths and references only: connection strings come from an environment variable or a file.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
+import { readJsonFile, validateOrThrow } from '../config/validate';
+
+export interface FileSourceSpec {
+  type: 'csv' | 'jsonl';
+  path: string;
+  sha256?: string;
+}
+
+export interface OmopNoteSourceSpec {
+  type: 'omop-note';
+  connection: { env?: string; file?: string };
+  schema?: string;
+  filter?: { noteTypeConceptIds?: number[]; noteClassConceptIds?: number[]; noteTitles?: string[] };
+  labels?: { path: string; noteIdColumn?: string };
+  batchSize?: number;
+}
+
+export interface SiteBinding {
+  source?: FileSourceSpec | OmopNoteSourceSpec;
+  columns?: Record<string, string>;
+  database?: string;
+  jury?: { judges: string[] };
+}
+
+export interface SiteData {
+  file: string;
+  benchmarks: Record<string, SiteBinding>;
+  jury?: { judges: string[] };
+}
+
+export const SITE_DATA_FILE_NAME = 'site-data.json';
+
+/** Reads the site data file; a file that does not exist binds nothing (every site benchmark then says what to supply). */
+export function loadSiteData(file: string): SiteData {
+  if (!existsSync(file)) return { file, benchmarks: {} };
+  const raw = validateOrThrow<Omit<SiteData, 'file'>>('site-data.schema.json', readJsonFile(file, 'site-data.invalid'), file, 'site-data.invalid');
+  const base = dirname(file);
+  const at = (p: string) => (isAbsolute(p) ? p : join(base, p));
+  const benchmarks: Record<string, SiteBinding> = {};
+  for (const [id, b] of Object.entries(raw.benchmarks)) {
+    const source = b.source && resolveSource(b.source, at);
+    benchmarks[id] = { ...b, ...(source ? { source } : {}), ...(b.database ? { database: at(b.database) } : {}) };
+  }
+  return { file, benchmarks, ...(raw.jury ? { jury: raw.jury } : {}) };
+}
+
+function resolveSource(s: FileSourceSpec | OmopNoteSourceSpec, at: (p: string) => string): FileSourceSpec | OmopNoteSourceSpec {
+  if (s.type !== 'omop-note') return { ...s, path: at(s.path) };
+  return {
+    ...s,
+    connection: s.connection.file ? { file: at(s.connection.file) } : s.connection,
+    ...(s.labels ? { labels: { ...s.labels, path: at(s.labels.path) } } : {}),
+  };
+}
+
+/** The judges of a jury benchmark: the site's binding, else the definition's, else the site default. */
+export function judgesFor(definitionJudges: string[] | undefined, binding: SiteBinding | undefined, site: SiteData | undefined): string[] {
+  return binding?.jury?.judges ?? definitionJudges ?? site?.jury?.judges ?? [];
+}

@@ -1,0 +1,153 @@
+/**
+ * The catalog through the real `ehrbench` binary (list, show, import-helm) and EHRSQL end to end
+ * through the run engine with a site SQLite database, in both scoring modes.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { openApp } from '../../src/app';
+import { startModelServer } from '../../src/demo/model-server';
+import { executeRun, requestRun } from '../../src/runs/engine';
+import { DEMO_ENDPOINT_ID, initHome } from '../../src/setup/init';
+import { researcher } from '../helpers/app';
+import { tempDir } from '../helpers/db';
+import { makeHome } from '../helpers/home';
+import { ROOT } from '../helpers/paths';
+
+jest.setTimeout(120_000);
+
+function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const r = spawnSync(process.execPath, [join(ROOT, 'bin', 'ehrbench.js'), ...args], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    timeout: 60_000,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function home(): string {
+  const h = tempDir('cli');
+  initHome({ home: h });
+  return h;
+}
+
+describe('ehrbench benchmarks', () => {
+  it('lists all 37 benchmarks grouped by the 5 categories, with their tiers', () => {
+    const h = home();
+    const r = cli(['benchmarks', 'list'], { EHRBENCH_HOME: h });
+    expect(r.code).toBe(0);
+    for (const c of ['Clinical Decision Support (12)', 'Clinical Note Generation (6)', 'Patient Communication and Education (8)', 'Medical Research Assistance (6)', 'Administration and Workflow (5)']) {
+      expect(r.stdout).toContain(c);
+    }
+    expect(r.stdout).toContain('37 benchmarks: 16 public, 7 approval-required, 14 private');
+    expect(r.stdout).toMatch(/mimiciv_billing_code\s+MIMIC-IV Billing Code\s+Overseeing Financial Activities\s+approval-required\s+mimiciv_billing_code_f1\s+site must supply/);
+    expect(r.stdout).toMatch(/aci_bench\s+ACI-Bench\s+Documenting Patient Visits\s+public\s+jury_score\s+shipped/);
+    const json = JSON.parse(cli(['benchmarks', 'list', '--json'], { EHRBENCH_HOME: h }).stdout) as { id: string; tier: string }[];
+    expect(json).toHaveLength(37);
+    const priv = JSON.parse(cli(['benchmarks', 'list', '--tier', 'private', '--json'], { EHRBENCH_HOME: h }).stdout) as { tier: string }[];
+    expect(priv).toHaveLength(14);
+    const cng = JSON.parse(cli(['benchmarks', 'list', '--category', 'clinical note', '--json'], { EHRBENCH_HOME: h }).stdout) as { category: string }[];
+    expect(new Set(cng.map((b) => b.category))).toEqual(new Set(['Clinical Note Generation']));
+    expect(cli(['benchmarks', 'list', '--category', 'c'], { EHRBENCH_HOME: h }).stderr).toMatch(/--category must name one of/);
+  });
+
+  it('shows what data a site must supply, in which format, and how to point ehrbench at it', () => {
+    const h = home();
+    const r = cli(['benchmarks', 'show', 'clear'], { EHRBENCH_HOME: h });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Data: NOT CONFIGURED');
+    expect(r.stdout).toContain('accepted formats: csv, jsonl, omop-note');
+    expect(r.stdout).toMatch(/result_human: The human label: 1 = has a history, 0 = no history, 2 = uncertain\./);
+    expect(r.stdout).toContain(`Configure it in ${join(h, 'site-data.json')}`);
+    expect(r.stdout).toContain('"type": "omop-note"');
+
+    // Following what show says makes the benchmark readable.
+    writeFileSync(join(h, 'clear.csv'), 'text,condition,result_human\nnote,chronic pain,1\n');
+    writeFileSync(join(h, 'site-data.json'), JSON.stringify({ benchmarks: { clear: { source: { type: 'csv', path: 'clear.csv' } } } }));
+    const bound = cli(['benchmarks', 'show', 'clear'], { EHRBENCH_HOME: h });
+    expect(bound.stdout).toContain(`Data: bound by ${join(h, 'site-data.json')} (csv): ${join(h, 'clear.csv')}`);
+    expect(cli(['benchmarks', 'list', '--tier', 'private'], { EHRBENCH_HOME: h }).stdout).toMatch(/clear\s+CLEAR\s+.*site data/);
+  });
+
+  it('imports a HELM configurable benchmark (YAML, {column} template, CSV) as a site benchmark', () => {
+    const h = home();
+    const src = tempDir('helm');
+    writeFileSync(join(src, 'demo_prompt.txt'), 'You are a clinical assistant.\n\nPatient Note:\n{note}\n\nQuestion:\n{question}\n\nAnswer with "Yes" or "No".\n');
+    writeFileSync(join(src, 'demo.csv'), 'patient_id,note,question,correct_answer,incorrect_answers\n001,"Patient with hypertension.","Hypertension?","Yes","[""No""]"\n002,"Denies smoking.","Smokes?","No","[""Yes""]"\n');
+    writeFileSync(join(src, 'judge.txt'), 'Judge.\n<Q>{QUESTION}</Q>\n<R>{RESPONSE}</R>\n<rubric_criteria>\n{"faithfulness": {"score": 0, "explanation": "x"}, "clarity": {"score": 0, "explanation": "y"}}\n</rubric_criteria>\n');
+    writeFileSync(
+      join(src, 'demo.yaml'),
+      'name: EXACT-MATCH-DEMO\ndescription: Yes/no questions on notes.\nprompt_file: demo_prompt.txt\ndataset_file: demo.csv\nmax_tokens: 1\nmetrics:\n  - name: exact_match\n  - name: BERTScore-F\n  - name: jury_score\n    prompt_file: judge.txt\n    judges:\n      - name: huggingface/qwen2.5-7b-instruct\n        model_name: qwen/qwen2.5-7b-instruct\n',
+    );
+    const out = join(h, 'site-benchmarks');
+    mkdirSync(out);
+    const config = JSON.parse(readFileSync(join(h, 'config.json'), 'utf8'));
+    config.catalog = { dirs: ['site-benchmarks'] };
+    writeFileSync(join(h, 'config.json'), JSON.stringify(config));
+
+    const r = cli(['benchmarks', 'import-helm', join(src, 'demo.yaml'), '--out', out, '--category', 'Clinical Decision', '--subcategory', 'Supporting Diagnostic Decisions'], { EHRBENCH_HOME: h });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('imported exact_match_demo');
+    expect(r.stdout).toContain('not available here: BERTScore-F');
+    expect(readFileSync(join(out, 'exact_match_demo', 'prompt.txt'), 'utf8')).toContain('Patient Note:\n{{note}}\n\nQuestion:\n{{question}}');
+    const def = JSON.parse(readFileSync(join(out, 'exact_match_demo', 'benchmark.json'), 'utf8'));
+    expect(def.tier).toBe('private');
+    expect(def.metrics).toEqual({ main: 'exact_match', secondary: ['jury_score', 'jury_score_normalized', 'jury_judges_used'] });
+    expect(def.jury).toMatchObject({ criteria: ['faithfulness', 'clarity'], scale: { min: 0, max: 5 } });
+    expect(readFileSync(join(out, 'exact_match_demo', 'jury.txt'), 'utf8')).toContain('<Q>{{QUESTION}}</Q>');
+
+    const list = JSON.parse(cli(['benchmarks', 'list', '--json'], { EHRBENCH_HOME: h }).stdout) as { id: string }[];
+    expect(list.map((b) => b.id)).toContain('exact_match_demo');
+    expect(cli(['benchmarks', 'show', 'exact_match_demo'], { EHRBENCH_HOME: h }).stdout).toContain('jury: criteria faithfulness, clarity on 0-5; judges NOT CONFIGURED');
+
+    // A placeholder the CSV lacks is refused by name, without reading data values.
+    writeFileSync(join(src, 'demo_prompt.txt'), '{note} {age}');
+    const bad = cli(['benchmarks', 'import-helm', join(src, 'demo.yaml'), '--out', out, '--id', 'other', '--category', 'Clinical Decision', '--subcategory', 'Supporting Diagnostic Decisions'], { EHRBENCH_HOME: h });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toBe(`ehrbench: ${join(src, 'demo.csv')}: missing column "age" (used by demo_prompt.txt)\n`);
+  });
+});
+
+describe('EHRSQL end to end with a site database', () => {
+  it('runs through the engine in corrected and helm scoring modes', async () => {
+    const h = await makeHome('pglite');
+    const server = await startModelServer({
+      certPem: readFileSync(join(h.home, 'keys', 'demo-model-server.pem'), 'utf8'),
+      keyPem: readFileSync(join(h.home, 'keys', 'demo-model-server.key.pem'), 'utf8'),
+      port: h.port,
+      // Answers every question with the same query; abstains when the question mentions "appointment".
+      behaviour: (_n, prompt) => ({ kind: 'answer', text: /appointment|schedule/.test(prompt.split('-- Question:')[1] ?? '') ? '' : 'select count(*) from patient;' }),
+    });
+    const db = join(h.home, 'eicu.sqlite');
+    const w = new Database(db);
+    w.exec(readFileSync(join(ROOT, 'datasets', 'ehr_sql', 'eicu_eicu.sql'), 'utf8'));
+    w.close();
+    // 20 answerable and 20 unanswerable questions of the shipped valid file, bound as the site's own JSONL.
+    const valid = JSON.parse(readFileSync(join(ROOT, 'datasets', 'ehr_sql', 'eicu_valid.json'), 'utf8')) as { is_impossible: boolean }[];
+    const picked = [...valid.filter((q) => !q.is_impossible).slice(0, 20), ...valid.filter((q) => q.is_impossible).slice(0, 20)];
+    writeFileSync(join(h.home, 'questions.jsonl'), picked.map((q) => JSON.stringify(q)).join('\n'));
+    writeFileSync(join(h.home, 'site-data.json'), JSON.stringify({ benchmarks: { ehr_sql: { source: { type: 'jsonl', path: 'questions.jsonl' }, database: 'eicu.sqlite' } } }));
+    const app = await openApp({ file: h.configFile, env: h.env });
+    try {
+      const results: Record<string, Record<string, number | null>> = {};
+      for (const scoring of ['corrected', 'helm'] as const) {
+        const run = await requestRun(app.engine, { benchmarkId: 'ehr_sql', endpointId: DEMO_ENDPOINT_ID, requester: researcher, scoring });
+        const summary = await executeRun(app.engine, run.run_id);
+        expect(summary.status).toBe('completed');
+        expect(summary.counts.done).toBe(40);
+        results[scoring] = Object.fromEntries(summary.aggregates.map((a) => [a.metric, a.value]));
+      }
+      // HELM counts every question as answerable; the corrected mode reads is_impossible.
+      expect(results.helm?.ehr_sql_total_ground_truth_answerable).toBe(1);
+      expect(results.corrected?.ehr_sql_total_ground_truth_answerable).toBe(0.5);
+      expect(results.corrected?.ehr_sql_query_validity).toBe(1);
+      for (const mode of ['corrected', 'helm']) expect(results[mode]?.ehr_sql_execution_accuracy).toEqual(expect.any(Number));
+    } finally {
+      await app.close();
+      await server.close();
+      await h.cleanup();
+    }
+  });
+});

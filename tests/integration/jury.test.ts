@@ -1,0 +1,191 @@
+/**
+ * The LLM jury end to end: ACI-Bench through the real run engine, the model under test and three
+ * judge endpoints on the loopback HTTPS server (official SDK, egress guard), judges answering valid,
+ * invalid and partial JSON. Also: every judge call is audited before it is made, explanations are
+ * kept nowhere, and a judge endpoint that may not receive the benchmark's tier is refused by rule.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type App, openApp } from '../../src/app';
+import type { AuditEventInput } from '../../src/audit';
+import { type Behaviour, type ModelServer, startModelServer } from '../../src/demo/model-server';
+import { PolicyDenied } from '../../src/errors';
+import { JudgeClients, juryScorer } from '../../src/metrics';
+import { executeRun, requestRun } from '../../src/runs/engine';
+import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
+import { researcher } from '../helpers/app';
+import { makeHome, type TestHome } from '../helpers/home';
+
+jest.setTimeout(120_000);
+
+const CANARY = 'EXPLANATION-CANARY-7f3a';
+
+function judgeAnswer(scores: [number, number, number]): string {
+  const [a, c, l] = scores;
+  return `{"accuracy": {"score": ${a}, "explanation": "${CANARY} accurate"}, "completeness": {"score": ${c}, "explanation": "${CANARY}"}, "clarity": {"score": ${l}, "explanation": "${CANARY} {braces}"}}`;
+}
+
+interface JuryApp {
+  app: App;
+  server: ModelServer;
+  home: TestHome;
+  audited: { event: AuditEventInput; requestsSoFar: number }[];
+  close(): Promise<void>;
+}
+
+/** A test app whose allowlist has three judge endpoints (and one that may receive public data only). */
+async function startJuryApp(behaviour: (n: number, prompt: string) => Behaviour): Promise<JuryApp> {
+  const home = await makeHome('pglite');
+  const server = await startModelServer({
+    certPem: readFileSync(join(home.home, 'keys', 'demo-model-server.pem'), 'utf8'),
+    keyPem: readFileSync(join(home.home, 'keys', 'demo-model-server.key.pem'), 'utf8'),
+    port: home.port,
+    record: true,
+    behaviour,
+  });
+  const policyFile = join(home.home, 'access-policies', 'endpoints.json');
+  const policy = JSON.parse(readFileSync(policyFile, 'utf8')) as { endpoints: Record<string, unknown>[] };
+  const demo = policy.endpoints[0] as Record<string, unknown>;
+  const judge = (id: string, classification: Record<string, unknown>) => ({ ...demo, id, description: `judge ${id}`, model: id, classification });
+  policy.endpoints.push(
+    judge('judge-gpt', { inVpc: true, baa: true, maxTier: 'private' }),
+    judge('judge-llama', { inVpc: true, baa: true, maxTier: 'private' }),
+    judge('judge-claude', { inVpc: true, baa: true, maxTier: 'private' }),
+    judge('judge-public-only', { inVpc: true, baa: false, maxTier: 'public' }),
+  );
+  writeFileSync(policyFile, JSON.stringify(policy, null, 2));
+  writeFileSync(join(home.home, 'site-data.json'), JSON.stringify({ benchmarks: {}, jury: { judges: ['judge-gpt', 'judge-llama', 'judge-claude'] } }));
+  const app = await openApp({ file: home.configFile, env: home.env });
+  Object.assign(app.engine.settings, { concurrency: 1 });
+  const audited: JuryApp['audited'] = [];
+  const record = app.engine.audit.record.bind(app.engine.audit);
+  app.engine.audit = {
+    seal: () => app.audit.seal(),
+    record: async (event) => {
+      audited.push({ event, requestsSoFar: server.requestCount() });
+      await record(event);
+    },
+  };
+  return {
+    app,
+    server,
+    home,
+    audited,
+    async close() {
+      await app.close();
+      await server.close();
+      await home.cleanup();
+    },
+  };
+}
+
+const isJudgePrompt = (prompt: string) => prompt.includes('<gold_response>');
+
+describe('LLM jury on ACI-Bench', () => {
+  it('scores with valid, invalid and partial judge answers, skips judges on an empty answer, and keeps no explanation', async () => {
+    let modelCalls = 0;
+    let judgeCalls = 0;
+    const t = await startJuryApp((_n, prompt) => {
+      if (!isJudgePrompt(prompt)) {
+        modelCalls += 1;
+        // First instance: a note; second: an empty answer.
+        return { kind: 'answer', text: modelCalls === 1 ? 'HISTORY OF PRESENT ILLNESS\nThe patient reports knee pain.' : '' };
+      }
+      judgeCalls += 1;
+      switch (judgeCalls) {
+        case 1:
+          return { kind: 'answer', text: `Evaluation follows.\n${judgeAnswer([4, 5, 3])}` }; // valid
+        case 2:
+          return { kind: 'answer', text: 'The note is good overall; I would give it a four.' }; // invalid: dropped
+        default:
+          return { kind: 'answer', text: judgeAnswer([2, 3, 4]).slice(0, -1) }; // outer brace missing: one retry fixes it
+      }
+    });
+    try {
+      const run = await requestRun(t.app.engine, { benchmarkId: 'aci_bench', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 2 });
+      const summary = await executeRun(t.app.engine, run.run_id);
+      expect(summary.status).toBe('completed');
+      expect([modelCalls, judgeCalls]).toEqual([2, 3]);
+
+      const rows = await t.app.db.query<{ ordinal: number; scores: Record<string, number | null>; prediction: string }>(
+        'SELECT ordinal, scores, prediction FROM run_items WHERE run_id = $1 ORDER BY ordinal',
+        [run.run_id],
+      );
+      // Instance 1: judges 1 and 3 survive: mean(4,5,3,2,3,4) = 3.5; normalised (3.5-1)/4 = 0.625.
+      expect(rows[0]?.scores.jury_score).toBeCloseTo(3.5, 10);
+      expect(rows[0]?.scores.jury_score_normalized).toBeCloseTo(0.625, 10);
+      expect(rows[0]?.scores.jury_judges_used).toBe(2);
+      expect(rows[0]?.scores.rouge_1).toBeGreaterThan(0);
+      // Instance 2: empty answer scores the floor without asking a judge.
+      expect(rows[1]?.scores).toMatchObject({ jury_score: 1, jury_score_normalized: 0, jury_judges_used: 0 });
+      expect(summary.mainScore).toBeCloseTo((3.5 + 1) / 2, 10);
+
+      // The judges saw the dialogue, the answer and the reference note, through the guarded client.
+      const judged = t.server.received.filter((r) => isJudgePrompt(r.prompt));
+      expect(judged).toHaveLength(3);
+      expect(judged[0]?.prompt).toContain('[doctor]');
+      expect(judged[0]?.prompt).toContain('The patient reports knee pain.');
+
+      // Each judge call was audited before it reached the server, naming the judge endpoint.
+      const judgeEvents = t.audited.filter((a) => a.event.detail?.metric === 'jury');
+      expect(judgeEvents.map((a) => a.event.subject?.endpointId)).toEqual(['judge-gpt', 'judge-llama', 'judge-claude']);
+      const judgeRequestNumbers = t.server.received.map((r, i) => (isJudgePrompt(r.prompt) ? i + 1 : 0)).filter(Boolean);
+      judgeEvents.forEach((a, i) => expect(a.requestsSoFar).toBe((judgeRequestNumbers[i] as number) - 1));
+
+      // No explanation anywhere: not in the store, the audit trail or the log.
+      const dump = await t.app.db.query<{ t: string }>('SELECT row_to_json(i)::text AS t FROM run_items i WHERE run_id = $1', [run.run_id]);
+      expect(dump.map((d) => d.t).join('')).not.toContain(CANARY);
+      expect(JSON.stringify(t.audited)).not.toContain(CANARY);
+      await t.app.logger.close();
+      expect(readFileSync(t.app.config.logging.file, 'utf8')).not.toContain(CANARY);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('refuses a judge endpoint whose classification does not allow the benchmark\'s tier, before any call', async () => {
+    const t = await startJuryApp(() => ({ kind: 'answer', text: judgeAnswer([5, 5, 5]) }));
+    try {
+      const base = t.app.catalog.get('aci_bench');
+      // The same benchmark as if it held approval-required data, judged by an endpoint allowed public data only.
+      const benchmark = { ...base, definition: { ...base.definition, tier: 'approval-required' as const }, judges: ['judge-gpt', 'judge-public-only'] };
+      const instance = { key: 'k', vars: { conversation: '[doctor] hello' }, references: ['note'] };
+      const calls: string[] = [];
+      const err = await juryScorer
+        .score('a note', instance, {
+          mode: 'corrected',
+          benchmark,
+          tier: 'approval-required',
+          endpoints: t.app.endpoints,
+          judges: { complete: async () => Promise.reject(new Error('must not be called')) },
+          beforeCall: async (id) => void calls.push(id),
+        })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(PolicyDenied);
+      expect((err as PolicyDenied).rule).toBe('jury.endpoint.tier-ceiling');
+      expect((err as Error).message).toContain('judge-public-only');
+      expect(calls).toEqual([]);
+      expect(t.server.requestCount()).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('in helm mode drops a judge whose call fails; in corrected mode the instance fails instead of scoring lower', async () => {
+    const t = await startJuryApp((_n, prompt) => (isJudgePrompt(prompt) && prompt.includes('FAILING') ? { kind: 'status', status: 400 } : { kind: 'answer', text: judgeAnswer([4, 4, 4]) }));
+    try {
+      const b = t.app.catalog.get('aci_bench');
+      const instance = { key: 'k', vars: { conversation: '[doctor] hello FAILING' }, references: ['note'] };
+      const judges = new JudgeClients({ timeoutMs: 10_000, maxRetries: 0, maxBackoffMs: 10, env: t.home.env });
+      const ctx = (mode: 'helm' | 'corrected') => ({ mode, benchmark: b, tier: 'public' as const, endpoints: t.app.endpoints, judges, beforeCall: async () => undefined });
+      try {
+        expect(await juryScorer.score('a note', instance, ctx('helm'))).toEqual({ jury_score: 1, jury_score_normalized: 0, jury_judges_used: 0 });
+        await expect(juryScorer.score('a note', instance, ctx('corrected'))).rejects.toMatchObject({ code: 'model.http-error' });
+      } finally {
+        await judges.close();
+      }
+    } finally {
+      await t.close();
+    }
+  });
+});
