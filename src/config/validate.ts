@@ -53,8 +53,10 @@ export function requestValidator(schema: Record<string, unknown>, part: 'body' |
   const known = id !== '' && schemaFiles().includes(id);
   if (part === 'body') return known ? validatorFor(id) : instance().compile(schema);
   const a = coercingInstance();
-  if (known) return a.getSchema(id) ?? a.compile(loadSchema(id));
-  return a.getSchema(schema.$id as string) ?? a.compile(schema);
+  const fullId = typeof schema.$id === 'string' ? schema.$id : undefined;
+  const existing = fullId ? a.getSchema(fullId) : undefined;
+  if (existing) return existing;
+  return a.compile(known ? loadSchema(id) : schema);
 }
 
 export function validatorFor(schemaFile: string): ValidateFunction {

@@ -93,6 +93,8 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
     if (status >= 500) app.logger.error('server.error', { err });
     void reply.code(status).send(body);
   });
+  // JSON only: a text/plain body is a 415, not a string that happens to fail the schema.
+  server.removeContentTypeParser('text/plain');
   server.setNotFoundHandler((_req, reply) => void reply.code(404).send({ error: 'route.not-found', message: 'no such route' }));
 
   server.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
