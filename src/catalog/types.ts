@@ -48,13 +48,19 @@ export interface Benchmark {
   templateHash: string;
 }
 
-/** Known identifiers of a record, passed from structured EHR data to de-identification. */
+/**
+ * Known identifiers of a record, passed from structured EHR data to de-identification: names of the
+ * patient, relatives, household members and care team; MRNs; dates (birth date, admission...);
+ * addresses; facility and ward names; phone numbers; e-mail addresses; any other identifying code.
+ */
 export interface KnownIdentifiers {
   names?: string[];
   mrns?: string[];
   dates?: string[];
   addresses?: string[];
   facilities?: string[];
+  phones?: string[];
+  emails?: string[];
   other?: string[];
 }
 

@@ -1,0 +1,160 @@
+/**
+ * Geographic units smaller than a state: street addresses, PO boxes, cities (by the US city list with
+ * a state, a ZIP or a word of place before them), and the names of hospitals, clinics, practices and
+ * homes ("St. Aldric's", "Northgate Family Practice", "HEBREW REHAB"). States and countries are not
+ * identifiers under Safe Harbor and stay.
+ */
+import { lexicons } from '../lexicons';
+import { gap, sentenceInitial, type Token, tokenize } from '../text';
+import { type Detection, PRIORITY } from '../types';
+import { STATE_RE_SOURCE } from './patterns';
+
+const STREET_SUFFIX =
+  'Street|St|Avenue|Ave|Av|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|Court|Ct|Place|Pl|Way|Terrace|Ter|Circle|Cir|Parkway|Pkwy|Highway|Hwy|Route|Rte|Square|Sq|Trail|Trl|Pike|Turnpike|Tpke|Alley|Row|Path|Crescent|Close|Loop|Run|Plaza|Plz|Heights|Hts|Commons|Green|Grove|Hill|Landing|Park|Ridge|View|Walk|Wharf|Crossing|Xing|Expressway|Expy|Causeway|Mall|Pass|Point|Pt';
+const UNIT = String.raw`(?:,?\s*(?:Apt|Apartment|Unit|Suite|Ste|Fl|Floor|Rm|Room|#)\.?\s*#?\s*[A-Za-z0-9-]{1,6}\b)?`;
+
+const FACILITY_WORDS =
+  "Hospital|Hosp|Medical Center|Med Ctr|Medical Ctr|Health Center|Health Centre|Healthcare|Health Care|Health System|Clinic|Clinics|Rehab|Rehabilitation|Rehabilitation Center|Nursing Home|Nursing Facility|Nursing Center|Care Center|Infirmary|Hospice|Imaging|Radiology|Family Practice|Family Medicine|Medical Group|Medical Associates|Associates|Urgent Care|Pharmacy|Manor|Institute|University|College|School|Church|Memorial|Center|Centre|Lodge|Residence|Assisted Living|Senior Living|Laboratories|Laboratory|Labs|Surgery Center|Surgical Center|Dialysis|Physicians|Partners|Practice|Cancer Center|Heart Institute|Health|Medical|VA|VAMC|Shelter|Correctional Facility|Prison|Jail";
+
+/** Words that do not make a facility name distinctive on their own. */
+const GENERIC = new Set(
+  `the a an our your his her their this that other another same new old outside osh local nearby area community general regional county state city
+  university medical memorial academic teaching veterans va family health care senior assisted skilled long-term acute subacute heart cancer eye ear
+  women's children's womens childrens kidney transplant trauma burn stroke spine sleep pain wound dialysis infusion cardiac cardiology oncology
+  neurology surgery surgical emergency primary urgent ambulatory outpatient inpatient behavioral mental rehabilitation rehab nursing home private
+  public group practice clinic hospital center to at from in for with and or of by on was is be been transferred transfer admitted sent returned
+  discharged discharge called went go going back readmitted via per see seen f/u follow followup up nh snf ltach ltac icu ed er or pacu floor unit
+  pt patient attending resident physician nurse md dr team service department dept division program office lab laboratory imaging radiology
+  pharmacy retail mail order the`.split(/\s+/),
+);
+
+export class LocationDetector {
+  private readonly lex = lexicons();
+
+  detect(text: string, caps: boolean, tokens: Token[] = tokenize(text)): Detection[] {
+    const out: Detection[] = [];
+    const push = (start: number, end: number) => {
+      if (end > start) out.push({ start, end, type: 'LOCATION', priority: PRIORITY.LOCATION, source: 'detector' });
+    };
+    this.streets(text, caps, push);
+    this.cityState(text, caps, push);
+    this.facilities(text, caps, push);
+    this.cityWords(text, caps, tokens, push);
+    return out;
+  }
+
+  private streets(text: string, caps: boolean, push: (s: number, e: number) => void): void {
+    const word = caps ? "[A-Za-z][A-Za-z'’.-]*" : "[A-Z][A-Za-z'’.-]*";
+    const re = new RegExp(
+      String.raw`\b\d{1,6}[A-Za-z]?\s+(?:(?:[NSEW]|North|South|East|West|NORTH|SOUTH|EAST|WEST)\.?\s+)?(?:${word}|\d{1,3}(?:st|nd|rd|th|ST|ND|RD|TH))(?:\s+${word}){0,3}\s+(?:${STREET_SUFFIX})\b\.?${UNIT}`,
+      caps ? 'gi' : 'g',
+    );
+    for (const m of text.matchAll(re)) {
+      // "2 Dr" or "5 Pt" are counts, not addresses: the suffix must follow a street name
+      const words = m[0].trim().split(/\s+/);
+      if (words.length < 3) continue;
+      if (/^\d+\s+(?:mg|mcg|ml|cc|units?|x|times|days?|weeks?|hours?|mins?|tabs?|of|to|and|or|in|at|on|the|a|pt|pts|patients?)\b/i.test(m[0])) continue;
+      push(m.index, m.index + m[0].replace(/[.,]$/, '').length);
+    }
+    for (const m of text.matchAll(/\bP\.?\s?O\.?\s*Box\s+\d+/gi)) push(m.index, m.index + m[0].length);
+  }
+
+  /** "Framingham, MA 01702", "Leominster, Massachusetts": the city before a state. */
+  private cityState(text: string, caps: boolean, push: (s: number, e: number) => void): void {
+    const cityWord = caps ? "[A-Z][A-Za-z'’.-]*" : "[A-Z][a-z'’.-]+";
+    const re = new RegExp(String.raw`\b(${cityWord}(?:[ -]${cityWord}){0,2}),\s*(${STATE_RE_SOURCE})\b\.?(\s*\d{5})?`, 'dg');
+    const ambiguous = new Set(['MD', 'PA', 'ME', 'IN', 'OR', 'OK', 'HI', 'ID', 'OH', 'DE', 'CO', 'LA', 'AL', 'MA', 'DO', 'NP', 'PT']);
+    for (const m of text.matchAll(re)) {
+      const city = m[1] as string;
+      const state = m[2] as string;
+      const zip = m[3];
+      const at = m.indices?.[1];
+      if (!at) continue;
+      const words = city.split(/[ -]/);
+      // Keep the last words that could be the city (a sentence can run into it: "Lives in Framingham, MA")
+      let startWord = 0;
+      for (let w = 0; w < words.length; w++) {
+        const lw = (words[w] as string).toLowerCase();
+        if (this.lex.english.has(lw) && !this.lex.cities.has(words.slice(w).join(' ').toLowerCase()) && w < words.length - 1) startWord = w + 1;
+      }
+      const kept = words.slice(startWord).join(' ');
+      const lowerCity = kept.toLowerCase();
+      if (ambiguous.has(state) && !zip && !this.lex.cities.has(lowerCity)) continue;
+      if ((state === 'MD' || state === 'PA' || state === 'DO' || state === 'NP' || state === 'PT') && !zip) continue;
+      if (this.lex.clinical.has(lowerCity) || this.lex.regions.has(lowerCity)) continue;
+      if (caps && !this.lex.cities.has(lowerCity) && !zip) continue;
+      const offset = city.length - kept.length;
+      push(at[0] + offset, at[1]);
+    }
+  }
+
+  private facilities(text: string, caps: boolean, push: (s: number, e: number) => void): void {
+    const name = caps ? "[A-Z][A-Za-z'’.&-]*" : "[A-Z][A-Za-z'’.&-]*";
+    const re = new RegExp(String.raw`\b((?:(?:St|Saint|Mt|Mount|ST|SAINT|MT|MOUNT)\.?\s+)?${name}(?:\s+(?:of|the|and|&|OF|THE|AND)?\s*${name}){0,4})\s+(${FACILITY_WORDS})\b`, caps ? 'dgi' : 'dg');
+    for (const m of text.matchAll(re)) {
+      const at = m.indices?.[1];
+      if (!at) continue;
+      const words = (m[1] as string).split(/\s+/);
+      // Drop leading generic words ("transferred to", "the outside") and keep the distinctive name.
+      let first = 0;
+      while (first < words.length && (GENERIC.has((words[first] as string).toLowerCase()) || this.lex.clinical.has((words[first] as string).toLowerCase()))) first++;
+      if (first === words.length) continue;
+      // At least one word that is a name, a town or no English word at all ("Samsung", "Hebrew"? no: "Mayo", "Northgate").
+      const distinctive = words.slice(first).some((w) => {
+        const lw = w.toLowerCase().replace(/['’]s$/, '');
+        if (GENERIC.has(lw) || this.lex.clinical.has(lw)) return false;
+        return !this.lex.english.has(lw) || this.lex.firstNames.has(lw) || this.lex.surnames.has(lw) || this.lex.cities.has(lw);
+      });
+      if (!distinctive) continue;
+      const offset = words.slice(0, first).reduce((n, w) => n + w.length, 0);
+      const start = text.indexOf(words[first] as string, at[0] + offset);
+      const facilityWord = m[2] as string;
+      if (!caps && facilityWord === facilityWord.toLowerCase()) continue;
+      push(start, m.index + m[0].length);
+    }
+    // "St. Aldric's", "Saint Agnes": a saint's name is a place in a note (St. John's wort is not)
+    for (const m of text.matchAll(/\b(?:St|Saint|ST|SAINT)\.?\s+([A-Z][A-Za-z]+(?:['’]s)?)(?!\s+(?:wort|WORT)\b)/g)) {
+      if (/^\d/.test(text.slice(Math.max(0, m.index - 6), m.index).trim().slice(-1))) continue;
+      push(m.index, m.index + m[0].length);
+    }
+  }
+
+  /** US cities after a word of place ("lives in Leominster", "visit from Amesbury") or distinctive on their own. */
+  private cityWords(text: string, caps: boolean, tokens: Token[], push: (s: number, e: number) => void): void {
+    const { cities, english, clinical, firstNames, surnames } = this.lex;
+    const cue = /\b(?:lives?|living|resides?|residing|moved|relocated|born|raised|grew up|visiting|visit|visits|transferred|transfer|came|coming|returned|home|travel(?:l?ed)?|trip|vacation|from|in|at|to|near|outside|of|drove|flew|works?|worked|retired)\s+(?:in|from|to|at|near|of)?\s*$/i;
+    for (let i = 0; i < tokens.length; i++) {
+      const t = tokens[i] as Token;
+      if (t.shape === 'lower' || t.shape === 'initial') continue;
+      if (!caps && t.shape === 'upper') continue;
+      // the longest city name of up to three words starting here
+      let best = -1;
+      let phrase = t.lower;
+      for (let k = i; k < Math.min(tokens.length, i + 3); k++) {
+        if (k > i) {
+          const n = tokens[k] as Token;
+          if (gap(text, tokens[k - 1] as Token, n) !== ' ' || n.shape === 'lower') break;
+          phrase += ' ' + n.lower;
+        }
+        if (cities.has(phrase)) best = k;
+      }
+      if (best < 0) continue;
+      const last = tokens[best] as Token;
+      const words = tokens.slice(i, best + 1).map((w) => w.lower);
+      const multi = best > i;
+      const word = t.lower;
+      if (words.some((w) => clinical.has(w)) || this.lex.regions.has(words.join(' '))) continue;
+      if (/^\s+heart\s+association/i.test(text.slice(last.end, last.end + 25))) continue; // New York Heart Association class
+      const allEnglish = words.every((w) => english.has(w));
+      const cued = cue.test(text.slice(Math.max(0, t.start - 30), t.start));
+      let ok: boolean;
+      if (cued) ok = !allEnglish;
+      else if (caps) ok = false;
+      else if (multi) ok = !allEnglish && !sentenceInitial(text, t);
+      else ok = !english.has(word) && !firstNames.has(word) && !surnames.has(word) && !sentenceInitial(text, t) && word.length >= 5;
+      if (!ok) continue;
+      push(t.start, last.end);
+      i = best;
+    }
+  }
+}
