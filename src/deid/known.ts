@@ -109,6 +109,8 @@ export class KnownMatcher {
   private readonly literals: Literal[] = [];
   /** Name part (lowercase, >= 2 letters) -> the full parts of the names it belongs to. */
   private readonly parts = new Map<string, string[][]>();
+  /** Name parts of four letters or more by length, for the one-edit search. */
+  private readonly partsByLength = new Map<number, string[]>();
   /** Distinctive words of facilities and addresses, matched as whole words. */
   private readonly placeWords = new Set<string>();
   private readonly lex = lexicons();
@@ -163,6 +165,12 @@ export class KnownMatcher {
         if (lw.length >= 4 && !PLACE_GENERIC.has(lw) && !this.lex.english.has(lw) && !this.lex.clinical.has(lw)) this.placeWords.add(lw);
       }
     }
+    for (const part of this.parts.keys()) {
+      if (part.length < 4) continue;
+      const list = this.partsByLength.get(part.length) ?? [];
+      list.push(part);
+      this.partsByLength.set(part.length, list);
+    }
     this.empty = this.literals.length === 0 && this.parts.size === 0 && this.placeWords.size === 0;
   }
 
@@ -182,9 +190,13 @@ export class KnownMatcher {
     if (this.empty) return [];
     const out: Detection[] = [];
     for (const lit of this.literals) {
+      // exec in a loop: matchAll would clone (and recompile) each per-record regex on every call
       lit.re.lastIndex = 0;
-      for (const m of text.matchAll(lit.re)) {
-        if (m[0].length === 0) continue;
+      for (let m = lit.re.exec(text); m; m = lit.re.exec(text)) {
+        if (m[0].length === 0) {
+          lit.re.lastIndex++;
+          continue;
+        }
         out.push({ start: m.index, end: m.index + m[0].length, type: lit.type, priority: PRIORITY[lit.type] + 100, source: 'known' });
       }
     }
@@ -218,12 +230,9 @@ export class KnownMatcher {
       }
       // Misspellings within one edit: not for plain English words written in lowercase ("many" is not "Mary").
       if ((english.has(lower) || clinical.has(lower)) && (t.shape === 'lower' || english.has(lower))) continue;
-      for (const part of this.parts.keys()) {
-        if (part.length >= 4 && withinOneEdit(lower, part)) {
-          hits.push({ token: t, canonical: part, type: 'NAME' });
-          break;
-        }
-      }
+      const near = [...(this.partsByLength.get(lower.length - 1) ?? []), ...(this.partsByLength.get(lower.length) ?? []), ...(this.partsByLength.get(lower.length + 1) ?? [])];
+      const part = near.find((p) => withinOneEdit(lower, p));
+      if (part) hits.push({ token: t, canonical: part, type: 'NAME' });
     }
     for (const h of hits) {
       let start = h.token.start;

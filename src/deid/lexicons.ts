@@ -29,6 +29,8 @@ export interface Lexicons {
   clinical: ReadonlySet<string>;
   /** Countries, continents, states: geography Safe Harbor lets stay (one entry a line, may have spaces). */
   regions: ReadonlySet<string>;
+  /** First words of multi-word cities and regions, for a quick "could a place start here?" test. */
+  placeFirstWords: ReadonlySet<string>;
   /** The 1,000 most frequent first names (first-names.txt is ordered by frequency). */
   commonFirstNames: ReadonlySet<string>;
   /** sha256 of each file, part of the de-identification version. */
@@ -59,6 +61,8 @@ export function lexicons(): Lexicons {
     hashes[name] = createHash('sha256').update(text).digest('hex');
     sets[name] = readList(text, name === 'regions' || name === 'cities');
   }
-  loaded = { ...sets, commonFirstNames: new Set([...sets.firstNames].slice(0, 1000)), hashes };
+  const placeFirstWords = new Set<string>();
+  for (const p of [...sets.cities, ...sets.regions]) placeFirstWords.add(p.split(' ')[0] as string);
+  loaded = { ...sets, placeFirstWords, commonFirstNames: new Set([...sets.firstNames].slice(0, 1000)), hashes };
   return loaded;
 }

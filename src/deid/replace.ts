@@ -25,6 +25,8 @@ const KEEP_PLACE_WORDS = new Set(
   north south east west n s e w saint st mount mt general community regional county`.split(/\s+/),
 );
 
+const NAME_PARTICLES = new Set(['van', 'von', 'de', 'der', 'den', 'la', 'le', 'da', 'di', 'du', 'del', 'della', 'dos', 'das', 'ter', 'ten', 'bin', 'ibn', 'al', 'el', 'y', 'zu']);
+
 export interface Replacement {
   /** Output offsets of each replacement in the de-identified text. */
   regions: { start: number; end: number }[];
@@ -170,7 +172,9 @@ function surrogate(original: string, d: Detection, settings: DeidSettings, s: Su
       const tokens = tokenize(original);
       const canonical = d.canonical?.length === 1 && tokens.length === 1 ? d.canonical[0] : undefined;
       for (const t of tokens) {
-        out += original.slice(pos, t.start) + s.nameWord(t.text, canonical);
+        // particles ("van", "de la") stay: they say nothing about who
+        const keep = t.shape === 'lower' && NAME_PARTICLES.has(t.lower);
+        out += original.slice(pos, t.start) + (keep ? t.text : s.nameWord(t.text, canonical));
         pos = t.end;
       }
       return out + original.slice(pos);

@@ -9,12 +9,24 @@ import { gap, sentenceInitial, type Token, tokenize } from '../text';
 import { type Detection, PRIORITY } from '../types';
 import { STATE_RE_SOURCE } from './patterns';
 
-const STREET_SUFFIX =
-  'Street|St|Avenue|Ave|Av|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|Court|Ct|Place|Pl|Way|Terrace|Ter|Circle|Cir|Parkway|Pkwy|Highway|Hwy|Route|Rte|Square|Sq|Trail|Trl|Pike|Turnpike|Tpke|Alley|Row|Path|Crescent|Close|Loop|Run|Plaza|Plz|Heights|Hts|Commons|Green|Grove|Hill|Landing|Park|Ridge|View|Walk|Wharf|Crossing|Xing|Expressway|Expy|Causeway|Mall|Pass|Point|Pt';
+/** Street suffixes: the common ones of USPS Publication 28, Appendix C1, with their abbreviations. */
+const STREET_SUFFIX = [
+  'Street|St|Avenue|Ave|Av|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|Court|Ct|Courts|Place|Pl|Way|Ways|Terrace|Ter|Circle|Cir|Circles|Parkway|Pkwy',
+  'Highway|Hwy|Route|Rte|Square|Sq|Trail|Trl|Pike|Turnpike|Tpke|Alley|Aly|Row|Path|Crescent|Close|Loop|Run|Plaza|Plz|Heights|Hts|Commons?',
+  'Green|Grove|Hill|Hills|Landing|Park|Ridge|Ridges|View|Views|Walk|Wharf|Crossing|Xing|Expressway|Expy|Causeway|Mall|Pass|Point|Points|Pt',
+  'Bay|Bayou|Beach|Bend|Bluffs?|Bottom|Branch|Bridge|Brooks?|Burgs?|Bypass|Camp|Canyon|Cape|Centers?|Cliffs?|Club|Corners?|Course|Coves?',
+  'Creek|Crest|Crossroads?|Curve|Dale|Dam|Divide|Estates?|Falls|Ferry|Fields?|Flats?|Fords?|Forest|Forges?|Forks?|Fort|Freeway|Fwy|Gardens?',
+  'Gateway|Glens?|Harbors?|Haven|Hollow|Inlet|Island|Islands|Isle|Junctions?|Keys?|Knolls?|Lakes?|Land|Lights?|Locks?|Lodge|Manors?',
+  'Meadows?|Mews|Mills?|Missions?|Motorway|Mountains?|Mount|Neck|Orchard|Oval|Overpass|Pines?|Plains?|Ports?|Prairie|Radial|Ramp|Ranch',
+  'Rapids?|Rest|Rivers?|Shoals?|Shores?|Skyway|Springs?|Spurs?|Stations?|Stravenue|Streams?|Streets|Summit|Throughway|Trace|Track|Trafficway',
+  'Tunnel|Underpass|Unions?|Valleys?|Viaduct|Villas?|Villages?|Ville|Vista|Walls?|Wells?|Trails|Terraces|Routes|Roads|Lanes|Drives|Avenues',
+].join('|');
 const UNIT = String.raw`(?:,?\s*(?:Apt|Apartment|Unit|Suite|Ste|Fl|Floor|Rm|Room|#)\.?\s*#?\s*[A-Za-z0-9-]{1,6}\b)?`;
 
 const FACILITY_WORDS =
   "Hospital|Hosp|Medical Center|Med Ctr|Medical Ctr|Health Center|Health Centre|Healthcare|Health Care|Health System|Clinic|Clinics|Rehab|Rehabilitation|Rehabilitation Center|Nursing Home|Nursing Facility|Nursing Center|Care Center|Infirmary|Hospice|Imaging|Radiology|Family Practice|Family Medicine|Medical Group|Medical Associates|Associates|Urgent Care|Pharmacy|Manor|Institute|University|College|School|Church|Memorial|Center|Centre|Lodge|Residence|Assisted Living|Senior Living|Laboratories|Laboratory|Labs|Surgery Center|Surgical Center|Dialysis|Physicians|Partners|Practice|Cancer Center|Heart Institute|Health|Medical|VA|VAMC|Shelter|Correctional Facility|Prison|Jail";
+
+const FACILITY_TAIL = new RegExp(`^\\s+(?:${FACILITY_WORDS})\\b`, 'i');
 
 /** Words that do not make a facility name distinctive on their own. */
 const GENERIC = new Set(
@@ -46,7 +58,7 @@ export class LocationDetector {
   private streets(text: string, caps: boolean, push: (s: number, e: number) => void): void {
     const word = caps ? "[A-Za-z][A-Za-z'’.-]*" : "[A-Z][A-Za-z'’.-]*";
     const re = new RegExp(
-      String.raw`\b\d{1,6}[A-Za-z]?\s+(?:(?:[NSEW]|North|South|East|West|NORTH|SOUTH|EAST|WEST)\.?\s+)?(?:${word}|\d{1,3}(?:st|nd|rd|th|ST|ND|RD|TH))(?:\s+${word}){0,3}\s+(?:${STREET_SUFFIX})\b\.?${UNIT}`,
+      String.raw`\b\d{1,6}[A-Za-z]?\s+(?:(?:[NSEW]|North|South|East|West|NORTH|SOUTH|EAST|WEST)\.?\s+)?(?:${word}|\d{1,3}(?:st|nd|rd|th|ST|ND|RD|TH))(?:\s+${word}){0,3}\s+(?:${STREET_SUFFIX})s?\b\.?${UNIT}`,
       caps ? 'gi' : 'g',
     );
     for (const m of text.matchAll(re)) {
@@ -75,7 +87,7 @@ export class LocationDetector {
       let startWord = 0;
       for (let w = 0; w < words.length; w++) {
         const lw = (words[w] as string).toLowerCase();
-        if (this.lex.english.has(lw) && !this.lex.cities.has(words.slice(w).join(' ').toLowerCase()) && w < words.length - 1) startWord = w + 1;
+        if (this.lex.english.has(lw) && !PLACE_PREFIX.test(lw) && !this.lex.cities.has(words.slice(w).join(' ').toLowerCase()) && w < words.length - 1) startWord = w + 1;
       }
       const kept = words.slice(startWord).join(' ');
       const lowerCity = kept.toLowerCase();
@@ -90,27 +102,29 @@ export class LocationDetector {
 
   private facilities(text: string, caps: boolean, push: (s: number, e: number) => void): void {
     const name = caps ? "[A-Z][A-Za-z'’.&-]*" : "[A-Z][A-Za-z'’.&-]*";
-    const re = new RegExp(String.raw`\b((?:(?:St|Saint|Mt|Mount|ST|SAINT|MT|MOUNT)\.?\s+)?${name}(?:\s+(?:of|the|and|&|OF|THE|AND)?\s*${name}){0,4})\s+(${FACILITY_WORDS})\b`, caps ? 'dgi' : 'dg');
+    const re = new RegExp(String.raw`((?:\b(?:van|von|de|del|la|le|da|di|du|der|den)\s+)*\b(?:(?:St|Saint|Mt|Mount|ST|SAINT|MT|MOUNT)\.?\s+)?${name}(?:\s+(?:of|the|and|&|OF|THE|AND)?\s*${name}){0,4})\s+(${FACILITY_WORDS})\b`, caps ? 'dgi' : 'dg');
     for (const m of text.matchAll(re)) {
       const at = m.indices?.[1];
       if (!at) continue;
       const words = (m[1] as string).split(/\s+/);
-      // Drop leading generic words ("transferred to", "the outside") and keep the distinctive name.
-      let first = 0;
-      while (first < words.length && (GENERIC.has((words[first] as string).toLowerCase()) || this.lex.clinical.has((words[first] as string).toLowerCase()))) first++;
-      if (first === words.length) continue;
-      // At least one word that is a name, a town or no English word at all ("Samsung", "Hebrew"? no: "Mayo", "Northgate").
-      const distinctive = words.slice(first).some((w) => {
+      const distinctive = (w: string) => {
         const lw = w.toLowerCase().replace(/['’]s$/, '');
         if (GENERIC.has(lw) || this.lex.clinical.has(lw)) return false;
         return !this.lex.english.has(lw) || this.lex.firstNames.has(lw) || this.lex.surnames.has(lw) || this.lex.cities.has(lw);
-      });
-      if (!distinctive) continue;
-      const offset = words.slice(0, first).reduce((n, w) => n + w.length, 0);
-      const start = text.indexOf(words[first] as string, at[0] + offset);
+      };
+      // Drop the words before the name ("plan for transfer to", "the outside"); keep "St." and "Mount".
+      let first = 0;
+      while (first < words.length && !distinctive(words[first] as string) && !(PLACE_PREFIX.test((words[first] as string).toLowerCase()) && first + 1 < words.length && distinctive(words[first + 1] as string))) first++;
+      if (first === words.length || !words.slice(first).some(distinctive)) continue;
       const facilityWord = m[2] as string;
       if (!caps && facilityWord === facilityWord.toLowerCase()) continue;
-      push(start, m.index + m[0].length);
+      let offset = at[0];
+      for (let w = 0; w < first; w++) offset = text.indexOf(words[w] as string, offset) + (words[w] as string).length;
+      const start = text.indexOf(words[first] as string, offset);
+      // "Memorial Hospital", "Medical Center": take every facility word that follows
+      let end = m.index + m[0].length;
+      for (let more = FACILITY_TAIL.exec(text.slice(end, end + 40)); more; more = FACILITY_TAIL.exec(text.slice(end, end + 40))) end += more[0].length;
+      push(start, end);
     }
     // "St. Aldric's", "Saint Agnes": a saint's name is a place in a note (St. John's wort is not)
     for (const m of text.matchAll(/\b(?:St|Saint|ST|SAINT)\.?\s+([A-Z][A-Za-z]+(?:['’]s)?)(?!\s+(?:wort|WORT)\b)/g)) {
@@ -121,40 +135,72 @@ export class LocationDetector {
 
   /** US cities after a word of place ("lives in Leominster", "visit from Amesbury") or distinctive on their own. */
   private cityWords(text: string, caps: boolean, tokens: Token[], push: (s: number, e: number) => void): void {
-    const { cities, english, clinical, firstNames, surnames } = this.lex;
-    const cue = /\b(?:lives?|living|resides?|residing|moved|relocated|born|raised|grew up|visiting|visit|visits|transferred|transfer|came|coming|returned|home|travel(?:l?ed)?|trip|vacation|from|in|at|to|near|outside|of|drove|flew|works?|worked|retired)\s+(?:in|from|to|at|near|of)?\s*$/i;
     for (let i = 0; i < tokens.length; i++) {
       const t = tokens[i] as Token;
       if (t.shape === 'lower' || t.shape === 'initial') continue;
       if (!caps && t.shape === 'upper') continue;
-      // the longest city name of up to three words starting here
-      let best = -1;
-      let phrase = t.lower;
-      for (let k = i; k < Math.min(tokens.length, i + 3); k++) {
-        if (k > i) {
-          const n = tokens[k] as Token;
-          if (gap(text, tokens[k - 1] as Token, n) !== ' ' || n.shape === 'lower') break;
-          phrase += ' ' + n.lower;
-        }
-        if (cities.has(phrase)) best = k;
-      }
-      if (best < 0) continue;
-      const last = tokens[best] as Token;
-      const words = tokens.slice(i, best + 1).map((w) => w.lower);
-      const multi = best > i;
-      const word = t.lower;
-      if (words.some((w) => clinical.has(w)) || this.lex.regions.has(words.join(' '))) continue;
-      if (/^\s+heart\s+association/i.test(text.slice(last.end, last.end + 25))) continue; // New York Heart Association class
-      const allEnglish = words.every((w) => english.has(w));
-      const cued = cue.test(text.slice(Math.max(0, t.start - 30), t.start));
-      let ok: boolean;
-      if (cued) ok = !allEnglish;
-      else if (caps) ok = false;
-      else if (multi) ok = !allEnglish && !sentenceInitial(text, t);
-      else ok = !english.has(word) && !firstNames.has(word) && !surnames.has(word) && !sentenceInitial(text, t) && word.length >= 5;
-      if (!ok) continue;
-      push(t.start, last.end);
-      i = best;
+      const before = text.slice(Math.max(0, t.start - 30), t.start);
+      const end = this.knownCity(text, caps, tokens, i, before) ?? this.unknownTown(text, caps, tokens, i, before);
+      if (end === undefined) continue;
+      push(t.start, (tokens[end] as Token).end);
+      i = end;
     }
   }
+
+  /** A name on the US city list; returns the index of its last word. */
+  private knownCity(text: string, caps: boolean, tokens: Token[], i: number, before: string): number | undefined {
+    const { cities, english, clinical, firstNames, surnames, regions, placeFirstWords } = this.lex;
+    const t = tokens[i] as Token;
+    if (!placeFirstWords.has(t.lower)) return undefined;
+    let best = -1;
+    let phrase = t.lower;
+    for (let k = i; k < Math.min(tokens.length, i + 3); k++) {
+      if (k > i) {
+        const n = tokens[k] as Token;
+        if (gap(text, tokens[k - 1] as Token, n) !== ' ' || n.shape === 'lower') break;
+        phrase += ' ' + n.lower;
+      }
+      if (cities.has(phrase)) best = k;
+    }
+    if (best < 0) return undefined;
+    const words = tokens.slice(i, best + 1).map((w) => w.lower);
+    if (words.some((w) => clinical.has(w)) || regions.has(words.join(' '))) return undefined;
+    if (/^\s+heart\s+association/i.test(text.slice((tokens[best] as Token).end, (tokens[best] as Token).end + 25))) return undefined; // NYHA class
+    const allEnglish = words.every((w) => english.has(w));
+    const multi = best > i;
+    let ok: boolean;
+    if (PLACE_CUE.test(before)) ok = !allEnglish;
+    else if (caps) ok = false;
+    else if (multi) ok = !allEnglish && !sentenceInitial(text, t);
+    else ok = !english.has(t.lower) && !firstNames.has(t.lower) && !surnames.has(t.lower) && !sentenceInitial(text, t) && t.lower.length >= 5;
+    return ok ? best : undefined;
+  }
+
+  /**
+   * A town no list knows ("visiting from Bednarfort", "lives in South Trudieboro", "in Kayleyhaven"): after a
+   * word of place, capitalised words the lexicons do not know at all. Returns the index of the last word.
+   */
+  private unknownTown(text: string, caps: boolean, tokens: Token[], i: number, before: string): number | undefined {
+    const { english, clinical, firstNames, surnames, regions } = this.lex;
+    const strong = STRONG_PLACE_CUE.test(before);
+    if (!strong && !WEAK_PLACE_CUE.test(before)) return undefined;
+    const t = tokens[i] as Token;
+    if (caps ? t.shape !== 'upper' : t.shape !== 'title') return undefined;
+    let k = i;
+    while (k + 1 < tokens.length && k < i + 2 && gap(text, tokens[k] as Token, tokens[k + 1] as Token) === ' ' && (tokens[k + 1] as Token).shape === t.shape) k++;
+    const words = tokens.slice(i, k + 1).map((w) => w.lower);
+    const last = words[words.length - 1] as string;
+    if (regions.has(words.join(' ')) || regions.has(last) || words.some((w) => clinical.has(w))) return undefined;
+    if (english.has(last) || last.length < (strong ? 3 : 5) || words.some((w) => w.includes('-'))) return undefined;
+    // after a weak cue ("in", "at") the word must be unknown as a name too, and not start a sentence
+    if (!strong && (firstNames.has(last) || surnames.has(last) || sentenceInitial(text, t))) return undefined;
+    if (/\d/.test(text.charAt((tokens[k] as Token).end))) return undefined;
+    return k;
+  }
 }
+
+/** First words of place names that are also English words: North Adams, Port Angeles, Fort Wayne, New Bedford. */
+const PLACE_PREFIX = /^(?:north|south|east|west|new|old|port|fort|lake|mount|mt\.?|saint|st\.?|glen|point|grand|little|big|upper|lower|great|palm|spring|cedar|oak|pine|rock|sandy|white|green|red|black|silver|golden|royal|bay|river|beach|union|central|central)$/;
+const PLACE_CUE = /\b(?:lives?|living|resides?|residing|moved|relocated|born|raised|grew up|visiting|visit|visits|transferred|transfer|came|coming|returned|home|travel(?:l?ed)?|trip|vacation|from|in|at|to|near|outside|of|drove|flew|works?|worked|retired)\s+(?:in|from|to|at|near|of)?\s*$/i;
+const WEAK_PLACE_CUE = /\b(?:in|at|near|to)\s+$/i;
+const STRONG_PLACE_CUE = /\b(?:lives?\s+in|living\s+in|resides?\s+in|residing\s+in|moved\s+(?:to|from)|relocated\s+(?:to|from)|born\s+in|raised\s+in|grew\s+up\s+in|visiting\s+from|visit\s+from|transferred\s+(?:to|from)|transfer\s+(?:to|from)|home\s+in|travel(?:l?ed)?\s+to|trip\s+to|vacation\s+in|from|drove\s+(?:to|from)|flew\s+(?:to|from)|works?\s+in|worked\s+in|retired\s+to)\s+$/i;

@@ -58,6 +58,9 @@ const FUNCTION_WORDS = new Set([
   'again', 'still', 'yet', 'per', 'via', 'into', 'onto', 'over', 'under', 'after', 'before', 'since', 'until', 'while', 'when', 'where', 'why',
   'how', 'what', 'which', 'about', 'above', 'below', 'near', 'off', 'than', 'too', 'plan', 'home', 'bedside', 'phone', 'call', 'number',
 ]);
+/** Verbs after which "with" or "about" introduces a person: "follow up with", "writing about". */
+const PERSON_VERBS = new Set(['up', 'f/u', 'fu', 'spoke', 'speak', 'discussed', 'discuss', 'met', 'meet', 'talked', 'talk', 'appointment', 'appt', 'visit', 'consulted', 'conferred', 'writing', 'calling', 'asking', 'emailing', 'messaging', 'concerned', 'worried']);
+const PARTICLES = new Set(['van', 'von', 'de', 'der', 'den', 'la', 'le', 'da', 'di', 'du', 'del', 'della', 'dos', 'das', 'ter', 'ten', 'bin', 'ibn', 'al', 'el', 'y', 'zu', 'vander', 'st']);
 const MONTHS_DAYS = new Set([
   'january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december',
   'jan', 'feb', 'mar', 'apr', 'jun', 'jul', 'aug', 'sep', 'sept', 'oct', 'nov', 'dec',
@@ -124,11 +127,16 @@ export class NameDetector {
     for (let i = 0; i < tokens.length; i++) {
       const t = tokens[i] as Token;
       const lower = t.lower;
-      if (TITLES.has(lower) && this.titleUse(text, tokens, i, caps)) this.forward(text, tokens, i, 'title', caps, mark);
+      const colon = /^\s?:/.test(text.slice(t.end, t.end + 3));
+      if (colon && (ROLES.has(lower) || LABEL_CUES.has(lower) || CONTACT_CUES.has(lower) || RELATIONS.has(lower))) this.forward(text, tokens, i, 'label', caps, mark);
+      else if (TITLES.has(lower) && this.titleUse(text, tokens, i, caps)) this.forward(text, tokens, i, 'title', caps, mark);
       else if (RELATIONS.has(lower)) {
         this.forward(text, tokens, i, 'relation', caps, mark);
         this.relationAfter(text, tokens, i, caps, mark);
       } else if (ROLES.has(lower) && (t.shape !== 'lower' || lower.length > 2)) this.forward(text, tokens, i, 'role', caps, mark);
+      else if (lower === 'you' && i > 0 && (tokens[i - 1] as Token).lower === 'thank') this.forward(text, tokens, i, 'label', caps, mark);
+      else if (['thanks', 'regards', 'sincerely'].includes(lower)) this.forward(text, tokens, i, 'label', caps, mark);
+      else if ((lower === 'with' || lower === 'about') && i > 0 && PERSON_VERBS.has((tokens[i - 1] as Token).lower)) this.forward(text, tokens, i, 'contact', caps, mark);
       else if (CONTACT_CUES.has(lower) && !(['from', 'to', 'name', 'patient', 'pt', 'author', 'contact', 'read'].includes(lower) && !/^\s*:/.test(text.slice(t.end, t.end + 3)))) this.forward(text, tokens, i, LABEL_CUES.has(lower) && /^\s*:/.test(text.slice(t.end, t.end + 3)) ? 'label' : 'contact', caps, mark);
       else if (LABEL_CUES.has(lower)) this.forward(text, tokens, i, /^\s*:/.test(text.slice(t.end, t.end + 3)) ? 'label' : 'contact', caps, mark);
       if (this.isCredential(text, tokens, i)) this.backward(text, tokens, i, caps, mark);
@@ -176,7 +184,8 @@ export class NameDetector {
     const first = tokens[j];
     if (!first) return;
     const between = gap(text, cueToken, first);
-    if (/\n/.test(between) && cue !== 'label' && !['thanks', 'regards', 'sincerely'].includes(cueToken.lower)) return;
+    const closing = ['thanks', 'regards', 'sincerely', 'you', 'best'].includes(cueToken.lower);
+    if (/\n/.test(between) && cue !== 'label' && !closing) return;
     if (!/^[\s.,:;(\-#'’"]*$/.test(between) || between.length > 6) return;
     // Only a title's own dot may stand between a cue and the name ("Dr. X"); a sentence end may not ("doctor. After").
     if (between.includes('.') && !(cue === 'title' && ['dr', 'mr', 'mrs', 'ms', 'prof', 'rev', 'capt', 'det', 'mx', 'st'].includes(cueToken.lower) && /^\.\s{0,2}$/.test(between))) return;
@@ -193,21 +202,33 @@ export class NameDetector {
     for (; j < tokens.length && count < 4; j++) {
       const t = tokens[j] as Token;
       const g = gap(text, prev, t);
-      if (count > 0 && !this.nameGap(g, prev)) break;
-      if (count === 0 && /\n/.test(g) && cue !== 'label' && !['thanks', 'regards', 'sincerely'].includes(cueToken.lower)) break;
+      if (count > 0 && !this.nameGap(g, prev) && !(count === 1 && (cue === 'label' || cue === 'title') && /^,\s$/.test(g) && t.shape === prev.shape && t.shape !== 'lower')) break;
+      if (count === 0 && /\n/.test(g) && cue !== 'label' && !closing) break;
       const f = this.factsOf(t);
       let ok: boolean;
       if (cue === 'title') {
         ok = t.shape !== 'lower' ? !(f.english && !(f.first || f.last) && (caps || t.shape === 'upper')) && !MONTHS_DAYS.has(t.lower) && !(FUNCTION_WORDS.has(t.lower) && (caps || t.shape === 'upper')) : count === 0 && cueToken.shape === 'lower' && !FUNCTION_WORDS.has(t.lower) && (f.last || f.first || !f.english) && !f.clinical;
       } else if (cue === 'relation' || cue === 'label') {
-        ok = this.nameLike(t, caps, 'strong') && (t.shape === 'initial' ? count > 0 : true) && !TITLES.has(t.lower);
+        ok = this.nameLike(t, caps, 'strong') && (t.shape === 'initial' ? count > 0 || this.initialOfName(text, tokens, j) : true) && !TITLES.has(t.lower);
         if (ok && count === 0 && (this.eponym(text, tokens, j) || this.region(tokens, j) || this.glued(text, t))) ok = false;
       } else {
         // roles and verbs of contact: the word must be known as a name (or be an initial inside one)
-        ok = t.shape !== 'lower' && !f.clinical && !FUNCTION_WORDS.has(t.lower) && (f.first || f.last || (count > 0 && t.shape === 'initial')) && !(t.shape === 'initial' && count === 0) && !RELATIONS.has(t.lower) && !TITLES.has(t.lower);
-        if (ok && f.english && !caps && sentenceInitial(text, t)) ok = false;
+        // roles and verbs of contact: a word known as a name, an initial of one, or a capitalised word no lexicon knows
+        const known = f.first || f.last || !f.english;
+        ok = t.shape !== 'lower' && !f.clinical && !FUNCTION_WORDS.has(t.lower) && (t.shape === 'initial' ? count > 0 || this.initialOfName(text, tokens, j) : known) && !RELATIONS.has(t.lower) && !TITLES.has(t.lower) && !ROLES.has(t.lower);
+        if (ok && t.shape !== 'initial' && f.english && !caps && sentenceInitial(text, t)) ok = false;
         if (ok && count === 0 && (this.eponym(text, tokens, j) || this.region(tokens, j))) ok = false;
         if (ok && (caps || t.shape === 'upper') && f.english) ok = false;
+      }
+      if (!ok && t.shape === 'lower' && PARTICLES.has(t.lower) && count === 0 && cue === 'title') {
+        // "Dr. van den Velde"
+        let k = j;
+        while (k < tokens.length && PARTICLES.has((tokens[k] as Token).lower)) k++;
+        const after = tokens[k];
+        if (after && after.shape !== 'lower' && after.start - t.end < 12) {
+          for (let x = j; x <= k; x++) mark(x);
+          return;
+        }
       }
       if (!ok) break;
       mark(j);
@@ -352,6 +373,13 @@ export class NameDetector {
     return false;
   }
 
+  /** "T. Corsten": an initial followed by a capitalised word. */
+  private initialOfName(text: string, tokens: Token[], j: number): boolean {
+    const t = tokens[j] as Token;
+    const n = tokens[j + 1];
+    return t.shape === 'initial' && !!n && /^\.\s?$/.test(gap(text, t, n)) && n.shape !== 'lower' && n.shape !== 'initial' ? true : t.shape === 'initial' && !!n && n.shape === 'initial';
+  }
+
   /** "PaCO2", "3Smith": a word glued to digits is a formula or a code, not a name. */
   private glued(text: string, t: Token): boolean {
     return /\d/.test(text.charAt(t.end)) || /\d/.test(text.charAt(t.start - 1));
@@ -364,11 +392,13 @@ export class NameDetector {
 
   /** A country, continent or state (Safe Harbor lets these stay), possibly of two or three words. */
   private region(tokens: Token[], i: number): boolean {
-    const { regions } = this.lex;
+    const { regions, placeFirstWords } = this.lex;
     for (let k = Math.max(0, i - 2); k <= i; k++) {
-      for (let n = 3; n >= 1; n--) {
-        const words = tokens.slice(k, k + n);
-        if (words.length === n && k + n > i && regions.has(words.map((x) => x.lower).join(' '))) return true;
+      if (!placeFirstWords.has((tokens[k] as Token).lower)) continue;
+      let phrase = '';
+      for (let n = 0; n < 3 && k + n < tokens.length; n++) {
+        phrase += (n ? ' ' : '') + (tokens[k + n] as Token).lower;
+        if (k + n >= i && regions.has(phrase)) return true;
       }
     }
     return false;
@@ -399,6 +429,20 @@ export class NameDetector {
             const pf = this.facts(p.lower);
             if (p.shape === 'initial' || !sentenceInitial(text, p) || pf.first || pf.last) marked[i - 1] = 1;
           }
+        }
+        // "Sanne van Dijk", "Maria de la Cruz": particles between name words
+        if (n && !marked[i + 1] && PARTICLES.has(n.lower) && gap(text, t, n) === ' ') {
+          let k = i + 1;
+          while (k + 1 < tokens.length && PARTICLES.has((tokens[k + 1] as Token).lower) && gap(text, tokens[k] as Token, tokens[k + 1] as Token) === ' ') k++;
+          const after = tokens[k + 1];
+          if (after && gap(text, tokens[k] as Token, after) === ' ' && after.shape !== 'lower' && joinable(after)) for (let x = i + 1; x <= k + 1; x++) marked[x] = 1;
+        }
+        // "... van de Berg": particles before a name word, after a capitalised one
+        if (p && !marked[i - 1] && PARTICLES.has(p.lower) && p.shape === 'lower' && gap(text, p, t) === ' ') {
+          let k = i - 1;
+          while (k - 1 >= 0 && PARTICLES.has((tokens[k - 1] as Token).lower) && gap(text, tokens[k - 1] as Token, tokens[k] as Token) === ' ') k--;
+          const head = tokens[k - 1];
+          if (head && gap(text, head, tokens[k] as Token) === ' ' && head.shape !== 'lower' && joinable(head)) for (let x = k - 1; x < i; x++) marked[x] = 1;
         }
         // "Hollis, Marguerite": a surname, a comma and a first name
         if (n && !marked[i + 1] && /^,\s$/.test(gap(text, t, n)) && n.shape === t.shape && n.shape !== 'initial' && this.facts(n.lower).first && !this.facts(n.lower).english && !this.facts(n.lower).clinical) marked[i + 1] = 1;
