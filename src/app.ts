@@ -6,7 +6,7 @@ import { passThroughAudit, type AuditTrail } from './audit';
 import { Catalog } from './catalog';
 import { type Config, loadConfig, type LoadOptions } from './config';
 import { type Database, openDatabase } from './db';
-import { deidUnavailable } from './deid';
+import { createDeidStage, settingsFrom } from './deid';
 import { type EndpointPolicy, loadEndpointPolicy, type Resolver } from './egress';
 import { createLogger, type Logger } from './log';
 import { tierGate } from './policy';
@@ -60,7 +60,7 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     audit,
     access: tierGate,
     prompt: templatePrompt,
-    deid: deidUnavailable,
+    deid: createDeidStage(settingsFrom(config.deid)),
     models,
     scoring: benchmarkScoring,
     logger,

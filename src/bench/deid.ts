@@ -551,6 +551,7 @@ function bench(): void {
   );
   process.stdout.write(`targets: recall >= 98%, NAME recall with known >= 99.5%, precision >= 80%, masked <= 2%, >= 2 MB/s\n`);
   if (verbose) {
+    for (const m of withKnown.missed.filter((x) => x.startsWith('NAME')).slice(0, 30)) process.stdout.write(`  missed with known ${m}\n`);
     for (const m of plain.missed.slice(0, 80)) process.stdout.write(`  missed ${m}\n`);
     for (const w of plain.wrong.slice(0, 80)) process.stdout.write(`  extra  ${w}\n`);
   }

@@ -7,6 +7,7 @@ import { UserError, describeError } from '../errors';
 import { DAEMON_VERSION } from '../version';
 import { benchmarksCommand } from './commands/benchmarks';
 import { dbCommand } from './commands/db';
+import { deidCommand } from './commands/deid';
 import { demoCommand } from './commands/demo';
 import { endpointsCommand } from './commands/endpoints';
 import { initCommand } from './commands/init';
@@ -29,6 +30,7 @@ export function buildCli(argv: string[], io: Io) {
     .command(benchmarksCommand(io))
     .command(endpointsCommand(io))
     .command(dbCommand(io))
+    .command(deidCommand(io))
     .demandCommand(1, 'name a command; see --help')
     .strict()
     .recommendCommands()

@@ -21,6 +21,7 @@ export interface ConfigFile {
   logging?: { level?: 'debug' | 'info' | 'warn' | 'error'; file?: string };
   runs?: { concurrencyPerEndpoint?: number; maxAttempts?: number; leaseSeconds?: number; claimBatch?: number };
   models?: { timeoutMs?: number; maxRetries?: number; maxBackoffMs?: number };
+  deid?: { mode?: 'surrogate' | 'tag'; maxShiftDays?: number; restrictedZip3?: string[]; secretFile?: string };
 }
 
 /** The configuration in force: defaults applied, paths absolute. */
@@ -35,6 +36,8 @@ export interface Config {
   logging: { level: 'debug' | 'info' | 'warn' | 'error'; file: string };
   runs: { concurrencyPerEndpoint: number; maxAttempts: number; leaseSeconds: number; claimBatch: number };
   models: { timeoutMs: number; maxRetries: number; maxBackoffMs: number };
+  /** De-identification; restrictedZip3 absent means the built-in 2000 Census list (src/deid). */
+  deid: { mode: 'surrogate' | 'tag'; maxShiftDays: number; restrictedZip3?: string[]; secretFile: string };
 }
 
 export const CONFIG_FILE_NAME = 'config.json';
@@ -63,6 +66,7 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
   const home = dirname(file);
   const at = (p: string) => (isAbsolute(p) ? p : join(home, p));
   const url = env.EHRBENCH_DATABASE_URL?.trim();
+  const keysDir = at(raw.keys?.dir ?? 'keys');
   return {
     file,
     home,
@@ -74,7 +78,7 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
     },
     policies: { endpoints: at(raw.policies?.endpoints ?? 'access-policies/endpoints.json') },
     catalogDirs: (raw.catalog?.dirs ?? []).map(at),
-    keysDir: at(raw.keys?.dir ?? 'keys'),
+    keysDir,
     logging: { level: raw.logging?.level ?? 'info', file: at(raw.logging?.file ?? 'logs/ehrbench.log') },
     runs: {
       concurrencyPerEndpoint: raw.runs?.concurrencyPerEndpoint ?? 16,
@@ -86,6 +90,12 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
       timeoutMs: raw.models?.timeoutMs ?? 120_000,
       maxRetries: raw.models?.maxRetries ?? 4,
       maxBackoffMs: raw.models?.maxBackoffMs ?? 30_000,
+    },
+    deid: {
+      mode: raw.deid?.mode ?? 'surrogate',
+      maxShiftDays: raw.deid?.maxShiftDays ?? 365,
+      ...(raw.deid?.restrictedZip3 ? { restrictedZip3: raw.deid.restrictedZip3 } : {}),
+      secretFile: raw.deid?.secretFile ? at(raw.deid.secretFile) : join(keysDir, 'deid-secret.hex'),
     },
   };
 }

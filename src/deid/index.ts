@@ -7,7 +7,7 @@ import type { DeidStage } from '../runs/stages';
 
 export { Deidentifier, type DeidInput, type DeidOutput } from './deidentifier';
 export { createDeidStage, ERROR_RULE, RESIDUAL_RULE } from './stage';
-export { defaultSettings, type DeidSettings, loadSecret, type ReplacementMode, RESTRICTED_ZIP3_2000, settingsVersion } from './settings';
+export { defaultSettings, type DeidSettings, loadSecret, type ReplacementMode, RESTRICTED_ZIP3_2000, settingsFrom, settingsVersion } from './settings';
 export { SPAN_TYPES, type Span, type SpanType } from './types';
 export { withinOneEdit } from './known';
 

@@ -234,6 +234,18 @@ export class KnownMatcher {
       const part = near.find((p) => withinOneEdit(lower, p));
       if (part) hits.push({ token: t, canonical: part, type: 'NAME' });
     }
+    // Particles of a known name ("van de Berg", "de Groot") belong to the match next to them.
+    const hitAt = new Set(hits.map((h) => h.token.index));
+    for (const h of [...hits]) {
+      if (h.type !== 'NAME') continue;
+      const names = this.parts.get(h.canonical) ?? [];
+      for (let k = h.token.index - 1; k >= 0 && k >= h.token.index - 3; k--) {
+        const p = tokens[k] as Token;
+        if (hitAt.has(k) || !names.some((parts) => parts.includes(p.lower)) || !/^\s+$/.test(text.slice(p.end, (tokens[k + 1] as Token).start))) break;
+        hits.push({ token: p, canonical: p.lower, type: 'NAME' });
+        hitAt.add(k);
+      }
+    }
     for (const h of hits) {
       let start = h.token.start;
       // "M. Hollis": an initial of the same person's name just before the match

@@ -38,6 +38,11 @@ export function defaultSettings(secretFile: string): DeidSettings {
   return { mode: 'surrogate', maxShiftDays: 365, restrictedZip3: RESTRICTED_ZIP3_2000, secretFile };
 }
 
+/** Settings from the configuration's `deid` section (src/config), defaults filled in. */
+export function settingsFrom(c: { mode: ReplacementMode; maxShiftDays: number; restrictedZip3?: string[]; secretFile: string }): DeidSettings {
+  return { mode: c.mode, maxShiftDays: c.maxShiftDays, restrictedZip3: c.restrictedZip3 ?? RESTRICTED_ZIP3_2000, secretFile: c.secretFile };
+}
+
 export function settingsVersion(s: DeidSettings): string {
   const lex = lexicons();
   const hash = canonicalHash({ algorithm: DEID_ALGORITHM, mode: s.mode, maxShiftDays: s.maxShiftDays, restrictedZip3: [...s.restrictedZip3].sort(), lexicons: lex.hashes });
