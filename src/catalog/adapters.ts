@@ -6,7 +6,7 @@
  */
 import { UserError } from '../errors';
 import type { RawRecord } from './sources/records';
-import type { BenchmarkDefinition, ColumnMapping, Instance } from './types';
+import type { BenchmarkDefinition, ColumnMapping, Instance, KnownIdentifiers } from './types';
 
 export interface AdapterContext {
   file: string;
@@ -38,13 +38,28 @@ function columnsAdapter(record: RawRecord, ctx: AdapterContext): Instance {
   for (const [name, column] of Object.entries(mapping.vars)) vars[name] = text(record, column, ctx);
   const extra: Record<string, string> = {};
   for (const [name, column] of Object.entries(mapping.extra ?? {})) extra[name] = text(record, column, ctx);
+  const known = knownOf(record, mapping, ctx);
+  const subject = mapping.subject ? text(record, mapping.subject, ctx).trim() : '';
   return {
     key,
     vars,
     ...(mapping.choices ? { choices: mapping.choices } : {}),
     references: [text(record, mapping.reference, ctx)],
     ...(mapping.extra ? { extra } : {}),
+    ...(known ? { known } : {}),
+    ...(subject ? { subjectId: subject } : {}),
   };
+}
+
+/** Known identifiers of the record from the columns the mapping names (for de-identification). */
+function knownOf(record: RawRecord, mapping: ColumnMapping, ctx: AdapterContext): KnownIdentifiers | undefined {
+  if (!mapping.known) return undefined;
+  const known: KnownIdentifiers = {};
+  for (const [kind, columns] of Object.entries(mapping.known) as [keyof KnownIdentifiers, string[]][]) {
+    const values = columns.map((c) => text(record, c, ctx).trim()).filter((v) => v !== '');
+    if (values.length) known[kind] = values;
+  }
+  return known;
 }
 
 /** PubMedQA ori_pqal.json: labelled abstract sections + question; answer yes / no / maybe. */

@@ -33,6 +33,10 @@ export interface ColumnMapping {
   reference: string;
   choices?: string[];
   extra?: Record<string, string>;
+  /** Column naming whose record this is (one surrogate map and date shift per subject). */
+  subject?: string;
+  /** Columns holding known identifiers from structured data, by kind; empty cells are skipped. */
+  known?: Partial<Record<keyof KnownIdentifiers, string[]>>;
 }
 
 /** A definition with everything resolved that a run needs, and the hashes a run records. */
