@@ -43,6 +43,11 @@ function pad(n: number, width: number): string {
   return String(n).padStart(width, '0');
 }
 
+/** A month or day written like the original: zero-padded only if the original was ("07", not "12"). */
+function padLike(original: string, n: number): string {
+  return original.length === 2 && original.startsWith('0') ? pad(n, 2) : String(n);
+}
+
 function ordinal(n: number): string {
   const mod100 = n % 100;
   if (mod100 >= 11 && mod100 <= 13) return 'th';
@@ -97,7 +102,7 @@ function bareMonthDay(text: string, out: Detection[]): void {
     // "on 1/2 tab" and similar fractions of a dose
     if (/^\s*-?\s*\d/.test(after) && !/^-\d{1,2}\/\d/.test(after)) continue;
     const [mText, dText] = [m[1] as string, m[2] as string];
-    out.push(detection(start, m[0], { month, day }, (p) => `${pad(p.month, mText.length)}/${pad(p.day, dText.length)}`));
+    out.push(detection(start, m[0], { month, day }, (p) => `${padLike(mText, p.month)}/${padLike(dText, p.day)}`));
   }
 }
 
@@ -106,6 +111,7 @@ function numericDates(text: string, out: Detection[]): void {
   for (const m of text.matchAll(/(?<![\d/.-])(\d{4})([-/.])(\d{1,2})\2(\d{1,2})(?![\d/]|\.\d)/g)) {
     const [y, sep, mo, d] = [m[1] as string, m[2] as string, m[3] as string, m[4] as string];
     if (!validYear(+y) || !validMonth(+mo) || !validDay(+d)) continue;
+    // year-first dates are written zero-padded by the systems that write them
     out.push(detection(m.index, m[0], { year: +y, month: +mo, day: +d }, (p) => `${p.year}${sep}${pad(p.month, mo.length)}${sep}${pad(p.day, d.length)}`));
   }
   // US order with a year: 7/22/2104, 7-22-04, 07.22.2104
@@ -114,7 +120,7 @@ function numericDates(text: string, out: Detection[]): void {
     if (!validMonth(+mo) || !validDay(+d)) continue;
     if (sep === '.' && y.length === 2) continue; // 1.5.20 is more often a version or a dose
     const year = fullYear(y);
-    out.push(detection(m.index, m[0], { year, month: +mo, day: +d }, (p) => `${pad(p.month, mo.length)}${sep}${pad(p.day, d.length)}${sep}${yearLike(y, p.year)}`));
+    out.push(detection(m.index, m[0], { year, month: +mo, day: +d }, (p) => `${padLike(mo, p.month)}${sep}${padLike(d, p.day)}${sep}${yearLike(y, p.year)}`));
   }
   bareMonthDay(text, out);
 }

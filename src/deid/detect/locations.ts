@@ -66,7 +66,16 @@ export class LocationDetector {
       const words = m[0].trim().split(/\s+/);
       if (words.length < 3) continue;
       if (/^\d+\s+(?:mg|mcg|ml|cc|units?|x|times|days?|weeks?|hours?|mins?|tabs?|of|to|and|or|in|at|on|the|a|pt|pts|patients?)\b/i.test(m[0])) continue;
-      push(m.index, m.index + m[0].replace(/[.,]$/, '').length);
+      const end = m.index + m[0].replace(/[.,]$/, '').length;
+      push(m.index, end);
+      // "88 ORCHARD HILL LANE, AMESBURY": the town after the street
+      const townWord = caps ? "[A-Za-z][A-Za-z'’]*" : "[A-Z][a-z'’]+";
+      const town = new RegExp(`^,\\s*(${townWord}(?:[ -]${townWord}){0,2})\\b`).exec(text.slice(end, end + 60));
+      if (town) {
+        const words = (town[1] as string).split(/[ -]/).map((w) => w.toLowerCase());
+        const isState = new RegExp(`^${STATE_RE_SOURCE}$`, 'i').test(town[1] as string);
+        if (!isState && !this.lex.regions.has(words.join(' ')) && !words.some((w) => this.lex.clinical.has(w))) push(end + town[0].length - (town[1] as string).length, end + town[0].length);
+      }
     }
     for (const m of text.matchAll(/\bP\.?\s?O\.?\s*Box\s+\d+/gi)) push(m.index, m.index + m[0].length);
   }
