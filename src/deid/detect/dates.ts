@@ -195,8 +195,10 @@ function monthNameDates(text: string, out: Detection[], caps: boolean): void {
     const ambiguous = ['may', 'march', 'april', 'june', 'august', 'jan', 'mar', 'jun', 'aug'].includes(lower);
     if (!cue && (!full || ambiguous)) continue;
     if (!caps && mon[0] !== mon[0]?.toUpperCase()) continue;
-    const style = monthStyle(mon + dot);
-    out.push(detection(m.index, m[0], { month: monthNumber(mon) as number }, (p) => style(p.month), PRIORITY.NAME - 1));
+    // "in August." ends a sentence: the dot belongs to an abbreviation only ("since Oct.")
+    const keepDot = dot && !full;
+    const style = monthStyle(mon + (keepDot ? dot : ''));
+    out.push(detection(m.index, keepDot ? m[0] : mon, { month: monthNumber(mon) as number }, (p) => style(p.month), PRIORITY.NAME - 1));
   }
 }
 

@@ -23,7 +23,7 @@ const LABELS: [SpanType, string][] = [
   ['LICENSE', String.raw`licen[cs]e|lic\.?\s*#|dea|npi|certificate|cert\.?\s*#|registration|driver'?s?\s*lic(?:ense)?|dl\s*#|board\s*cert(?:ification)?`],
   ['VEHICLE', String.raw`vin|vehicle(?:\s*identification)?|license\s*plate|plate\s*(?:#|number|no\.?)|tag\s*#`],
   ['DEVICE', String.raw`serial|s\/n|sn|device(?:\s*id)?|model\s*(?:#|number|no\.?)|lot\s*(?:#|number|no\.?)?|udi|implant\s*id|imei|pacemaker|icd`],
-  ['BIOMETRIC', String.raw`finger\s*print|retina(?:l)?\s*scan|iris\s*scan|voice\s*print|palm\s*print|biometric|face\s*(?:print|id)|dna\s*profile`],
+  ['BIOMETRIC', String.raw`(?:finger\s*print|retina(?:l)?\s*scan|iris\s*scan|voice\s*print|palm\s*print|biometric|face\s*(?:print|id)|dna\s*profile)(?:\s+(?:template|hash|scan|record|sample))?`],
   ['ID', String.raw`job|accession|specimen|order|case|ref(?:erence)?|requisition|study|sample|ticket|confirmation|report|dictation|document|batch|id`],
 ];
 
