@@ -134,6 +134,16 @@ function surrogatePlaces(): string[] {
   return (placeCache ??= [...lexicons().cities].filter((c) => /^[a-z]{5,12}$/.test(c) && !english.has(c) && !clinical.has(c) && !firstNames.has(c)).sort());
 }
 
+const STATE_ABBREVIATIONS = new Set(
+  'AL AK AZ AR CA CO CT DE DC FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY PR VI GU'.split(' '),
+);
+
+/** Safe Harbor's ZIP rule: the first three digits, or 000 where the three-digit area is small. */
+function zip3(zip: string, settings: DeidSettings): string {
+  const prefix = zip.slice(0, 3);
+  return `${settings.restrictedZip3.includes(prefix) ? '000' : prefix}XX`;
+}
+
 function tag(d: Detection): string {
   return `[${d.type}]`;
 }
@@ -184,17 +194,17 @@ function surrogate(original: string, d: Detection, settings: DeidSettings, s: Su
       return '[DATE]';
     case 'AGE':
       return '90+';
-    case 'ZIP': {
-      const prefix = original.slice(0, 3);
-      return `${settings.restrictedZip3.includes(prefix) ? '000' : prefix}XX`;
-    }
+    case 'ZIP':
+      return zip3(original, settings);
     case 'LOCATION': {
       let out = '';
       let pos = 0;
       for (const m of original.matchAll(/[A-Za-z][A-Za-z'’]*|\d+/g)) {
         const word = m[0];
         out += original.slice(pos, m.index);
-        if (/^\d/.test(word)) out += s.shape('loc', word).replace(/^0/, '1');
+        if (/^\d{5}$/.test(word) && /[A-Z]{2}\s+$/.test(original.slice(0, m.index))) out += zip3(word, settings);
+        else if (/^\d/.test(word)) out += s.shape('loc', word).replace(/^0/, '1');
+        else if (/^[A-Z]{2}$/.test(word) && STATE_ABBREVIATIONS.has(word)) out += word; // states are not identifiers
         else if (KEEP_PLACE_WORDS.has(word.toLowerCase().replace(/['’]s$/, ''))) out += word;
         else {
           const possessive = /['’]s$/.test(word);
