@@ -492,6 +492,32 @@ function throughput(deid: Deidentifier, notes: Note[]): number {
   return best;
 }
 
+/**
+ * Texts built to make patterns backtrack (long runs of letters, digits, hyphenated capitals, e-mail-like
+ * runs). Detection must stay linear in the text: the slowest of these is printed.
+ */
+function pathological(deid: Deidentifier): { input: string; mbPerSecond: number } {
+  const cases: Record<string, string> = {
+    letters: 'a'.repeat(200_000),
+    digits: '1'.repeat(200_000),
+    'capitals and hyphens': 'A-'.repeat(100_000),
+    'hyphenated words': 'Ab-'.repeat(60_000),
+    'e-mail-like': 'a.b@c.'.repeat(30_000),
+    apostrophes: "O'".repeat(100_000),
+    'capitalised words': 'Aaaa '.repeat(40_000),
+    'title and name': 'DR SMITH '.repeat(20_000),
+  };
+  let worst = { input: '', mbPerSecond: Infinity };
+  for (const [input, text] of Object.entries(cases)) {
+    const cpu0 = process.cpuUsage();
+    deid.find(text, { names: ['Ann Smith'] });
+    const cpu = process.cpuUsage(cpu0);
+    const rate = text.length / 1e6 / ((cpu.user + cpu.system) / 1e6);
+    if (rate < worst.mbPerSecond) worst = { input, mbPerSecond: rate };
+  }
+  return worst;
+}
+
 const pct = (x: number | null) => (x === null ? '-' : (100 * x).toFixed(1).padStart(5) + '%');
 
 function printTable(title: string, r: ReturnType<typeof score>): void {
@@ -528,6 +554,7 @@ function bench(): void {
   const withKnown = score(notes, (n) => deid.find(n.text, n.known));
   const mbPerS = throughput(deid, notes);
   const real = realFigures(deid);
+  const worst = pathological(deid);
   const byStyle = Object.fromEntries(['discharge', 'icu-caps', 'radiology', 'portal'].map((s) => [s, score(notes.filter((n) => n.style === s), (n) => deid.find(n.text)).recall]));
   const result = {
     seed,
@@ -536,6 +563,7 @@ function bench(): void {
     recallByStyle: byStyle,
     mbPerSecondOneCore: mbPerS,
     realText: real,
+    slowestPathologicalInput: worst,
     targets: { recall: 0.98, nameRecallWithKnown: 0.995, precision: 0.8, maskedShareMax: 0.02, mbPerSecond: 2 },
   };
   if (json) {
@@ -549,6 +577,7 @@ function bench(): void {
   process.stdout.write(
     `\nreal clinical text without PHI annotations (MEDEC + MedCalc-Bench case notes, ${real.texts} texts, ${(real.chars / 1e6).toFixed(2)} M chars): masked ${pct(real.maskedShare)}, ${real.mbPerSecondOneCore.toFixed(2)} MB/s on one core\n  spans per 10k chars: ${Object.entries(real.spansPer10kChars).map(([k, v]) => `${k} ${v}`).join(', ')}\n`,
   );
+  process.stdout.write(`slowest pathological input (${worst.input}): ${worst.mbPerSecond.toFixed(2)} MB/s\n`);
   process.stdout.write(`targets: recall >= 98%, NAME recall with known >= 99.5%, precision >= 80%, masked <= 2%, >= 2 MB/s\n`);
   if (verbose) {
     for (const m of withKnown.missed.filter((x) => x.startsWith('NAME')).slice(0, 30)) process.stdout.write(`  missed with known ${m}\n`);

@@ -16,7 +16,8 @@ export interface Finding {
 
 const HIGH_PRECISION: [SpanType, RegExp][] = [
   ['SSN', /(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])/g],
-  ['EMAIL', /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g],
+  // anchored on "@" so a long run of letters is not rescanned from every position
+  ['EMAIL', /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,}/g],
   ['URL', /\b(?:https?|ftp):\/\/[^\s<>"')\]]+|\bwww\.[a-z0-9-]+\.[a-z]{2,}/gi],
   ['PHONE', /(?<![\w-])(?:\(\d{3}\)\s?|\d{3}[.-])\d{3}[.-]\d{4}(?![\w-])/g],
   ['IP', /(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!\d|\.\d)/g],

@@ -56,7 +56,8 @@ export class LocationDetector {
   }
 
   private streets(text: string, caps: boolean, push: (s: number, e: number) => void): void {
-    const word = caps ? "[A-Za-z][A-Za-z'’.-]*" : "[A-Z][A-Za-z'’.-]*";
+    // bounded word lengths keep every pattern linear in the text, whatever it holds
+    const word = caps ? "[A-Za-z][A-Za-z'’.-]{0,30}" : "[A-Z][A-Za-z'’.-]{0,30}";
     const re = new RegExp(
       String.raw`\b\d{1,6}[A-Za-z]?\s+(?:(?:[NSEW]|North|South|East|West|NORTH|SOUTH|EAST|WEST)\.?\s+)?(?:${word}|\d{1,3}(?:st|nd|rd|th|ST|ND|RD|TH))(?:\s+${word}){0,3}\s+(?:${STREET_SUFFIX})s?\b\.?${UNIT}`,
       caps ? 'gi' : 'g',
@@ -69,7 +70,7 @@ export class LocationDetector {
       const end = m.index + m[0].replace(/[.,]$/, '').length;
       push(m.index, end);
       // "88 ORCHARD HILL LANE, AMESBURY": the town after the street
-      const townWord = caps ? "[A-Za-z][A-Za-z'’]*" : "[A-Z][a-z'’]+";
+      const townWord = caps ? "[A-Za-z][A-Za-z'’]{0,30}" : "[A-Z][a-z'’]{1,30}";
       const town = new RegExp(`^,\\s*(${townWord}(?:[ -]${townWord}){0,2})\\b`).exec(text.slice(end, end + 60));
       if (town) {
         const words = (town[1] as string).split(/[ -]/).map((w) => w.toLowerCase());
@@ -82,7 +83,8 @@ export class LocationDetector {
 
   /** "Framingham, MA 01702", "Leominster, Massachusetts": the city before a state. */
   private cityState(text: string, caps: boolean, push: (s: number, e: number) => void): void {
-    const cityWord = caps ? "[A-Z][A-Za-z'’.-]*" : "[A-Z][a-z'’.-]+";
+    // no hyphen inside a word: it is the separator, and letting both take it makes the pattern backtrack
+    const cityWord = caps ? "[A-Z][A-Za-z'’.]{0,30}" : "[A-Z][a-z'’.]{1,30}";
     const re = new RegExp(String.raw`\b(${cityWord}(?:[ -]${cityWord}){0,2}),\s*(${STATE_RE_SOURCE})\b\.?(\s*\d{5})?`, 'dg');
     const ambiguous = new Set(['MD', 'PA', 'ME', 'IN', 'OR', 'OK', 'HI', 'ID', 'OH', 'DE', 'CO', 'LA', 'AL', 'MA', 'DO', 'NP', 'PT']);
     for (const m of text.matchAll(re)) {
@@ -110,7 +112,7 @@ export class LocationDetector {
   }
 
   private facilities(text: string, caps: boolean, push: (s: number, e: number) => void): void {
-    const name = caps ? "[A-Z][A-Za-z'’.&-]*" : "[A-Z][A-Za-z'’.&-]*";
+    const name = "[A-Z][A-Za-z'’.&-]{0,30}";
     const re = new RegExp(String.raw`((?:\b(?:van|von|de|del|la|le|da|di|du|der|den)\s+)*\b(?:(?:St|Saint|Mt|Mount|ST|SAINT|MT|MOUNT)\.?\s+)?${name}(?:\s+(?:of|the|and|&|OF|THE|AND)?\s*${name}){0,4})\s+(${FACILITY_WORDS})\b`, caps ? 'dgi' : 'dg');
     for (const m of text.matchAll(re)) {
       const at = m.indices?.[1];
