@@ -8,7 +8,7 @@ import { AuditLog, loadMacKeys, loadSigningKey } from './audit';
 import { Catalog } from './catalog';
 import { type Config, loadConfig, type LoadOptions } from './config';
 import { type Database, openDatabase } from './db';
-import { deidUnavailable } from './deid';
+import { createDeidStage, settingsFrom } from './deid';
 import { assertSafeEgressEnvironment, type EndpointPolicy, loadEndpointPolicy, type Resolver } from './egress';
 import { createLogger, type Logger } from './log';
 import { AccessPolicy, ApprovalStore, loadPrincipals, type PrincipalDirectory } from './access';
@@ -91,7 +91,7 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     audit,
     access: new AccessPolicy(principals, approvals),
     prompt: templatePrompt,
-    deid: deidUnavailable,
+    deid: createDeidStage(settingsFrom(config.deid)),
     models,
     scoring: createScoring({ endpoints, judges, sql, deid: () => engine.deid }),
     logger,

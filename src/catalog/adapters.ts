@@ -6,7 +6,7 @@
  */
 import { UserError } from '../errors';
 import type { RawRecord } from './sources/records';
-import type { BenchmarkDefinition, ColumnMapping, Instance } from './types';
+import type { BenchmarkDefinition, ColumnMapping, Instance, KnownIdentifiers } from './types';
 
 export interface AdapterContext {
   file: string;
@@ -38,10 +38,20 @@ function text(record: RawRecord, column: string, ctx: AdapterContext): string {
   throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column ${columnLabel(column, ctx)} must be text or a number`);
 }
 
-/** Structured identifiers travel with the instance to de-identification. */
-function identity(record: RawRecord): Pick<Instance, 'known' | 'subjectId'> {
-  const known = record.known && Object.keys(record.known).length > 0 ? record.known : undefined;
-  return { ...(known ? { known } : {}), ...(record.subjectId ? { subjectId: record.subjectId } : {}) };
+/**
+ * Structured identifiers travel with the instance to de-identification: those a source attaches to
+ * the record (OMOP: person_source_value, birth date) and those in the columns the mapping names.
+ */
+function identity(record: RawRecord, mapping?: ColumnMapping, ctx?: AdapterContext): Pick<Instance, 'known' | 'subjectId'> {
+  const known: KnownIdentifiers = { ...(record.known ?? {}) };
+  if (mapping?.known && ctx) {
+    for (const [kind, columns] of Object.entries(mapping.known) as [keyof KnownIdentifiers, string[]][]) {
+      const values = columns.map((c) => text(record, c, ctx).trim()).filter((v) => v !== '');
+      if (values.length) known[kind] = [...(known[kind] ?? []), ...values];
+    }
+  }
+  const subject = mapping?.subject && ctx ? text(record, mapping.subject, ctx).trim() : record.subjectId;
+  return { ...(Object.keys(known).length > 0 ? { known } : {}), ...(subject ? { subjectId: subject } : {}) };
 }
 
 function columnsAdapter(record: RawRecord, ctx: AdapterContext): Instance {
@@ -59,7 +69,7 @@ function columnsAdapter(record: RawRecord, ctx: AdapterContext): Instance {
     ...(mapping.choices ? { choices: mapping.choices } : {}),
     references: mapping.reference === undefined ? [] : [reference(record, mapping, ctx)],
     ...(mapping.extra ? { extra } : {}),
-    ...identity(record),
+    ...identity(record, mapping, ctx),
   };
 }
 

@@ -41,6 +41,10 @@ export interface ColumnMapping {
   referenceMap?: Record<string, string>;
   choices?: string[];
   extra?: Record<string, string>;
+  /** Column naming whose record this is (one surrogate map and date shift per subject). */
+  subject?: string;
+  /** Columns holding known identifiers from structured data, by kind; empty cells are skipped. */
+  known?: Partial<Record<keyof KnownIdentifiers, string[]>>;
 }
 
 export interface DataRequirements {
@@ -92,13 +96,19 @@ export interface Benchmark {
   templateHash: string;
 }
 
-/** Known identifiers of a record, passed from structured EHR data to de-identification. */
+/**
+ * Known identifiers of a record, passed from structured EHR data to de-identification: names of the
+ * patient, relatives, household members and care team; MRNs; dates (birth date, admission...);
+ * addresses; facility and ward names; phone numbers; e-mail addresses; any other identifying code.
+ */
 export interface KnownIdentifiers {
   names?: string[];
   mrns?: string[];
   dates?: string[];
   addresses?: string[];
   facilities?: string[];
+  phones?: string[];
+  emails?: string[];
   other?: string[];
 }
 

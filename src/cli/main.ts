@@ -8,6 +8,7 @@ import { DAEMON_VERSION } from '../version';
 import { auditCommand } from './commands/audit';
 import { benchmarksCommand } from './commands/benchmarks';
 import { dbCommand } from './commands/db';
+import { deidCommand } from './commands/deid';
 import { demoCommand } from './commands/demo';
 import { endpointsCommand } from './commands/endpoints';
 import { initCommand } from './commands/init';
@@ -41,6 +42,7 @@ export function buildCli(argv: string[], io: Io) {
     .command(serveCommand(io))
     .command(pkiCommand(io))
     .command(leaderboardCommand(io))
+    .command(deidCommand(io))
     .demandCommand(1, 'name a command; see --help')
     .strict()
     .recommendCommands()

@@ -34,6 +34,7 @@ export interface ConfigFile {
     workers?: number;
     pollSeconds?: number;
   };
+  deid?: { mode?: 'surrogate' | 'tag'; maxShiftDays?: number; restrictedZip3?: string[]; secretFile?: string };
 }
 
 /** The configuration in force: defaults applied, paths absolute. */
@@ -66,6 +67,8 @@ export interface Config {
   };
   /** Where `ehrbench pki` keeps the site CA and issued certificates. */
   pkiDir: string;
+  /** De-identification; restrictedZip3 absent means the built-in 2000 Census list (src/deid). */
+  deid: { mode: 'surrogate' | 'tag'; maxShiftDays: number; restrictedZip3?: string[]; secretFile: string };
 }
 
 export const CONFIG_FILE_NAME = 'config.json';
@@ -94,6 +97,7 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
   const home = dirname(file);
   const at = (p: string) => (isAbsolute(p) ? p : join(home, p));
   const url = env.EHRBENCH_DATABASE_URL?.trim();
+  const keysDir = at(raw.keys?.dir ?? 'keys');
   return {
     file,
     home,
@@ -109,7 +113,7 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
     },
     catalogDirs: (raw.catalog?.dirs ?? []).map(at),
     catalogSiteData: at(raw.catalog?.siteData ?? 'site-data.json'),
-    keysDir: at(raw.keys?.dir ?? 'keys'),
+    keysDir,
     logging: { level: raw.logging?.level ?? 'info', file: at(raw.logging?.file ?? 'logs/ehrbench.log') },
     runs: {
       concurrencyPerEndpoint: raw.runs?.concurrencyPerEndpoint ?? 16,
@@ -140,5 +144,11 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
       pollSeconds: raw.server?.pollSeconds ?? 1,
     },
     pkiDir: join(home, 'pki'),
+    deid: {
+      mode: raw.deid?.mode ?? 'surrogate',
+      maxShiftDays: raw.deid?.maxShiftDays ?? 365,
+      ...(raw.deid?.restrictedZip3 ? { restrictedZip3: raw.deid.restrictedZip3 } : {}),
+      secretFile: raw.deid?.secretFile ? at(raw.deid.secretFile) : join(keysDir, 'deid-secret.hex'),
+    },
   };
 }

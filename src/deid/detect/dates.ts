@@ -1,0 +1,239 @@
+/**
+ * Dates: every element of a date but the year (45 CFR 164.514(b)(2)(i)(C)) in the forms clinical text
+ * uses: 7/22, 7-22-2104, 2104-07-22, 22 Jul, July 22nd, 2104, 22-Jul-04, Jan 2087, the 14th, '92,
+ * ranges such as 3/4-3/6 (each end is a date). Each detection carries the parts read and a renderer
+ * that writes a shifted date in the same form, so surrogate dates look like the original.
+ *
+ * Bare m/d is the hard case: pain 5/10, strength 5/5, a 2/6 murmur, 1/2 tab are not dates. They are
+ * refused by the words around them, not by the numbers alone.
+ */
+import { type DateParts, type Detection, PRIORITY } from '../types';
+
+const MONTH_NAMES = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
+const MONTH_ALT = 'jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?';
+
+export function monthNumber(word: string): number | undefined {
+  const w = word.toLowerCase().replace(/\.$/, '');
+  if (w.length < 3) return undefined;
+  const i = MONTH_NAMES.findIndex((m) => m.startsWith(w.slice(0, 3)) && (w.length === 3 || m.startsWith(w) || (w === 'sept' && m === 'september')));
+  return i >= 0 ? i + 1 : undefined;
+}
+
+/** Writes a month in the style of the original token: full or abbreviated, case kept, dot kept. */
+function monthStyle(original: string): (m: number) => string {
+  const dot = original.endsWith('.');
+  const word = dot ? original.slice(0, -1) : original;
+  const full = MONTH_NAMES.includes(word.toLowerCase());
+  const len = full ? 0 : word.length;
+  return (m) => {
+    const name = MONTH_NAMES[m - 1] as string;
+    let out = full ? name : name.slice(0, len === 4 && m === 9 ? 4 : 3);
+    if (!full && len === 4 && m !== 9) out = name.slice(0, 3);
+    return caseLike(word, out) + (dot && !full ? '.' : '');
+  };
+}
+
+export function caseLike(model: string, word: string): string {
+  if (model.length > 1 && model === model.toUpperCase()) return word.toUpperCase();
+  if (model[0] && model[0] === model[0].toUpperCase()) return word.charAt(0).toUpperCase() + word.slice(1).toLowerCase();
+  return word.toLowerCase();
+}
+
+function pad(n: number, width: number): string {
+  return String(n).padStart(width, '0');
+}
+
+/** A month or day written like the original: zero-padded only if the original was ("07", not "12"). */
+function padLike(original: string, n: number): string {
+  return original.length === 2 && original.startsWith('0') ? pad(n, 2) : String(n);
+}
+
+function ordinal(n: number): string {
+  const mod100 = n % 100;
+  if (mod100 >= 11 && mod100 <= 13) return 'th';
+  return ['th', 'st', 'nd', 'rd'][n % 10] ?? 'th';
+}
+
+function suffixLike(model: string, n: number): string {
+  const s = ordinal(n);
+  return model === model.toUpperCase() && model !== '' ? s.toUpperCase() : s;
+}
+
+function fullYear(text: string): number {
+  const n = Number(text);
+  if (text.length === 4) return n;
+  return n > 30 ? 1900 + n : 2000 + n;
+}
+
+function yearLike(model: string, y: number): string {
+  return model.length === 2 ? pad(y % 100, 2) : String(y);
+}
+
+const validDay = (d: number) => d >= 1 && d <= 31;
+const validMonth = (m: number) => m >= 1 && m <= 12;
+const validYear = (y: number) => y >= 1800 && y <= 2199;
+
+function detection(start: number, text: string, parts: DateParts, render: (p: Required<DateParts>) => string, priority = PRIORITY.DATE): Detection {
+  return { start, end: start + text.length, type: 'DATE', priority, source: 'detector', date: { parts, render } };
+}
+
+// Words that make m/d a score, a grade, a ratio or a dose rather than a date.
+const BEFORE_NOT_DATE = /(?:pain|scale|score[sd]?|rated?|rates|rating|strength|motor|power|grade[sd]?|gcs|apgar|bp|sbp|dbp|pressure|ratio|murmur|pulses?|reflexes|dtrs?|vision|acuity|fio2?|o2|peep|vent|tv|ie|i:e|sem|hsm|holosystolic|systolic|diastolic|dose|tabs?|x|of|out of|level|lvl|stage|class|tanner|gravida|para|ps|cpap|bipap|settings?|on)\s*[:=]?\s*$/i;
+const AFTER_NOT_DATE = /^\s*(?:pain|murmur|sem|hsm|systolic|diastolic|holosystolic|strength|scale|ratio|tabs?|tablets?|caps?|capsules?|pills?|doses?|ns|normal|mg|mcg|g|gm|ml|cc|l|units?|inch(?:es)?|cm|mm|miles?|blocks?|flights?|hours?|hrs?|days?|cups?|glass(?:es)?|ppd|packs?|of|bottles?|pulses?|reflexes|times|vision|mmhg|mm hg|on|bilat|bilaterally|throughout|x|\+|th|strength|power|motor|lobes?)\b/i;
+
+/** m/d without a year, unless the words around it say it is a measurement. */
+function bareMonthDay(text: string, out: Detection[]): void {
+  const re = /(?<![\d/.:+])(\d{1,2})\/(\d{1,2})(?![\d/]|\.\d|\+)/g;
+  for (const m of text.matchAll(re)) {
+    const month = Number(m[1]);
+    const day = Number(m[2]);
+    if (!validMonth(month) || !validDay(day)) continue;
+    const start = m.index;
+    const end = start + m[0].length;
+    const before = text.slice(Math.max(0, start - 30), start);
+    const after = text.slice(end, end + 20);
+    if (BEFORE_NOT_DATE.test(before) && !/\b(?:on|of)\s*$/i.test(before)) continue;
+    if (AFTER_NOT_DATE.test(after)) continue;
+    // "x/10" is a score when pain or rating words are near, and "5/5" when strength words are.
+    const near = text.slice(Math.max(0, start - 60), Math.min(text.length, end + 30)).toLowerCase();
+    if (day === 10 && month <= 10 && /pain|scale|rate|score|discomfort|ache|nausea|anxiety/.test(near)) continue;
+    if (day === 5 && month <= 5 && /strength|motor|power|grip|ue|le|extremit/.test(near)) continue;
+    if ((day === 4 || day === 6) && /murmur|pulse|sem|hsm|grade/.test(near)) continue;
+    // "on 1/2 tab" and similar fractions of a dose
+    if (/^\s*-?\s*\d/.test(after) && !/^-\d{1,2}\/\d/.test(after)) continue;
+    const [mText, dText] = [m[1] as string, m[2] as string];
+    out.push(detection(start, m[0], { month, day }, (p) => `${padLike(mText, p.month)}/${padLike(dText, p.day)}`));
+  }
+}
+
+function numericDates(text: string, out: Detection[]): void {
+  // ISO and year-first: 2104-07-22, 2104/7/22
+  for (const m of text.matchAll(/(?<![\d/.-])(\d{4})([-/.])(\d{1,2})\2(\d{1,2})(?![\d/]|\.\d)/g)) {
+    const [y, sep, mo, d] = [m[1] as string, m[2] as string, m[3] as string, m[4] as string];
+    if (!validYear(+y) || !validMonth(+mo) || !validDay(+d)) continue;
+    // year-first dates are written zero-padded by the systems that write them
+    out.push(detection(m.index, m[0], { year: +y, month: +mo, day: +d }, (p) => `${p.year}${sep}${pad(p.month, mo.length)}${sep}${pad(p.day, d.length)}`));
+  }
+  // US order with a year: 7/22/2104, 7-22-04, 07.22.2104
+  for (const m of text.matchAll(/(?<![\d/.-])(\d{1,2})([-/.])(\d{1,2})\2(\d{4}|\d{2})(?![\d/]|\.\d|-\d)/g)) {
+    const [mo, sep, d, y] = [m[1] as string, m[2] as string, m[3] as string, m[4] as string];
+    if (!validMonth(+mo) || !validDay(+d)) continue;
+    if (sep === '.' && y.length === 2) continue; // 1.5.20 is more often a version or a dose
+    const year = fullYear(y);
+    out.push(detection(m.index, m[0], { year, month: +mo, day: +d }, (p) => `${padLike(mo, p.month)}${sep}${padLike(d, p.day)}${sep}${yearLike(y, p.year)}`));
+  }
+  bareMonthDay(text, out);
+}
+
+const ORD = '(?:st|nd|rd|th)';
+const YEAR_TAIL = `(?:,?\\s*(\\d{4}|['’]\\d{2}))?`;
+
+function monthNameDates(text: string, out: Detection[], caps: boolean): void {
+  // "may" and "march" are verbs; in mixed-case text they are months only when capitalised.
+  const isMonth = (word: string) => {
+    const lower = word.toLowerCase().replace(/\.$/, '');
+    if ((lower === 'may' || lower === 'march' || lower === 'mar') && !caps && word[0] !== word[0]?.toUpperCase()) return false;
+    if (lower === 'may' && !caps && word === 'MAY') return false;
+    return monthNumber(word) !== undefined;
+  };
+  // Month d[, yyyy]  and  Month d-d
+  const md = new RegExp(`\\b(${MONTH_ALT})(\\.?)(\\s+)(\\d{1,2})(${ORD})?(?:(\\s*[-–]\\s*)(\\d{1,2})(${ORD})?)?\\b(?:(,?\\s*)(\\d{4}\\b|['’]\\d{2}\\b))?`, 'gi');
+  for (const m of text.matchAll(md)) {
+    const [mon, dot, sep, d, suf, rangeSep, d2, suf2, ysep, y] = [m[1] as string, m[2] as string, m[3] as string, m[4] as string, m[5] ?? '', m[6] ?? '', m[7], m[8] ?? '', m[9] ?? '', m[10]];
+    if (!isMonth(mon) || !validDay(+d)) continue;
+    const end = m.index + m[0].length;
+    if (!y && /^\s*(?:mg|mcg|ml|cc|units?|kg|lbs?|%)/i.test(text.slice(end, end + 6))) continue;
+    const style = monthStyle(mon + dot);
+    const year = y ? fullYear(y.replace(/^['’]/, '')) : undefined;
+    const width = d2 && validDay(+d2) ? +d2 - +d : undefined;
+    const parts: DateParts = { month: monthNumber(mon) as number, day: +d, ...(year ? { year } : {}) };
+    out.push(
+      detection(m.index, m[0], parts, (p) => {
+        let s = `${style(p.month)}${sep}${suf ? p.day + suffixLike(suf, p.day) : pad(p.day, d.length)}`;
+        if (width !== undefined) s += `${rangeSep}${p.day + width}${suf2 ? suffixLike(suf2, p.day + width) : ''}`;
+        if (y) s += `${ysep}${/^['’]/.test(y) ? y[0] + pad(p.year % 100, 2) : yearLike(y, p.year)}`;
+        return s;
+      }),
+    );
+  }
+  // d Month [yyyy], 22nd of July, 22-Jul-2104
+  const dm = new RegExp(`\\b(\\d{1,2})(${ORD})?(\\s+of\\s+|\\s+|-)(${MONTH_ALT})(\\.?)(?:(-|,?\\s+)(\\d{4}|\\d{2}(?=\\b)|['’]\\d{2}))?\\b`, 'gi');
+  for (const m of text.matchAll(dm)) {
+    const [d, suf, sep, mon, dot, ysep, y] = [m[1] as string, m[2] ?? '', m[3] as string, m[4] as string, m[5] as string, m[6] ?? '', m[7]];
+    if (!isMonth(mon) || !validDay(+d)) continue;
+    if (y && y.length === 2 && ysep !== '-') continue; // "22 Jul 45 mg" is not a year
+    if (sep === '-' && !y && !/^\s/.test(text.slice(m.index + m[0].length, m.index + m[0].length + 1) || ' ')) continue;
+    const style = monthStyle(mon + dot);
+    const year = y ? fullYear(y.replace(/^['’]/, '')) : undefined;
+    out.push(
+      detection(m.index, m[0], { month: monthNumber(mon) as number, day: +d, ...(year ? { year } : {}) }, (p) => {
+        let s = `${suf ? p.day + suffixLike(suf, p.day) : pad(p.day, d.length)}${sep}${style(p.month)}`;
+        if (y) s += `${ysep}${/^['’]/.test(y) ? y[0] + pad(p.year % 100, 2) : yearLike(y, p.year)}`;
+        return s;
+      }),
+    );
+  }
+  // Month yyyy, Month 'yy
+  const my = new RegExp(`\\b(${MONTH_ALT})(\\.?)(,?\\s+(?:of\\s+)?)(\\d{4}|['’]\\d{2})\\b`, 'gi');
+  for (const m of text.matchAll(my)) {
+    const [mon, dot, sep, y] = [m[1] as string, m[2] as string, m[3] as string, m[4] as string];
+    if (!isMonth(mon)) continue;
+    const year = fullYear(y.replace(/^['’]/, ''));
+    if (y.length === 4 && !validYear(year)) continue;
+    const style = monthStyle(mon + dot);
+    out.push(detection(m.index, m[0], { month: monthNumber(mon) as number, year }, (p) => `${style(p.month)}${sep}${/^['’]/.test(y) ? y[0] + pad(p.year % 100, 2) : p.year}`));
+  }
+  // A month on its own: "in July", "since Oct." (a name like April or June keeps its NAME type: lower priority)
+  const alone = new RegExp(`\\b(${MONTH_ALT})(\\.?)(?![\\w'’])`, 'gi');
+  for (const m of text.matchAll(alone)) {
+    const [mon, dot] = [m[1] as string, m[2] as string];
+    if (!isMonth(mon)) continue;
+    const lower = mon.toLowerCase();
+    const before = text.slice(Math.max(0, m.index - 25), m.index).toLowerCase();
+    const full = MONTH_NAMES.includes(lower);
+    const cue = /\b(?:in|since|until|till|by|during|early|late|mid|last|next|this|of|from|through|thru|before|after|around|since early|since late|beginning of|end of)\s*-?\s*$/.test(before);
+    const ambiguous = ['may', 'march', 'april', 'june', 'august', 'jan', 'mar', 'jun', 'aug'].includes(lower);
+    if (!cue && (!full || ambiguous)) continue;
+    if (!caps && mon[0] !== mon[0]?.toUpperCase()) continue;
+    // "in August." ends a sentence: the dot belongs to an abbreviation only ("since Oct.")
+    const keepDot = dot && !full;
+    const style = monthStyle(mon + (keepDot ? dot : ''));
+    out.push(detection(m.index, keepDot ? m[0] : mon, { month: monthNumber(mon) as number }, (p) => style(p.month), PRIORITY.NAME - 1));
+  }
+}
+
+// Nouns after "the 5th" that make it a rib, a space or a dose rather than a day of the month.
+const ORDINAL_NOT_DAY = /^\s*(?:-|\s)?(?:intercostal|ics|rib|ribs|metatarsal|metacarpal|digit|finger|toe|percentile|ventricle|nerve|cranial|floor|grade|dose|doses|day|days|week|weeks|month|months|year|years|time|times|degree|lumbar|cervical|thoracic|sacral|vertebra|cycle|generation|trimester|birthday|decade|visit|attempt|session|line|place|position|edition|street|st|avenue|ave|division|stage|lobe|segment|hour|round|course|admission|episode|pregnancy|child|sibling|grader|fraction|interspace|costal|gestational|postoperative|post-operative|postop|hospital|pod|life|minute|second|breath|beat|cm|mm|toe|centile|percent)\b/i;
+
+function ordinalDays(text: string, out: Detection[]): void {
+  const re = new RegExp(`\\b(the\\s+)(\\d{1,2})(${ORD})\\b`, 'gi');
+  for (const m of text.matchAll(re)) {
+    const [the, d, suf] = [m[1] as string, m[2] as string, m[3] as string];
+    if (!validDay(+d)) continue;
+    const after = text.slice(m.index + m[0].length, m.index + m[0].length + 20);
+    if (ORDINAL_NOT_DAY.test(after)) continue;
+    if (/^\s+of\s+/i.test(after)) continue; // "the 22nd of July" is found whole by the month forms
+    // "the 3rd and 4th metacarpals", "the 20th, 25th, and 50th percentiles": a list of ordinals is a count
+    if (/^\s*(?:,|and|or|-|to|through)\s*(?:and\s+)?\d{1,3}(?:st|nd|rd|th)\b/i.test(after)) continue;
+    out.push(detection(m.index, m[0], { day: +d }, (p) => `${the}${p.day}${suffixLike(suf, p.day)}`));
+  }
+}
+
+/** '92: a two-digit year written with an apostrophe (often "Jul '92", found whole above). */
+function apostropheYears(text: string, out: Detection[]): void {
+  for (const m of text.matchAll(/(?<![\w'’])(['’])(\d{2})\b(?!['’\d])/g)) {
+    const [q, y] = [m[1] as string, m[2] as string];
+    // 5'10" is a height, not a year
+    if (/\d\s*$/.test(text.slice(Math.max(0, m.index - 2), m.index))) continue;
+    out.push(detection(m.index, m[0], { year: fullYear(y) }, (p) => `${q}${pad(p.year % 100, 2)}`));
+  }
+}
+
+export function detectDates(text: string, caps: boolean): Detection[] {
+  const out: Detection[] = [];
+  numericDates(text, out);
+  monthNameDates(text, out, caps);
+  ordinalDays(text, out);
+  apostropheYears(text, out);
+  return out;
+}

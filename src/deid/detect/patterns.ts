@@ -1,0 +1,170 @@
+/**
+ * Identifiers with a recognisable shape or label: phone and fax numbers, e-mail, URLs, IP addresses,
+ * SSNs, ZIP codes, ages over 89, and the numbered identifiers (MRN, health plan, account, licence,
+ * vehicle, device, biometric, other codes) that notes introduce with a label ("MRN:", "Acct #",
+ * "DEA", "VIN", "serial"). A number without a label is an ID only when it is long or mixes letters
+ * and digits, which lab values and doses do not.
+ */
+import { type Detection, PRIORITY, type SpanType } from '../types';
+
+function push(out: Detection[], type: SpanType, start: number, end: number): void {
+  if (end > start) out.push({ start, end, type, priority: PRIORITY[type], source: 'detector' });
+}
+
+const SUFFIX = String.raw`(?:\s*(?:id|number|num|no\.?|nbr|#)){0,2}`;
+const VALUE = String.raw`\s*(?:[:#=]|is)?\s*#?\s*((?=[A-Z0-9./-]*\d)[A-Z0-9](?:[A-Z0-9./-]*[A-Z0-9])?(?:[ -](?=[A-Z0-9]*\d)[A-Z0-9]{2,})*)`;
+
+/** Labels that introduce an identifier, by type; a label followed by a value with a digit is an identifier. */
+const LABELS: [SpanType, string][] = [
+  ['MRN', String.raw`mrn|mr\s*#|mr\s*no\.?|med(?:ical)?\s*rec(?:ord)?s?(?:\s*(?:number|no\.?|#))?|unit\s*(?:number|no\.?|#)|hospital\s*(?:number|no\.?|#)|chart\s*(?:number|no\.?|#)|patient\s*id|pt\s*id|emr\s*(?:number|#|id)`],
+  ['SSN', String.raw`ssn|ss\s*#|soc(?:ial)?\s*sec(?:urity)?(?:\s*(?:number|no\.?|#))?`],
+  ['HEALTH_PLAN', String.raw`medicare|medicaid|masshealth|mbi|hicn|insurance|insurer|health\s*plan|plan\s*(?:id|#|number)|member\s*(?:id|#|number|no\.?)|subscriber|policy\s*(?:id|#|number|no\.?)|group\s*(?:#|number|no\.?)|beneficiary|bcbs|blue\s*cross|aetna|cigna|humana|tricare|united\s*health(?:care)?`],
+  ['ACCOUNT', String.raw`account|acct|acc\s*#|billing|fin|har|csn|encounter\s*(?:id|#|number|no\.?)|visit\s*(?:id|#|number|no\.?)|invoice|claim`],
+  ['LICENSE', String.raw`licen[cs]e|lic\.?\s*#|dea|npi|certificate|cert\.?\s*#|registration|driver'?s?\s*lic(?:ense)?|dl\s*#|board\s*cert(?:ification)?`],
+  ['VEHICLE', String.raw`vin|vehicle(?:\s*identification)?|license\s*plate|plate\s*(?:#|number|no\.?)|tag\s*#`],
+  ['DEVICE', String.raw`serial|s\/n|sn|device(?:\s*id)?|model\s*(?:#|number|no\.?)|lot\s*(?:#|number|no\.?)?|udi|implant\s*id|imei|pacemaker|icd`],
+  ['BIOMETRIC', String.raw`(?:finger\s*print|retina(?:l)?\s*scan|iris\s*scan|voice\s*print|palm\s*print|biometric|face\s*(?:print|id)|dna\s*profile)(?:\s+(?:template|hash|scan|record|sample))?`],
+  ['ID', String.raw`job|accession|specimen|order|case|ref(?:erence)?|requisition|study|sample|ticket|confirmation|report|dictation|document|batch|id`],
+];
+
+/** One pass for every label: the group that matched names the type. */
+const LABEL_RE = new RegExp(String.raw`\b(?:${LABELS.map(([, label]) => `(${label})`).join('|')})${SUFFIX}${VALUE}`, 'gi');
+
+function labelled(text: string, out: Detection[]): void {
+  for (const m of text.matchAll(LABEL_RE)) {
+    const groupIndex = LABELS.findIndex((_, g) => m[g + 1] !== undefined);
+    const type = (LABELS[groupIndex] as [SpanType, string])[0];
+    const value = m[LABELS.length + 1] as string;
+    const digits = value.replace(/\D/g, '').length;
+    if (value.length < 4 || digits < 2) continue;
+    if (/^[\d.\s-]+$/.test(value) && value.includes('.')) continue; // 11.5-14.5 is a reference range
+    if (/^\d+(?:\.\d+)?\s?-\s?\d+(?:\.\d+)?$/.test(value) && value.replace(/\D/g, '').length <= 6) continue; // 20-32 too
+    if (/^\d{1,3}$/.test(value) || /^\d+\.\d+$/.test(value) || /^(?:19|20|21)\d\d$/.test(value)) continue;
+    const start = m.index + m[0].length - value.length;
+    push(out, type, start, start + value.length);
+  }
+}
+
+/** E-mail addresses, found from their "@" (a regex scanning every word for one is slow). */
+function emails(text: string, out: Detection[]): void {
+  const local = /[A-Za-z0-9._%+-]/;
+  const domain = /^[A-Za-z0-9.-]+\.[A-Za-z]{2,}/;
+  for (let at = text.indexOf('@'); at >= 0; at = text.indexOf('@', at + 1)) {
+    let start = at;
+    while (start > 0 && local.test(text.charAt(start - 1))) start--;
+    const d = domain.exec(text.slice(at + 1, at + 256));
+    if (start < at && d) push(out, 'EMAIL', start, at + 1 + d[0].length);
+  }
+}
+
+const TLD = /\.(?:com|org|net|edu|gov|io|us|info|health|care|biz)\b/i;
+
+function contact(text: string, out: Detection[]): void {
+  emails(text, out);
+  for (const m of text.matchAll(/\b(?:https?|ftp|sftp):\/\/[^\s<>"')\]]+|\bwww\.[^\s<>"')\]]+/gi)) push(out, 'URL', m.index, m.index + m[0].length - (/[.,;:]$/.test(m[0]) ? 1 : 0));
+  const domains = TLD.test(text) ? text.matchAll(/(?<![@\w.-])[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.(?:com|org|net|edu|gov|io|us|info|health|care|biz)\b(?:\/[^\s<>"')\]]*)?/gi) : [];
+  for (const m of domains) {
+    push(out, 'URL', m.index, m.index + m[0].length - (/[.,;:]$/.test(m[0]) ? 1 : 0));
+  }
+  // IPv4, and IPv6 with a "::" or full eight groups (times like 10:30:00 have neither)
+  for (const m of text.matchAll(/(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!\d|\.\d)/g)) push(out, 'IP', m.index, m.index + m[0].length);
+  for (const m of text.matchAll(/\b[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){2,7}(?![\w:])/gi)) {
+    const groups = m[0].split(':');
+    const full = groups.length === 8 && groups.every((g) => g.length > 0);
+    if ((full || m[0].includes('::')) && (/[a-f]/i.test(m[0]) || m[0].includes('::'))) push(out, 'IP', m.index, m.index + m[0].length);
+  }
+  // Phone and fax: (508) 555-0187, 508-555-0187, 508.555.0187, +1 508 555 0187, with an extension
+  const phone = /(?<![\w-])(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?:\s*(?:x|ext\.?|extension)\s*\d{1,5})?(?![\w-])/gi;
+  for (const m of text.matchAll(phone)) push(out, phoneType(text, m.index), m.index, m.index + m[0].length);
+  // 555-0187 with a phone word before it
+  for (const m of text.matchAll(/(?<![\w-])\d{3}[-.]\d{4}(?![\w-])/g)) {
+    if (/(?:phone|tel|telephone|call|cell|mobile|home|work|number|contact|reach|ph|fax|pager|beeper|[pchwf])\s*[:#.]?\s*(?:at|is)?\s*$/i.test(text.slice(Math.max(0, m.index - 20), m.index))) {
+      push(out, phoneType(text, m.index), m.index, m.index + m[0].length);
+    }
+  }
+  // Pagers and extensions: pager 4-7721, x4321, ext. 55
+  for (const m of text.matchAll(/\b(?:pager|pgr|beeper|bpr|ext\.?|extension|x)\s*#?\s*:?\s*(\d(?:[\d-]{2,8}\d))(?![\w-])/gi)) {
+    const value = m[1] as string;
+    push(out, 'PHONE', m.index + m[0].length - value.length, m.index + m[0].length);
+  }
+  // SSN: 123-45-6789 (the shape is distinctive enough on its own)
+  for (const m of text.matchAll(/(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])/g)) push(out, 'SSN', m.index, m.index + m[0].length);
+  for (const m of text.matchAll(/\b(?:ssn|ss#|social security(?: number| no\.?| #)?)\s*[:#]?\s*(\d{3}[ -]?\d{2}[ -]?\d{4})\b/gi)) {
+    const value = m[1] as string;
+    push(out, 'SSN', m.index + m[0].length - value.length, m.index + m[0].length);
+  }
+}
+
+function phoneType(text: string, start: number): SpanType {
+  return /\b(?:fax|facsimile|f)\b\s*(?:no\.?|number|#)?\s*[:#.]?\s*(?:at|is|to)?\s*$/i.test(text.slice(Math.max(0, start - 20), start)) ? 'FAX' : 'PHONE';
+}
+
+const STATES = 'AL|AK|AZ|AR|CA|CO|CT|DE|DC|FL|GA|HI|ID|IL|IN|IA|KS|KY|LA|ME|MD|MA|MI|MN|MS|MO|MT|NE|NV|NH|NJ|NM|NY|NC|ND|OH|OK|OR|PA|RI|SC|SD|TN|TX|UT|VT|VA|WA|WV|WI|WY|PR|VI|GU';
+const STATE_NAMES =
+  'Alabama|Alaska|Arizona|Arkansas|California|Colorado|Connecticut|Delaware|Florida|Georgia|Hawaii|Idaho|Illinois|Indiana|Iowa|Kansas|Kentucky|Louisiana|Maine|Maryland|Massachusetts|Michigan|Minnesota|Mississippi|Missouri|Montana|Nebraska|Nevada|New Hampshire|New Jersey|New Mexico|New York|North Carolina|North Dakota|Ohio|Oklahoma|Oregon|Pennsylvania|Rhode Island|South Carolina|South Dakota|Tennessee|Texas|Utah|Vermont|Virginia|Washington|West Virginia|Wisconsin|Wyoming|Puerto Rico';
+export const STATE_RE_SOURCE = `(?:${STATES}|${STATE_NAMES})`;
+
+function zips(text: string, out: Detection[]): void {
+  const afterState = new RegExp(String.raw`\b(?:${STATES}|${STATE_NAMES})\.?,?\s+(\d{5}(?:-\d{4})?)(?![\d-])`, 'g');
+  for (const m of text.matchAll(afterState)) {
+    const value = m[1] as string;
+    push(out, 'ZIP', m.index + m[0].length - value.length, m.index + m[0].length);
+  }
+  for (const m of text.matchAll(/\b(?:zip|zip\s*code|postal\s*code|zipcode)\s*[:#]?\s*(\d{5}(?:-\d{4})?)(?![\d-])/gi)) {
+    const value = m[1] as string;
+    push(out, 'ZIP', m.index + m[0].length - value.length, m.index + m[0].length);
+  }
+}
+
+const OLD = (n: number) => n >= 90 && n <= 130;
+
+/** Ages over 89 (ages up to 89 are not identifiers under Safe Harbor and stay). */
+function ages(text: string, out: Detection[]): void {
+  const forms = [
+    /\b(\d{2,3})(?:\s*|-)(?:y\/?o\b|yo\b|y\.o\.?|yrs?\.?[- ]old\b|years?[- ]old\b|-?year-old\b|yo[mf]\b|y\/o[mf]?\b|years? of age\b|yr\b)/dgi,
+    /\b(?:age|aged|age:|ages)\s*:?\s*(\d{2,3})\b/dgi,
+    /\b(?:she|he|pt|patient|mom|mother|dad|father|husband|wife|grandmother|grandfather|who|they)\s+(?:is|was|turned|turns|will be)\s+(\d{2,3})\b(?!\s*(?:%|mg|kg|lbs?|mmhg|bpm|\/|\.\d|cm|ml|units|beats|breaths|degrees|minutes|min|hours|days|seconds|years ago|pounds|points))/dgi,
+    /\b(\d{2,3})\s*(?:M|F)\b(?=\s*(?:w\/|with|who|admitted|presents|presenting|pmh|hx|s\/p|,))/dg,
+  ];
+  for (const re of forms) {
+    for (const m of text.matchAll(re)) {
+      const at = m.indices?.[1];
+      if (!at || !OLD(Number(m[1]))) continue;
+      push(out, 'AGE', at[0], at[1]);
+    }
+  }
+  // "in her 90s", "late nineties", "a centenarian"
+  for (const m of text.matchAll(/\b(?:in (?:his|her|their) |early |mid |late |mid-|early-|late-)(9\d|1[0-2]\d)['’]?s\b|\b(?:nonagenarian|centenarian|nineties)\b/gi)) {
+    push(out, 'AGE', m.index, m.index + m[0].length);
+  }
+}
+
+/** Codes without a label: long digit runs and letter-digit mixes that no lab value or dose looks like. */
+function codes(text: string, out: Detection[]): void {
+  // a round number (platelets 300000) is a count, not a code
+  for (const m of text.matchAll(/(?<![\w.,/-])\d{6,}(?![\w,/]|\.\d)/g)) if (!/000$/.test(m[0])) push(out, 'ID', m.index, m.index + m[0].length);
+  for (const m of text.matchAll(/[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*/g)) {
+    const w = m[0];
+    if (w.length < 6 || !/\d/.test(w) || !/[A-Za-z]/.test(w)) continue;
+    const before = text.charAt(m.index - 1);
+    if (before === '_' || before === '-') continue;
+    const digits = w.replace(/\D/g, '').length;
+    // VIN: 17 characters without I, O or Q
+    if (w.length === 17 && /^[A-HJ-NPR-Z0-9]{17}$/.test(w)) push(out, 'VEHICLE', m.index, m.index + w.length);
+    // G3P1011 is obstetric history, 38x20x18 a size: neither is a code
+    else if (digits >= 5 && !/^G\d{1,2}P\d{1,5}$/i.test(w) && !/^\d+(?:x\d+)+$/i.test(w)) push(out, 'ID', m.index, m.index + w.length);
+  }
+  for (const m of text.matchAll(/(?<![\w-])\d{2,}(?:-\d{2,}){2,}(?![\w-])/g)) {
+    if (m[0].replace(/\D/g, '').length >= 7) push(out, 'ID', m.index, m.index + m[0].length);
+  }
+}
+
+export function detectPatterns(text: string): Detection[] {
+  const out: Detection[] = [];
+  contact(text, out);
+  labelled(text, out);
+  zips(text, out);
+  ages(text, out);
+  codes(text, out);
+  return out;
+}

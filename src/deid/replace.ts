@@ -1,0 +1,229 @@
+/**
+ * Replacement. In `surrogate` mode every identifier becomes a realistic fake chosen by an HMAC of the
+ * subject's key and the real value, so the same real name becomes the same fake name in every prompt of
+ * that subject ("hiding in plain sight": a missed identifier is hard to tell from the fakes around it).
+ * Dates of a subject all move by one secret number of days, so intervals and order survive; ages over
+ * 89 become 90+; ZIP codes keep their first three digits (000 where Safe Harbor restricts them).
+ * In `tag` mode identifiers become typed tags ([NAME], [DATE]...).
+ */
+import { createHmac } from 'node:crypto';
+import { caseLike } from './detect/dates';
+import { lexicons } from './lexicons';
+import type { DeidSettings } from './settings';
+import { tokenize } from './text';
+import type { DateParts, Detection } from './types';
+
+const DAY_MS = 86_400_000;
+
+/** Words of places and facilities that stay as they are: they say what kind of place, not which. */
+const KEEP_PLACE_WORDS = new Set(
+  `street st avenue ave av road rd lane ln drive dr boulevard blvd court ct place pl way terrace ter circle cir parkway pkwy highway hwy route rte
+  square sq trail trl pike turnpike alley row path loop plaza apt apartment unit suite ste floor fl room rm box po p o hospital hosp medical
+  center centre med ctr health healthcare care system clinic clinics rehab rehabilitation nursing home facility infirmary hospice imaging
+  radiology family practice medicine group associates urgent pharmacy manor institute university college school church memorial lodge
+  residence assisted senior living laboratories laboratory labs surgery surgical dialysis physicians partners cancer heart va vamc of the and
+  north south east west n s e w saint st mount mt general community regional county`.split(/\s+/),
+);
+
+const NAME_PARTICLES = new Set(['van', 'von', 'de', 'der', 'den', 'la', 'le', 'da', 'di', 'du', 'del', 'della', 'dos', 'das', 'ter', 'ten', 'bin', 'ibn', 'al', 'el', 'y', 'zu']);
+
+export interface Replacement {
+  /** Output offsets of each replacement in the de-identified text. */
+  regions: { start: number; end: number }[];
+  text: string;
+}
+
+/** One subject's surrogate key, date shift and memory of what it has replaced. */
+export class SubjectSurrogates {
+  private readonly key: Buffer;
+  readonly shiftDays: number;
+  private readonly lex = lexicons();
+  private readonly avoid: Set<string>;
+
+  constructor(secret: Buffer, subject: string, settings: DeidSettings, avoid: Iterable<string>) {
+    this.key = createHmac('sha256', secret).update(`subject\u0000${subject}`).digest();
+    const h = this.hmac('date-shift');
+    const magnitude = 1 + (h.readUInt32BE(0) % Math.max(1, settings.maxShiftDays));
+    this.shiftDays = h[4]! & 1 ? magnitude : -magnitude;
+    this.avoid = new Set([...avoid].map((a) => a.toLowerCase()));
+  }
+
+  private hmac(label: string): Buffer {
+    return createHmac('sha256', this.key).update(label).digest();
+  }
+
+  private index(label: string, n: number, attempt = 0): number {
+    return this.hmac(`${label}\u0000${attempt}`).readUInt32BE(0) % n;
+  }
+
+  private pick(kind: string, value: string, list: readonly string[]): string {
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const candidate = list[this.index(`${kind}\u0000${value}`, list.length, attempt)] as string;
+      if (candidate !== value && !this.avoid.has(candidate)) return candidate;
+    }
+    return list[0] as string;
+  }
+
+  /** A name word: first names from first names, other words from surnames, case and hyphens kept. */
+  nameWord(word: string, canonical?: string): string {
+    return word
+      .split('-')
+      .map((part) => {
+        const lower = (canonical && !word.includes('-') ? canonical : part).toLowerCase();
+        if (part.length === 1) return caseLike(part, this.letter(`initial\u0000${lower}`));
+        // The role depends on the word alone, so every mention of it gets the same fake.
+        const isFirst = this.lex.commonFirstNames.has(lower) || (this.lex.firstNames.has(lower) && !this.lex.surnames.has(lower));
+        const fake = this.pick(isFirst ? 'first' : 'last', lower, isFirst ? surrogateFirstNames() : surrogateSurnames());
+        return caseLike(part, fake);
+      })
+      .join('-');
+  }
+
+  /** "first.last" for a fake e-mail address. */
+  person(value: string): string {
+    return `${this.pick('first', `email\u0000${value}`, surrogateFirstNames())}.${this.pick('last', `email\u0000${value}`, surrogateSurnames())}`;
+  }
+
+  letter(label: string): string {
+    return String.fromCharCode(65 + this.index(label, 26));
+  }
+
+  /** Digits become other digits and letters other letters, separators stay: the shape survives. */
+  shape(kind: string, value: string): string {
+    const normal = value.replace(/[^A-Za-z0-9]/g, '').toUpperCase();
+    const h = this.hmac(`shape\u0000${kind}\u0000${normal}`);
+    let i = 0;
+    const next = () => h[i++ % h.length] as number;
+    return value.replace(/[A-Za-z0-9]/g, (c) => {
+      if (/\d/.test(c)) return String(next() % 10);
+      const l = String.fromCharCode(65 + (next() % 26));
+      return c === c.toLowerCase() ? l.toLowerCase() : l;
+    });
+  }
+
+  place(word: string): string {
+    return caseLike(word, this.pick('place', word.toLowerCase(), surrogatePlaces()));
+  }
+
+  shiftDate(parts: DateParts, ref: { year: number; month: number }): Required<DateParts> {
+    const year = parts.year ?? ref.year;
+    const month = parts.month ?? (parts.day !== undefined ? ref.month : 7);
+    const day = parts.day ?? (parts.month !== undefined ? 15 : 1);
+    const shifted = new Date(Date.UTC(year, month - 1, day) + this.shiftDays * DAY_MS);
+    return { year: shifted.getUTCFullYear(), month: shifted.getUTCMonth() + 1, day: shifted.getUTCDate() };
+  }
+}
+
+let firstCache: string[] | undefined;
+let lastCache: string[] | undefined;
+let placeCache: string[] | undefined;
+
+/** Fakes are ordinary-looking names that are not also English words or clinical terms. */
+function plainNames(set: ReadonlySet<string>): string[] {
+  const { english, clinical } = lexicons();
+  return [...set].filter((n) => n.length >= 3 && n.length <= 10 && !english.has(n) && !clinical.has(n)).sort();
+}
+function surrogateFirstNames(): string[] {
+  return (firstCache ??= plainNames(lexicons().firstNames));
+}
+function surrogateSurnames(): string[] {
+  return (lastCache ??= plainNames(lexicons().surnames).filter((n) => !lexicons().firstNames.has(n)));
+}
+function surrogatePlaces(): string[] {
+  const { english, clinical, firstNames } = lexicons();
+  return (placeCache ??= [...lexicons().cities].filter((c) => /^[a-z]{5,12}$/.test(c) && !english.has(c) && !clinical.has(c) && !firstNames.has(c)).sort());
+}
+
+const STATE_ABBREVIATIONS = new Set(
+  'AL AK AZ AR CA CO CT DE DC FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY PR VI GU'.split(' '),
+);
+
+/** Safe Harbor's ZIP rule: the first three digits, or 000 where the three-digit area is small. */
+function zip3(zip: string, settings: DeidSettings): string {
+  const prefix = zip.slice(0, 3);
+  return `${settings.restrictedZip3.includes(prefix) ? '000' : prefix}XX`;
+}
+
+function tag(d: Detection): string {
+  return `[${d.type}]`;
+}
+
+/** The first full date in the text anchors dates written without a year or month. */
+function reference(detections: Detection[]): { year: number; month: number } {
+  for (const d of detections) {
+    const p = d.date?.parts;
+    if (p?.year !== undefined && p.month !== undefined) return { year: p.year, month: p.month };
+  }
+  return { year: 2000, month: 1 };
+}
+
+export function replaceAll(text: string, detections: Detection[], settings: DeidSettings, subject: () => SubjectSurrogates): Replacement {
+  const regions: { start: number; end: number }[] = [];
+  let out = '';
+  let pos = 0;
+  const ref = settings.mode === 'surrogate' ? reference(detections) : { year: 2000, month: 1 };
+  for (const d of detections) {
+    out += text.slice(pos, d.start);
+    const original = text.slice(d.start, d.end);
+    const fake = settings.mode === 'tag' ? tag(d) : surrogate(original, d, settings, subject(), ref);
+    regions.push({ start: out.length, end: out.length + fake.length });
+    out += fake;
+    pos = d.end;
+  }
+  out += text.slice(pos);
+  return { text: out, regions };
+}
+
+function surrogate(original: string, d: Detection, settings: DeidSettings, s: SubjectSurrogates, ref: { year: number; month: number }): string {
+  switch (d.type) {
+    case 'NAME': {
+      let out = '';
+      let pos = 0;
+      const tokens = tokenize(original);
+      const canonical = d.canonical?.length === 1 && tokens.length === 1 ? d.canonical[0] : undefined;
+      for (const t of tokens) {
+        // particles ("van", "de la") stay: they say nothing about who
+        const keep = t.shape === 'lower' && NAME_PARTICLES.has(t.lower);
+        out += original.slice(pos, t.start) + (keep ? t.text : s.nameWord(t.text, canonical));
+        pos = t.end;
+      }
+      return out + original.slice(pos);
+    }
+    case 'DATE':
+      if (d.date) return d.date.render(s.shiftDate(d.date.parts, ref));
+      return '[DATE]';
+    case 'AGE':
+      return '90+';
+    case 'ZIP':
+      return zip3(original, settings);
+    case 'LOCATION': {
+      let out = '';
+      let pos = 0;
+      for (const m of original.matchAll(/[A-Za-z][A-Za-z'’]*|\d+/g)) {
+        const word = m[0];
+        out += original.slice(pos, m.index);
+        if (/^\d{5}$/.test(word) && /[A-Z]{2}\s+$/.test(original.slice(0, m.index))) out += zip3(word, settings);
+        else if (/^\d/.test(word)) out += s.shape('loc', word).replace(/^0/, '1');
+        else if (/^[A-Z]{2}$/.test(word) && STATE_ABBREVIATIONS.has(word)) out += word; // states are not identifiers
+        else if (KEEP_PLACE_WORDS.has(word.toLowerCase().replace(/['’]s$/, ''))) out += word;
+        else {
+          const possessive = /['’]s$/.test(word);
+          out += s.place(possessive ? word.slice(0, -2) : word) + (possessive ? word.slice(-2) : '');
+        }
+        pos = m.index + word.length;
+      }
+      return out + original.slice(pos);
+    }
+    case 'EMAIL':
+      return `${s.person(original.toLowerCase())}@example.org`;
+    case 'URL':
+      return `https://www.example.org/${s.shape('url', original).replace(/[^A-Za-z0-9]/g, '').slice(0, 6).toLowerCase()}`;
+    case 'IP':
+      return original.includes(':') ? `2001:db8::${s.shape('ip', original).replace(/[^0-9]/g, '').slice(0, 4)}` : `192.0.2.${1 + (Number(s.shape('ip', original).replace(/\D/g, '').slice(0, 3)) % 254)}`;
+    case 'SSN':
+      // 9xx is never issued as an SSN area number, so a fake can never be someone's
+      return s.shape('ssn', original).replace(/\d/, '9');
+    default:
+      return s.shape(d.type, original);
+  }
+}

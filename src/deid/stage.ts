@@ -1,0 +1,32 @@
+/**
+ * The de-identification stage of the run pipeline. Prompts of runs that must be de-identified
+ * (approval-required and private tiers, or a benchmark that asks for it) are de-identified after the
+ * prompt is built; the result is scanned once more and refused if anything identifying remains. A
+ * refusal names its rule; the engine records the instance as blocked and goes on with the run.
+ */
+import type { DeidStage } from '../runs/stages';
+import { Deidentifier } from './deidentifier';
+import { type DeidSettings, loadSecret, settingsVersion } from './settings';
+import type { Detector } from './detect';
+
+export const RESIDUAL_RULE = 'deid.residual-identifier';
+export const ERROR_RULE = 'deid.failed';
+
+export function createDeidStage(settings: DeidSettings, opts: { detectors?: Detector[]; secret?: () => Buffer } = {}): DeidStage {
+  let secret: Buffer | undefined;
+  const deid = new Deidentifier(settings, opts.secret ?? (() => (secret ??= loadSecret(settings.secretFile))), opts.detectors);
+  return {
+    version: settingsVersion(settings),
+    apply(ctx, instance, prompt) {
+      if (!ctx.deidentify) return { ok: true, prompt, spans: 0 };
+      try {
+        const out = deid.run({ text: prompt, ...(instance.known ? { known: instance.known } : {}), subject: instance.subjectId ?? `instance\u0000${ctx.benchmark.definition.id}\u0000${instance.key}` });
+        if (out.residual.length > 0) return { ok: false, rule: RESIDUAL_RULE };
+        return { ok: true, prompt: out.text, spans: out.spans.length };
+      } catch {
+        // Fail closed, and say nothing about the text: the error could quote it.
+        return { ok: false, rule: ERROR_RULE };
+      }
+    },
+  };
+}
