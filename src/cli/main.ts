@@ -10,6 +10,7 @@ import { benchmarksCommand } from './commands/benchmarks';
 import { dbCommand } from './commands/db';
 import { demoCommand } from './commands/demo';
 import { endpointsCommand } from './commands/endpoints';
+import { exportCommand } from './commands/export';
 import { initCommand } from './commands/init';
 import { leaderboardCommand } from './commands/leaderboard';
 import { approvalsCommand } from './commands/approvals';
@@ -41,6 +42,7 @@ export function buildCli(argv: string[], io: Io) {
     .command(serveCommand(io))
     .command(pkiCommand(io))
     .command(leaderboardCommand(io))
+    .command(exportCommand(io))
     .demandCommand(1, 'name a command; see --help')
     .strict()
     .recommendCommands()
