@@ -53,7 +53,8 @@ export function requestValidator(schema: Record<string, unknown>, part: 'body' |
   const known = id !== '' && schemaFiles().includes(id);
   if (part === 'body') return known ? validatorFor(id) : instance().compile(schema);
   const a = coercingInstance();
-  if (known) return a.getSchema(id) ?? a.compile(loadSchema(id));
+  // Compiled once and found again by its $id (a route's HEAD twin, or another route, reuses it).
+  if (known) return a.getSchema(schema.$id as string) ?? a.compile(loadSchema(id));
   return a.getSchema(schema.$id as string) ?? a.compile(schema);
 }
 

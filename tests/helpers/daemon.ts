@@ -55,7 +55,7 @@ function writeSiteBenchmarks(dir: string, rows: number): void {
         category: 'Administration and Workflow',
         subcategory: 'Care Coordination and Planning',
         tier: b.tier,
-        dataset: { path: 'data.csv', format: 'csv', adapter: 'columns', columns: { id: 'id', vars: { note: 'context' }, reference: 'label', choices: ['yes', 'no'] } },
+        dataset: { origin: 'shipped', files: [{ path: 'data.csv' }], format: 'csv', adapter: 'columns', columns: { id: 'id', vars: { note: 'context' }, reference: 'label', choices: ['yes', 'no'] } },
         prompt: { templateFile: 'prompt.txt', maxTokens: 1 },
         references: 'label column',
         metrics: { main: 'exact_match' },
