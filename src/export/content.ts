@@ -10,9 +10,9 @@ import type { PriceEntry } from '../config';
 import { costUsd, priceFor } from '../runs/cost';
 import type { RunRow, RunStore } from '../runs/store';
 import { TIERS, type Tier } from '../tiers';
-import { type DisclosureSettings, type CellStatus, complement, metricCell, releasedCount, suppressPartition } from './disclosure';
+import { type DisclosureSettings, metricCell, releasedCount, subgroupCells, suppressPartition } from './disclosure';
 import { type CellRef, type ExportStore, OTHER_LABEL } from './store';
-import type { DisclosurePolicy, ExportContent, ExportResult, MetricCell, Subgroup, SubgroupCell, Usage } from './types';
+import type { DisclosurePolicy, ExportContent, ExportResult, MetricCell, Subgroup, Usage } from './types';
 
 export interface ContentDeps {
   exports: ExportStore;
@@ -127,41 +127,21 @@ async function runResult(deps: ContentDeps, run: RunRow, cohorts: ReleasedCohort
 }
 
 async function subgroupOf(deps: ContentDeps, run: RunRow, sg: { field: string; values: string[] }, metrics: string[], cohorts: ReleasedCohort[]): Promise<Subgroup> {
-  const s = deps.settings;
   const found = await deps.exports.labelCounts(run.run_id, sg.field, sg.values);
   // Declared labels always appear (0 is a releasable count); "(other)" only when some instance has it.
   const labels = [...sg.values, ...((found.get(OTHER_LABEL) ?? 0) > 0 ? [OTHER_LABEL] : [])];
   const counts = labels.map((l) => found.get(l) ?? 0);
-  const cellStatus = suppressPartition(counts, s.k);
+  const cellStatus = suppressPartition(counts, deps.settings.k);
+  // Statistics only of cells whose count is released: a hidden cell's values are never read.
   const stats = await Promise.all(
-    labels.map((label, i) => (cellStatus[i] === 'released' && (counts[i] ?? 0) > 0 ? deps.exports.cellStats(run.run_id, { field: sg.field, values: sg.values, label }, metrics) : undefined)),
+    labels.map(async (label, i) =>
+      cellStatus[i] === 'released' && (counts[i] ?? 0) > 0 ? (await deps.exports.cellStats(run.run_id, { field: sg.field, values: sg.values, label }, metrics)).metrics : undefined,
+    ),
   );
-  // Per metric: hide cells with fewer than k values, then complement within the partition. A cell
-  // hidden by its count counts as hidden for every metric.
-  const metricStatus = new Map<string, CellStatus[]>();
-  for (const m of metrics) {
-    const sizes = labels.map((_, i) => (cellStatus[i] === 'released' ? (stats[i]?.metrics.get(m)?.n ?? 0) : (counts[i] ?? 0)));
-    const status = labels.map((_, i): CellStatus => {
-      if (cellStatus[i] !== 'released') return cellStatus[i] as CellStatus;
-      const size = sizes[i] ?? 0;
-      return size > 0 && size < s.k ? '<k' : 'released';
-    });
-    metricStatus.set(m, complement(sizes, status));
+  const cells = subgroupCells(labels, counts, stats, metrics, deps.settings);
+  for (const c of cells) {
+    if (!('suppressed' in c) && c.n.high > 0) cohorts.push({ runId: run.run_id, benchmarkId: run.benchmark_id, cell: { field: sg.field, values: sg.values, label: c.label } });
   }
-  const cells: SubgroupCell[] = labels.map((label, i) => {
-    const status = cellStatus[i] as CellStatus;
-    if (status !== 'released') return { label, suppressed: status };
-    const count = counts[i] ?? 0;
-    if (count > 0) cohorts.push({ runId: run.run_id, benchmarkId: run.benchmark_id, cell: { field: sg.field, values: sg.values, label } });
-    return {
-      label,
-      n: count === 0 ? { low: 0, high: 0 } : (releasedCount(count, s) as { low: number; high: number }),
-      metrics: metrics.map((m): MetricCell => {
-        const ms = metricStatus.get(m)?.[i] ?? '<k';
-        return ms === 'released' ? metricCell(stats[i]?.metrics.get(m), m, s) : { name: m, suppressed: ms };
-      }),
-    };
-  });
   return { field: sg.field, cells };
 }
 

@@ -7,7 +7,7 @@
  *    so no hidden cell can be recovered as total minus the others. The same holds per metric;
  *  - values rounded to a fixed number of decimals; confidence intervals only for released cells.
  */
-import type { Count, CountRange, MetricCell, SuppressionMarker } from './types';
+import type { Count, CountRange, MetricCell, SubgroupCell, SuppressionMarker } from './types';
 
 export interface DisclosureSettings {
   /** Minimum cell size. */
@@ -112,4 +112,43 @@ export function complement(counts: readonly number[], status: CellStatus[]): Cel
     if (smallest >= 0) status[smallest] = 'complementary';
   }
   return status;
+}
+
+/**
+ * The cells of one subgroup field: counts suppressed by k with complementary suppression, then per
+ * metric the same again over the cells whose count is released (a metric can have fewer values than
+ * its cell has instances; a cell hidden by its count counts as hidden for every metric).
+ * `stats[i]` holds cell i's metric statistics, read only for cells whose count is released.
+ */
+export function subgroupCells(
+  labels: readonly string[],
+  counts: readonly number[],
+  stats: readonly (ReadonlyMap<string, MetricStats> | undefined)[],
+  metrics: readonly string[],
+  s: DisclosureSettings,
+): SubgroupCell[] {
+  const cellStatus = suppressPartition(counts, s.k);
+  const metricStatus = new Map<string, CellStatus[]>();
+  for (const m of metrics) {
+    const sizes = labels.map((_, i) => (cellStatus[i] === 'released' ? (stats[i]?.get(m)?.n ?? 0) : (counts[i] ?? 0)));
+    const status = labels.map((_, i): CellStatus => {
+      if (cellStatus[i] !== 'released') return cellStatus[i] as CellStatus;
+      const size = sizes[i] ?? 0;
+      return size > 0 && size < s.k ? '<k' : 'released';
+    });
+    metricStatus.set(m, complement(sizes, status));
+  }
+  return labels.map((label, i): SubgroupCell => {
+    const status = cellStatus[i] as CellStatus;
+    if (status !== 'released') return { label, suppressed: status };
+    const count = counts[i] ?? 0;
+    return {
+      label,
+      n: count === 0 ? { low: 0, high: 0 } : rangeOf(count, s),
+      metrics: metrics.map((m): MetricCell => {
+        const ms = metricStatus.get(m)?.[i] ?? '<k';
+        return ms === 'released' ? metricCell(stats[i]?.get(m), m, s) : { name: m, suppressed: ms };
+      }),
+    };
+  });
 }

@@ -6,7 +6,7 @@ export { ExportService, type ExportFormat, type ExportServiceOptions } from './s
 export { verifyBundle, signBundle, BUNDLE_FILE, BUNDLE_SCHEMA, type VerifyReport } from './bundle';
 export { loadExportPublicKey, loadExportSigningKey, keyFingerprint, EXPORT_PUBLIC_KEY_FILE, EXPORT_SIGNING_KEY_FILE } from './keys';
 export { writeExportFiles, writeDurably, type ExportFiles, type WriteFile } from './write';
-export { rangeOf, releasedCount, suppressPartition, complement, metricCell, wilson, normalInterval, type DisclosureSettings, type MetricStats } from './disclosure';
+export { rangeOf, releasedCount, suppressPartition, complement, subgroupCells, metricCell, wilson, normalInterval, type DisclosureSettings, type MetricStats } from './disclosure';
 export { helmFilesFor, helmRunName, helmFileProblems } from './helm';
 export type { ExportRow } from './store';
 export type * from './types';
