@@ -42,9 +42,11 @@ function printResult(io: Io, r: ExportResult): void {
     const rows: string[][] = [];
     for (const c of sg.cells) {
       if ('suppressed' in c) rows.push([c.label, `suppressed (${c.suppressed})`, '', '', '']);
+      else if (c.n.high === 0) rows.push([c.label, '0', '', '', '']);
       else for (const m of c.metrics) rows.push([c.label, count(c.n), m.name, ...metric(m).slice(0, 2)]);
     }
-    io.stdout(formatTable(['label', 'n', 'metric', 'value', '95% CI'], rows).replace(/^/gm, '    '));
+    const table = formatTable(['label', 'n', 'metric', 'value', '95% CI'], rows);
+    io.stdout(table.split('\n').map((line) => (line ? `    ${line}` : line)).join('\n'));
   }
   if (r.usage) io.stdout(`  tokens ~${r.usage.promptTokens} in, ~${r.usage.completionTokens} out; estimated cost ${r.usage.estimatedCostUsd === null ? 'unknown (no price)' : `$${r.usage.estimatedCostUsd.toFixed(2)}`}\n`);
 }
