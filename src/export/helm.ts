@@ -55,7 +55,9 @@ export function helmFilesFor(results: ExportResult[], benchmarkOf: (id: string) 
   for (const r of results) {
     if ('suppressed' in r.n || (r.n as CountRange).high === 0) continue;
     const benchmark = benchmarkOf(r.benchmark.id);
-    const runName = helmRunName(r);
+    // Two runs of one benchmark on one model (different cohorts) would share HELM's name: tell them apart.
+    const base = helmRunName(r);
+    const runName = files.some((f) => f.runName === base) ? `${base},ehrbench_run=${r.runId.slice(0, 8)}` : base;
     const model = r.model.model ?? r.model.deployment ?? r.model.endpointId;
     const runSpec = {
       name: runName,

@@ -30,6 +30,9 @@ export class ApprovalBudgets implements BudgetStage {
     const approvalId = ctx.approvalId;
     const price = priceFor(this.prices, ctx.endpoint);
     const maxTokens = ctx.benchmark.definition.prompt.maxTokens;
+    // Most approvals have no budget: that is settled without a lock (budgets are set at creation).
+    const plain = await this.db.query<{ budget_usd: number | null }>('SELECT budget_usd FROM approvals WHERE approval_id = $1::uuid', [approvalId]);
+    if (plain[0] && plain[0].budget_usd === null) return { allowed: true, rule: 'budget.none', reason: 'approval has no budget' };
     return this.db.transaction(async (tx) => {
       const rows = await tx.query<{ budget_usd: number | null; protocol_number: string }>(
         'SELECT budget_usd, protocol_number FROM approvals WHERE approval_id = $1::uuid FOR UPDATE',
