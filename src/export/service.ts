@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import type { Approval } from '../access';
 import type { App } from '../app';
 import { canonicalJson, sha256Hex } from '../canonical';
+import { formatSchemaErrors, validatorFor } from '../config/validate';
 import { PolicyDenied, UserError } from '../errors';
 import type { Actor } from '../identity/actor';
 import type { RunRow } from '../runs/store';
@@ -137,6 +138,11 @@ export class ExportService {
       { exports: this.store, runs: this.app.engine.store, catalog: this.app.catalog, prices: this.app.config.export.prices, settings: this.settings },
       { exportId, siteId: this.app.config.site.id, requestedBy, requestedOn, runs, approvals },
     );
+    // What cannot go into a bundle (a model name with spaces, say) is refused now, not after a release is audited.
+    const validate = validatorFor('api/export-preview.schema.json');
+    if (!validate(content)) {
+      throw new UserError('export.content-invalid', `the export cannot be represented in a bundle (${formatSchemaErrors(validate.errors).join('; ')}); fix the named field (endpoint or benchmark ids, model names) and request again`);
+    }
     const close = await this.differencing(this.app.db, cohorts, exportId);
     if (close) return refusal('disclosure.differencing', close);
     return { ok: true, content, cohorts };

@@ -3,6 +3,7 @@
  * where the operating-system account is a researcher and auditor: it may request and download its
  * exports, never release them.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openApp } from '../../src/app';
@@ -13,6 +14,7 @@ import { Operations } from '../../src/operations';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
 import { startTestApp } from '../helpers/app';
 import { tempDir } from '../helpers/db';
+import { ROOT } from '../helpers/paths';
 
 jest.setTimeout(180_000);
 
@@ -84,6 +86,11 @@ describe('export and leaderboard commands', () => {
       expect(lb.benchmarks.map((b: { id: string }) => b.id)).toEqual(['pubmed_qa', 'medec']);
       expect(lb.models[0].macroAverage).toBeCloseTo(((runs[0]?.mainScore ?? 0) + (runs[1]?.mainScore ?? 0)) / 2, 10);
       expect((await cli(['leaderboard'])).code).toBe(2);
+      for (const sub of ['request', 'show', 'list', 'release', 'download', 'verify']) {
+        const help = spawnSync(process.execPath, [join(ROOT, 'bin', 'ehrbench.js'), 'export', sub, '--help'], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+        expect(help.status).toBe(0);
+        expect(help.stdout).toContain(`ehrbench export ${sub}`);
+      }
     } finally {
       await t.server.close();
       await t.home.cleanup();
