@@ -13,6 +13,7 @@ import { assertSafeEgressEnvironment, type EndpointPolicy, loadEndpointPolicy, t
 import { createLogger, type Logger } from './log';
 import { AccessPolicy, ApprovalStore, loadPrincipals, type PrincipalDirectory } from './access';
 import { type Engine } from './runs/engine';
+import { ApprovalBudgets } from './runs/budget';
 import { EndpointModels } from './runs/model-stage';
 import { templatePrompt } from './runs/prompt';
 import { createScoring } from './runs/scoring';
@@ -92,6 +93,7 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     access: new AccessPolicy(principals, approvals),
     prompt: templatePrompt,
     deid: createDeidStage(settingsFrom(config.deid)),
+    budget: new ApprovalBudgets(db, config.export.prices, config.runs.leaseSeconds),
     models,
     scoring: createScoring({ endpoints, judges, sql, deid: () => engine.deid }),
     logger,

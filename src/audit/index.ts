@@ -2,7 +2,7 @@
 export type { AuditTrail, AuditEventInput, AuditEventType, AuditAction, AuditOutcome, AuditSubject } from './types';
 export { AUDIT_EVENT_TYPES } from './types';
 export { AuditLog, AuditUnavailable } from './trail';
-export type { AuditLogOptions } from './trail';
+export type { AuditLogOptions, CheckpointRef } from './trail';
 export { verifyAudit } from './verify';
 export type { Finding, VerifyReport, StoredCheckpoint } from './verify';
 export { streamRecords, streamRecordPages, tailRecords, loadCheckpoints, toSignedCheckpoint } from './store';

@@ -23,6 +23,14 @@ export class AuditUnavailable extends UserError {
   }
 }
 
+/** Which signed checkpoint covers an event: enough to find it and check it against the trail. */
+export interface CheckpointRef {
+  checkpointId: number;
+  seq: number;
+  headHash: string;
+  keyFingerprint: string;
+}
+
 export interface AuditLogOptions {
   provenance: Provenance;
   signingKey: SigningKey;
@@ -64,18 +72,36 @@ export class AuditLog implements AuditTrail {
   }
 
   async seal(): Promise<void> {
-    let checkpoint: SignedCheckpoint | undefined;
+    await this.sealCovering();
+  }
+
+  /**
+   * Seals like `seal` and returns the checkpoint that covers every event recorded so far: the new one,
+   * or the newest existing one when it already reaches the head. An export names it, so a verifier can
+   * tell the release event was in the trail before the bundle was written. Undefined for an empty trail.
+   */
+  async sealCovering(): Promise<CheckpointRef | undefined> {
+    let sealed: { checkpoint?: SignedCheckpoint; ref?: CheckpointRef };
     try {
-      checkpoint = await this.db.transaction(async (tx) => {
+      sealed = await this.db.transaction(async (tx) => {
         const head = await this.lockHead(tx);
-        const last = await tx.query<{ seq: number }>('SELECT seq FROM audit_checkpoints ORDER BY checkpoint_id DESC LIMIT 1');
-        if (head.seq === 0 || (last[0] && last[0].seq >= head.seq)) return undefined;
-        return this.insertCheckpoint(tx, head.seq, head.row_hash);
+        if (head.seq === 0) return {};
+        const last = await tx.query<{ checkpoint_id: number; seq: number; head_hash: string; key_fingerprint: string }>(
+          'SELECT checkpoint_id, seq, head_hash, key_fingerprint FROM audit_checkpoints ORDER BY checkpoint_id DESC LIMIT 1',
+        );
+        const newest = last[0];
+        if (newest && Number(newest.seq) >= Number(head.seq)) {
+          return { ref: { checkpointId: Number(newest.checkpoint_id), seq: Number(newest.seq), headHash: newest.head_hash, keyFingerprint: newest.key_fingerprint } };
+        }
+        const checkpoint = await this.insertCheckpoint(tx, head.seq, head.row_hash);
+        const s = checkpoint.statement;
+        return { checkpoint, ref: { checkpointId: s.checkpointId, seq: s.seq, headHash: s.headHash, keyFingerprint: s.keyFingerprint } };
       });
     } catch (err) {
       throw new AuditUnavailable(`checkpoint: ${describeError(err).code === 'internal' ? (err as Error).name : describeError(err).code}`);
     }
-    if (checkpoint) this.witness(checkpoint);
+    if (sealed.checkpoint) this.witness(sealed.checkpoint);
+    return sealed.ref;
   }
 
   private async lockHead(tx: Queryable): Promise<{ seq: number; row_hash: string }> {

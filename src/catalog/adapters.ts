@@ -153,7 +153,8 @@ function medecAdapter(record: RawRecord, ctx: AdapterContext): Instance | null {
     key: text(record, 'Text ID', ctx),
     vars: { sentences },
     references: [hasError ? `${sentenceId} ${text(record, 'Corrected Sentence', ctx)}` : 'CORRECT'],
-    extra: { errorFlag: hasError, errorSentenceId: sentenceId },
+    // errorType is a declared export subgroup (MEDEC's five error types, "none" for correct notes).
+    extra: { errorFlag: hasError, errorSentenceId: sentenceId, errorType: hasError ? text(record, 'Error Type', ctx).trim() : 'none' },
   };
 }
 

@@ -27,6 +27,8 @@ export interface BenchmarkDefinition {
   prompt: { templateFile: string; maxTokens: number; temperature?: number };
   references: string;
   metrics: { main: string; secondary?: string[] };
+  /** Subgroups an export may report: an `extra` field of each instance and its declared values. */
+  subgroups?: { field: string; values: string[] }[];
   jury?: JuryDefinition;
   split: 'test' | 'valid';
   lowerIsBetter: boolean | null;

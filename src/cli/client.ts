@@ -9,7 +9,7 @@ import { Agent, fetch } from 'undici';
 import type { Approval, ApprovalChange, ApprovalInput } from '../access';
 import { openApp, type App } from '../app';
 import { PolicyDenied, UserError } from '../errors';
-import { type Caller, localCaller, Operations, type RunRequestInput, type RunView } from '../operations';
+import { type Caller, type ExportDownload, type ExportView, localCaller, Operations, type RunRequestInput, type RunView } from '../operations';
 
 export { localCaller };
 import type { GlobalArgs } from './context';
@@ -54,6 +54,11 @@ export interface Client {
   showApproval(id: string): Promise<ApprovalDetail>;
   changeApproval(id: string, change: ApprovalChange, reason: string): Promise<Approval>;
   revokePrincipal(id: string, reason: string): Promise<{ principal: string; revoked: number }>;
+  requestExport(runIds: string[]): Promise<ExportView>;
+  listExports(limit: number): Promise<ExportView[]>;
+  showExport(id: string): Promise<ExportView>;
+  releaseExport(id: string, format: 'bundle' | 'helm'): Promise<{ export: ExportView; files: ExportDownload }>;
+  downloadExport(id: string): Promise<ExportDownload>;
   close(): Promise<void>;
 }
 
@@ -75,6 +80,11 @@ class LocalClient implements Client {
   showApproval = (id: string) => this.ops.showApproval(this.caller, id);
   changeApproval = (id: string, change: ApprovalChange, reason: string) => this.ops.changeApproval(this.caller, id, change, reason);
   revokePrincipal = (id: string, reason: string) => this.ops.revokePrincipal(this.caller, id, reason);
+  requestExport = (runIds: string[]) => this.ops.requestExport(this.caller, runIds);
+  listExports = (limit: number) => this.ops.listExports(this.caller, limit);
+  showExport = (id: string) => this.ops.showExport(this.caller, id);
+  releaseExport = (id: string, format: 'bundle' | 'helm') => this.ops.releaseExport(this.caller, id, format);
+  downloadExport = (id: string) => this.ops.downloadExport(this.caller, id);
   close = () => this.app.close();
 }
 
@@ -133,6 +143,11 @@ class RemoteClient implements Client {
   showApproval = (id: string) => this.call<ApprovalDetail>('GET', `/v1/approvals/${encodeURIComponent(id)}`);
   changeApproval = (id: string, change: ApprovalChange, reason: string) => this.call<Approval>('POST', `/v1/approvals/${encodeURIComponent(id)}/${change}`, { reason });
   revokePrincipal = (id: string, reason: string) => this.call<{ principal: string; revoked: number }>('POST', `/v1/principals/${encodeURIComponent(id)}/revoke`, { reason });
+  requestExport = (runIds: string[]) => this.call<ExportView>('POST', '/v1/exports', { runIds });
+  listExports = (limit: number) => this.call<ExportView[]>('GET', `/v1/exports?limit=${limit}`);
+  showExport = (id: string) => this.call<ExportView>('GET', `/v1/exports/${encodeURIComponent(id)}`);
+  releaseExport = (id: string, format: 'bundle' | 'helm') => this.call<{ export: ExportView; files: ExportDownload }>('POST', `/v1/exports/${encodeURIComponent(id)}/release`, { format });
+  downloadExport = (id: string) => this.call<ExportDownload>('GET', `/v1/exports/${encodeURIComponent(id)}/files`);
   close = () => this.agent.close();
 }
 

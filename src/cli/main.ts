@@ -11,6 +11,7 @@ import { dbCommand } from './commands/db';
 import { deidCommand } from './commands/deid';
 import { demoCommand } from './commands/demo';
 import { endpointsCommand } from './commands/endpoints';
+import { exportCommand } from './commands/export';
 import { initCommand } from './commands/init';
 import { leaderboardCommand } from './commands/leaderboard';
 import { approvalsCommand } from './commands/approvals';
@@ -43,6 +44,7 @@ export function buildCli(argv: string[], io: Io) {
     .command(pkiCommand(io))
     .command(leaderboardCommand(io))
     .command(deidCommand(io))
+    .command(exportCommand(io))
     .demandCommand(1, 'name a command; see --help')
     .strict()
     .recommendCommands()

@@ -22,6 +22,7 @@ export interface ConfigFile {
   runs?: { concurrencyPerEndpoint?: number; maxAttempts?: number; leaseSeconds?: number; claimBatch?: number };
   models?: { timeoutMs?: number; maxRetries?: number; maxBackoffMs?: number };
   audit?: { checkpointEvery?: number; witnessDirs?: string[]; retentionYears?: number };
+  export?: { minCellSize?: number; countRangeWidth?: number; dir?: string; prices?: PriceEntry[] };
   server?: {
     host?: string;
     port?: number;
@@ -35,6 +36,14 @@ export interface ConfigFile {
     pollSeconds?: number;
   };
   deid?: { mode?: 'surrogate' | 'tag'; maxShiftDays?: number; restrictedZip3?: string[]; secretFile?: string };
+}
+
+/** A price in USD per million tokens, for an endpoint id or a model (the endpoint's model or deployment). */
+export interface PriceEntry {
+  endpoint?: string;
+  model?: string;
+  inputUsdPerMillion: number;
+  outputUsdPerMillion: number;
 }
 
 /** The configuration in force: defaults applied, paths absolute. */
@@ -53,6 +62,8 @@ export interface Config {
   models: { timeoutMs: number; maxRetries: number; maxBackoffMs: number };
   /** witnessDirs always starts with the data directory's audit/ folder. */
   audit: { checkpointEvery: number; witnessDirs: string[]; retentionYears: number };
+  /** Disclosure control of exports (k, count ranges), where bundles go, and the price table. */
+  export: { minCellSize: number; countRangeWidth: number; dir: string; prices: PriceEntry[] };
   server: {
     host: string;
     port: number;
@@ -130,6 +141,12 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
       checkpointEvery: raw.audit?.checkpointEvery ?? 1000,
       witnessDirs: [join(home, 'audit'), ...(raw.audit?.witnessDirs ?? []).map(at)],
       retentionYears: raw.audit?.retentionYears ?? 6,
+    },
+    export: {
+      minCellSize: raw.export?.minCellSize ?? 11,
+      countRangeWidth: raw.export?.countRangeWidth ?? 10,
+      dir: at(raw.export?.dir ?? 'exports'),
+      prices: raw.export?.prices ?? [],
     },
     server: {
       host: raw.server?.host ?? '127.0.0.1',

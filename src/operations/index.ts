@@ -12,6 +12,8 @@ import type { Actor } from '../identity/actor';
 import { approveRun, cancelRun, requestRun, summarize } from '../runs/engine';
 import type { RunRow } from '../runs/store';
 import type { ScoringMode } from '../metrics';
+import { ExportService, type ExportFiles, type ExportFormat, type ExportRow } from '../export';
+import { costUsd, priceFor } from '../runs/cost';
 
 export interface Caller {
   principal: Principal;
@@ -42,6 +44,29 @@ export interface RunView {
   aggregates: { metric: string; value: number | null; n: number }[];
   promptTokens: number;
   completionTokens: number;
+  /** From the price table in the config; null when the endpoint has no price. */
+  estimatedCostUsd: number | null;
+}
+
+/** An export as people see it; `preview` is the canonical JSON of exactly what a release would sign. */
+export interface ExportView {
+  exportId: string;
+  state: 'requested' | 'released';
+  requestedBy: string;
+  requestedAt: string;
+  runIds: string[];
+  releasedBy: string | null;
+  releasedAt: string | null;
+  format: ExportFormat | null;
+  contentSha256: string;
+  bundleSha256: string | null;
+  preview: string;
+}
+
+/** A released export's files as text, exactly as signed and written. */
+export interface ExportDownload extends ExportFiles {
+  /** Where the daemon wrote its copy (release only). */
+  path?: string;
 }
 
 export interface RunRequestInput {
@@ -58,7 +83,11 @@ export { localCaller } from './local';
 const PRIVILEGED_READERS: PrincipalRole[] = ['compliance', 'auditor', 'admin'];
 
 export class Operations {
-  constructor(readonly app: App) {}
+  readonly exports: ExportService;
+
+  constructor(readonly app: App) {
+    this.exports = new ExportService(app);
+  }
 
   /** The actor `caller` is in `role`, or an audited refusal naming the missing role. */
   async as(caller: Caller, role: PrincipalRole, action: string): Promise<Actor> {
@@ -159,7 +188,48 @@ export class Operations {
       aggregates: s.aggregates,
       promptTokens: s.promptTokens,
       completionTokens: s.completionTokens,
+      estimatedCostUsd: estimatedCost(this.app, run, s.promptTokens, s.completionTokens),
     };
+  }
+
+  /** A researcher asks to release aggregates of their own completed runs; the preview is stored. */
+  async requestExport(caller: Caller, runIds: string[]): Promise<ExportView> {
+    const actor = await this.as(caller, 'researcher', 'requesting an export');
+    return exportView(await this.exports.request(actor, runIds));
+  }
+
+  /** The requester sees their own exports; compliance and auditors see every one. Others: not found. */
+  async showExport(caller: Caller, exportId: string): Promise<ExportView> {
+    return exportView(await this.visibleExport(caller, exportId, ['compliance', 'auditor']));
+  }
+
+  async listExports(caller: Caller, limit = 50): Promise<ExportView[]> {
+    const privileged = caller.principal.roles.some((r) => r === 'compliance' || r === 'auditor');
+    if (!privileged) await this.as(caller, 'researcher', 'listing exports');
+    const rows = await this.exports.store.list(privileged ? { limit } : { requestedBy: caller.principal.id, limit });
+    return rows.map(exportView);
+  }
+
+  /** A compliance officer who did not request it releases an export: audited, sealed, signed, written once. */
+  async releaseExport(caller: Caller, exportId: string, format: ExportFormat): Promise<{ export: ExportView; files: ExportDownload }> {
+    const actor = await this.as(caller, 'compliance', 'releasing an export');
+    const released = await this.exports.release(actor, exportId, format);
+    return { export: exportView(released.row), files: { ...released.files, path: released.path } };
+  }
+
+  /** The requester or a compliance officer fetches a released bundle again. */
+  async downloadExport(caller: Caller, exportId: string): Promise<ExportDownload> {
+    const row = await this.visibleExport(caller, exportId, ['compliance']);
+    const own = row.requested_by === caller.principal.id;
+    const actor = own ? await this.as(caller, 'researcher', 'downloading an export') : await this.as(caller, 'compliance', 'downloading an export');
+    return this.exports.download(actor, row);
+  }
+
+  private async visibleExport(caller: Caller, exportId: string, privileged: PrincipalRole[]): Promise<ExportRow> {
+    const row = await this.exports.store.get(exportId);
+    const allowed = caller.principal.roles.some((r) => privileged.includes(r)) || row?.requested_by === caller.principal.id;
+    if (!row || !allowed) throw new UserError('export.not-found', `export ${exportId} does not exist or is not yours`);
+    return row;
   }
 
   async createApproval(caller: Caller, input: ApprovalInput): Promise<Approval> {
@@ -256,6 +326,27 @@ export class Operations {
     }
     return { principal: principalId, revoked: issuers.length };
   }
+}
+
+function estimatedCost(app: App, run: RunRow, promptTokens: number, completionTokens: number): number | null {
+  const price = priceFor(app.config.export.prices, run.spec.endpoint);
+  return price ? Math.round(costUsd(Number(promptTokens), Number(completionTokens), price) * 1e6) / 1e6 : null;
+}
+
+function exportView(row: ExportRow): ExportView {
+  return {
+    exportId: row.export_id,
+    state: row.state,
+    requestedBy: row.requested_by,
+    requestedAt: row.requested_at.toISOString(),
+    runIds: row.run_ids,
+    releasedBy: row.released_by,
+    releasedAt: row.released_at?.toISOString() ?? null,
+    format: row.format,
+    contentSha256: row.content_sha256,
+    bundleSha256: row.bundle_sha256,
+    preview: row.content,
+  };
 }
 
 export interface RevokeResult {

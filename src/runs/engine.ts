@@ -2,7 +2,7 @@
  * The run engine. A run is (benchmark, endpoint). Requesting one checks access and records it;
  * executing one plans it (streams the dataset into the run store as a work queue) and then works
  * through it with bounded concurrency, each instance passing the stages in order:
- *   access check -> prompt build -> de-identification -> guarded model call -> scoring -> persistence
+ *   access check -> prompt build -> de-identification -> budget check -> guarded model call -> scoring -> persistence
  * Results are keyed (run, instance), so a restarted run claims only unfinished instances and never
  * counts one twice; aggregates are computed from the store once every instance is finished.
  */
@@ -17,7 +17,7 @@ import type { Actor } from '../identity/actor';
 import type { Logger } from '../log';
 import type { ScoringMode } from '../metrics';
 import { requiresDeidentification } from '../tiers';
-import type { AccessStage, DeidStage, ModelStage, PromptStage, RunContext, ScoringStage } from './stages';
+import type { AccessStage, BudgetStage, DeidStage, ModelStage, PromptStage, RunContext, ScoringStage } from './stages';
 import { auditBase, ENGINE_ACTOR } from './audit-events';
 import { startPlanning } from './planner';
 import { type MetricAggregate, type RunRow, type RunSpec, RunStore, type StateCounts } from './store';
@@ -38,6 +38,7 @@ export interface Engine {
   access: AccessStage;
   prompt: PromptStage;
   deid: DeidStage;
+  budget: BudgetStage;
   models: ModelStage;
   scoring: ScoringStage;
   logger: Logger;

@@ -1,6 +1,6 @@
 /**
  * The stages of one instance's way through a run, each a small interface the engine composes:
- *   access check -> prompt build -> de-identification -> guarded model call -> scoring -> persistence
+ *   access check -> prompt build -> de-identification -> budget check -> guarded model call -> scoring -> persistence
  * and, once every instance is finished, aggregation. The engine knows nothing of their insides.
  */
 import type { Benchmark, Instance } from '../catalog';
@@ -58,6 +58,26 @@ export interface DeidStage {
   /** Hash of the de-identification configuration, recorded with each run it applies to. */
   readonly version: string | null;
   apply(ctx: RunContext, instance: Instance, prompt: string): DeidOutcome | Promise<DeidOutcome>;
+}
+
+/** A hold on an approval's budget for one call's worst-case cost, released once the call's tokens are stored. */
+export interface BudgetHold {
+  holdId: string;
+}
+
+export interface BudgetDecision extends Decision {
+  hold?: BudgetHold;
+  /** Dollar figures behind the decision (rounded), for the audit event. */
+  detail?: Record<string, number>;
+}
+
+export interface BudgetStage {
+  /**
+   * Before each model call of a run bound to an approval with a budget: the estimated spend of every
+   * run under that approval, plus calls in flight, plus this call's worst case must stay within it.
+   */
+  reserve(ctx: RunContext, prompt: string): Promise<BudgetDecision>;
+  release(hold: BudgetHold): Promise<void>;
 }
 
 export interface ModelStage {

@@ -128,6 +128,21 @@ async function processItem(engine: Engine, ctx: RunContext, workerId: string, it
 
   const requestBytes = Buffer.byteLength(deid.prompt);
   const requestSha256 = sha256Hex(deid.prompt);
+  // The budget check: a refusal is audited as a call not made, then stops the run (halted, its rule).
+  const budget = await engine.budget.reserve(ctx, deid.prompt);
+  if (!budget.allowed) {
+    await engine.audit.record({
+      type: 'endpoint.call',
+      action: 'E',
+      outcome: 'denied',
+      rule: budget.rule,
+      reason: budget.reason.slice(0, 300),
+      actor: ENGINE_ACTOR,
+      ...auditBase(ctx),
+      detail: { ordinal: item.ordinal, ...budget.detail },
+    });
+    throw new PolicyDenied(budget.rule, budget.reason);
+  }
   try {
     const completion = await engine.models.complete(ctx, deid.prompt, {
       ...(signal ? { signal } : {}),
@@ -171,5 +186,8 @@ async function processItem(engine: Engine, ctx: RunContext, workerId: string, it
     const e = err as ModelCallError;
     logger.warn('run.item.call-failed', { runId: ctx.runId, ordinal: item.ordinal, errorCode: e.code, httpStatus: e.httpStatus, attempt: item.attempts });
     await store.release(ctx.runId, item.itemKey, workerId, settings.maxAttempts, e.code);
+  } finally {
+    // After the result is stored its tokens count as spent; the worst-case hold is no longer needed.
+    if (budget.hold) await engine.budget.release(budget.hold);
   }
 }

@@ -119,6 +119,36 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     },
   );
 
+  // Exports: the only door out. Request (researcher), review (compliance), release (compliance, not the
+  // requester), download (requester or compliance). Bundles travel as text, byte for byte as signed.
+  const exportView = schema('api/export-view.schema.json');
+  const exportFiles = schema('api/export-files.schema.json');
+  const nested = (s: Record<string, unknown>) => {
+    const { $id: _id, ...rest } = s;
+    return rest;
+  };
+  server.post<{ Body: { runIds: string[] } }>('/v1/exports', { schema: { body: body('api/export-request.schema.json'), response: responses(exportView) } }, async (req) =>
+    ops.requestExport(caller(req), req.body.runIds),
+  );
+  server.get<{ Querystring: { limit?: number } }>('/v1/exports', { schema: { querystring: query('api/list-query.schema.json'), response: responses(list(exportView)) } }, async (req) =>
+    ops.listExports(caller(req), req.query.limit ?? 50),
+  );
+  server.get<{ Params: { id: string } }>('/v1/exports/:id', { schema: { params: UUID_PARAM, response: responses(exportView) } }, async (req) => ops.showExport(caller(req), req.params.id));
+  server.post<{ Params: { id: string }; Body: { format?: 'bundle' | 'helm' } }>(
+    '/v1/exports/:id/release',
+    {
+      schema: {
+        params: UUID_PARAM,
+        body: body('api/export-release.schema.json'),
+        response: responses({ type: 'object', additionalProperties: false, required: ['export', 'files'], properties: { export: nested(exportView), files: nested(exportFiles) } }),
+      },
+    },
+    async (req) => ops.releaseExport(caller(req), req.params.id, req.body.format ?? 'bundle'),
+  );
+  server.get<{ Params: { id: string } }>('/v1/exports/:id/files', { schema: { params: UUID_PARAM, response: responses(exportFiles) } }, async (req) =>
+    ops.downloadExport(caller(req), req.params.id),
+  );
+
   // Break-glass: halt every active run and revoke a principal's certificates. Narrows access only.
   server.post<{ Body: { reason: string } }>('/v1/breakglass/halt', { schema: { body: body('api/reason.schema.json'), response: responses(list(run)) } }, async (req) => {
     const c = caller(req);

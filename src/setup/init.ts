@@ -7,6 +7,8 @@
  *   keys/demo-model-server.*.pem      the demo model server's certificate from that CA
  *   keys/audit-signing.key.pem/.pub   the Ed25519 key that signs audit checkpoints
  *   keys/audit-mac.key                the HMAC key that MACs every audit record
+ *   keys/export-signing.key.pem/.pub  the Ed25519 key that signs released export bundles (separate from
+ *                                     the audit key: a bundle's verifier needs only this public key)
  */
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,6 +16,7 @@ import { userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CONFIG_FILE_NAME, type ConfigFile } from '../config';
 import { MAC_KEY_FILE, newMacKeyHex } from '../audit/keys';
+import { EXPORT_PUBLIC_KEY_FILE, EXPORT_SIGNING_KEY_FILE } from '../export/keys';
 import { createCa, issueCertificate } from '../identity/pki';
 
 export const DEMO_ENDPOINT_ID = 'demo-loopback';
@@ -122,6 +125,13 @@ export function initHome(opts: InitOptions): InitReport {
     writeOnce(auditKey, () => pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), report, 0o600);
     writeOnce(auditPub, () => pair.publicKey.export({ type: 'spki', format: 'pem' }).toString(), report);
   } else report.kept.push(auditKey);
+
+  const exportKey = join(keys, EXPORT_SIGNING_KEY_FILE);
+  if (!existsSync(exportKey)) {
+    const pair = generateKeyPairSync('ed25519');
+    writeOnce(exportKey, () => pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), report, 0o600);
+    writeOnce(join(keys, EXPORT_PUBLIC_KEY_FILE), () => pair.publicKey.export({ type: 'spki', format: 'pem' }).toString(), report);
+  } else report.kept.push(exportKey);
 
   for (const dir of ['logs', 'db', 'audit']) mkdirSync(join(home, dir), { recursive: true, mode: 0o700 });
   return report;

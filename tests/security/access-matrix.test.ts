@@ -178,7 +178,7 @@ describe('request bodies: clear 4xx, never 5xx', () => {
   it('serialises only the fields of the response schema', async () => {
     const r = await t.call('alice', 'POST', '/v1/runs', { benchmarkId: 'medec', endpointId: 'demo-loopback', maxInstances: 1 });
     expect(Object.keys(r.json).sort()).toEqual(
-      ['aggregates', 'approvalId', 'approvedBy', 'benchmarkId', 'benchmarkVersion', 'completionTokens', 'counts', 'createdAt', 'endpointId', 'errorCode', 'finishedAt', 'instanceCount', 'irbProtocol', 'mainMetric', 'mainScore', 'promptTokens', 'requestedBy', 'runId', 'scoring', 'startedAt', 'status', 'tier'].sort(),
+      ['aggregates', 'approvalId', 'approvedBy', 'benchmarkId', 'benchmarkVersion', 'completionTokens', 'counts', 'createdAt', 'endpointId', 'errorCode', 'estimatedCostUsd', 'finishedAt', 'instanceCount', 'irbProtocol', 'mainMetric', 'mainScore', 'promptTokens', 'requestedBy', 'runId', 'scoring', 'startedAt', 'status', 'tier'].sort(),
     );
   });
 });

@@ -181,9 +181,10 @@ describe('ehrbench leaderboard', () => {
     expect(r.stdout).toContain('--svg');
   });
 
-  it('requires --scores', async () => {
+  it('requires --scores or --runs, not both', async () => {
     const r = await cli(['leaderboard']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^ehrbench: Missing required argument: scores; see --help\n$/);
+    expect(r.stderr).toMatch(/^ehrbench: give either --scores FILE or --runs ID\.\.\.; see --help\n$/);
+    expect((await cli(['leaderboard', '--scores', MEDHELM, '--runs', 'x'])).code).toBe(2);
   });
 });

@@ -3,11 +3,14 @@ import type { CommandModule } from 'yargs';
 import { readJsonFile } from '../../config/validate';
 import { UserError } from '../../errors';
 import { heatmapSvg, type Leaderboard, leaderboardOf, toScoreTable } from '../../export/leaderboard';
+import { scoresFromRuns } from '../../export/run-scores';
+import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';
 import type { GlobalArgs } from '../context';
 import { formatScore, formatTable, type Io, printJson } from '../output';
 
-interface LeaderboardArgs extends GlobalArgs {
-  scores: string;
+interface LeaderboardArgs extends ClientArgs {
+  scores?: string;
+  runs?: string[];
   svg?: string;
 }
 
@@ -43,14 +46,19 @@ export function leaderboardCommand(io: Io): CommandModule<GlobalArgs, Leaderboar
     describe: 'MedHELM leaderboard (mean win rate, win SD, macro average) from per-benchmark scores',
     builder: (y) =>
       y
+        .options(CLIENT_OPTIONS)
         .option('scores', {
           type: 'string',
-          demandOption: true,
           describe: 'JSON file {"benchmarks": [...], "models": [...], "scores": {model: {benchmark: number|null}}} (schemas/leaderboard-scores.schema.json)',
         })
+        .option('runs', { type: 'string', array: true, describe: 'Or: completed runs (ids, comma-separated or repeated); one row per endpoint, their main metrics' })
         .option('svg', { type: 'string', describe: 'Also write a heat map of scores per benchmark to this SVG file' }),
     handler: async (args) => {
-      const table = toScoreTable(readJsonFile(args.scores, 'leaderboard.invalid'), args.scores);
+      const runIds = (args.runs ?? []).flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean);
+      if ((args.scores === undefined) === (runIds.length === 0)) throw new UserError('cli.usage', 'give either --scores FILE or --runs ID...; see --help', 2);
+      const table = args.scores
+        ? toScoreTable(readJsonFile(args.scores, 'leaderboard.invalid'), args.scores)
+        : toScoreTable(scoresFromRuns(await withClient(args, io, (c) => Promise.all(runIds.map((id) => c.showRun(id))))), '--runs');
       const board = leaderboardOf(table);
       if (args.svg) {
         writeSvg(args.svg, heatmapSvg(table, board));

@@ -43,7 +43,7 @@ function printRun(io: Io, run: RunView): void {
       `  requested by ${run.requestedBy} at ${run.createdAt}${run.approvedBy ? `; approved by ${run.approvedBy}` : ''}`,
       `  ${run.irbProtocol ? `IRB protocol ${run.irbProtocol}; ` : ''}scoring ${run.scoring}`,
       `  instances: ${run.instanceCount ?? '?'} planned, ${run.counts.done} done, ${run.counts.blocked} blocked, ${run.counts.failed} failed`,
-      `  tokens: ${run.promptTokens} in, ${run.completionTokens} out`,
+      `  tokens: ${run.promptTokens} in, ${run.completionTokens} out; estimated cost ${run.estimatedCostUsd === null ? 'unknown (no price in the config)' : `$${run.estimatedCostUsd.toFixed(4)}`}`,
       '',
     ].join('\n'),
   );

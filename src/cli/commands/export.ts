@@ -1,0 +1,172 @@
+/**
+ * `ehrbench export`: request (researcher) -> show (compliance reviews the preview) -> release
+ * (compliance, never the requester) -> download; `verify` checks a bundle anywhere, with only the
+ * site's public key (no database, no configuration).
+ */
+import { readFileSync } from 'node:fs';
+import type { CommandModule } from 'yargs';
+import { UserError } from '../../errors';
+import { formatSchemaErrors, validatorFor } from '../../config/validate';
+import { type ExportContent, type ExportResult, type MetricCell, type Count, helmFileProblems, loadExportPublicKey, verifyBundle, writeExportFiles } from '../../export';
+import type { ExportDownload, ExportView } from '../../operations';
+import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';
+import type { GlobalArgs } from '../context';
+import { formatTable, type Io, printJson } from '../output';
+
+const list = (v: string[] | undefined) => (v ?? []).flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean);
+
+/** The preview as stored: canonical JSON that the preview schema accepts (checked, not trusted). */
+function previewOf(view: ExportView): ExportContent {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(view.preview);
+  } catch {
+    throw new UserError('export.preview-invalid', `export ${view.exportId}: the preview is not JSON`);
+  }
+  const validate = validatorFor('api/export-preview.schema.json');
+  if (!validate(parsed)) throw new UserError('export.preview-invalid', `export ${view.exportId}: the preview does not match its schema (${formatSchemaErrors(validate.errors).join('; ')})`);
+  return parsed as ExportContent;
+}
+
+const count = (c: Count): string => ('suppressed' in c ? `suppressed (${c.suppressed})` : c.high === 0 ? '0' : `${c.low}-${c.high}`);
+const metric = (m: MetricCell): [string, string, string] =>
+  'value' in m ? [m.value.toFixed(3), m.ci95 ? `${m.ci95.low.toFixed(3)}-${m.ci95.high.toFixed(3)}` : '-', count(m.n)] : [`suppressed (${m.suppressed})`, '-', '-'];
+
+function printResult(io: Io, r: ExportResult): void {
+  io.stdout(
+    `\n${r.benchmark.id} v${r.benchmark.version} (${r.benchmark.tier}) on ${r.model.endpointId}${r.model.model ? ` / ${r.model.model}` : ''}: n ${count(r.n)}, run ${r.runId}\n`,
+  );
+  io.stdout(formatTable(['metric', 'value', '95% CI', 'n'], r.metrics.map((m) => [`${m.name}${m.name === r.mainMetric ? ' (main)' : ''}`, ...metric(m)])));
+  for (const sg of r.subgroups) {
+    io.stdout(`  subgroup ${sg.field}:\n`);
+    const rows: string[][] = [];
+    for (const c of sg.cells) {
+      if ('suppressed' in c) rows.push([c.label, `suppressed (${c.suppressed})`, '', '', '']);
+      else if (c.n.high === 0) rows.push([c.label, '0', '', '', '']);
+      else for (const m of c.metrics) rows.push([c.label, count(c.n), m.name, ...metric(m).slice(0, 2)]);
+    }
+    const table = formatTable(['label', 'n', 'metric', 'value', '95% CI'], rows);
+    io.stdout(table.split('\n').map((line) => (line ? `    ${line}` : line)).join('\n'));
+  }
+  if (r.usage) io.stdout(`  tokens ~${r.usage.promptTokens} in, ~${r.usage.completionTokens} out; estimated cost ${r.usage.estimatedCostUsd === null ? 'unknown (no price)' : `$${r.usage.estimatedCostUsd.toFixed(2)}`}\n`);
+}
+
+function printExport(io: Io, view: ExportView): void {
+  const c = previewOf(view);
+  io.stdout(
+    [
+      `export ${view.exportId}: ${view.state}${view.releasedBy ? ` by ${view.releasedBy} at ${view.releasedAt}` : ' (awaits a compliance officer: "ehrbench export release <id>")'}`,
+      `  requested by ${view.requestedBy} on ${c.requestedOn}; ${c.runIds.length} run(s); tier ${c.tier}${c.irbProtocol ? `; IRB protocol ${c.irbProtocol}` : ''}`,
+      `  disclosure: k = ${c.disclosure.k}, counts as ranges of ${c.disclosure.countRangeWidth}, complementary suppression, ${c.disclosure.valueDecimals} decimals`,
+      `  content sha256 ${view.contentSha256}${view.bundleSha256 ? `; bundle sha256 ${view.bundleSha256}` : ''}`,
+      `  This is exactly what a release signs and writes:`,
+    ].join('\n') + '\n',
+  );
+  for (const r of c.results) printResult(io, r);
+}
+
+function viewJson(view: ExportView): unknown {
+  return { ...view, preview: previewOf(view) };
+}
+
+/** Writes a copy of released files under DIR/<export id>/, all or nothing. */
+function writeCopy(out: string | undefined, files: ExportDownload): string | undefined {
+  if (!out) return undefined;
+  return writeExportFiles(out, { exportId: files.exportId, bundle: files.bundle, helm: files.helm });
+}
+
+export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
+  return {
+    command: 'export <command>',
+    describe: 'Aggregate-only exports: request, show, release, list, download, verify',
+    builder: (y) =>
+      y
+        .options(CLIENT_OPTIONS)
+        .command<ClientArgs & { runs: string[] }>({
+          command: 'request',
+          describe: 'Ask to release the aggregates of your own completed runs',
+          builder: (b) => b.option('runs', { type: 'string', array: true, demandOption: true, describe: 'Run ids (comma-separated or repeated)' }),
+          handler: async (args) => {
+            const view = await withClient(args, io, (c) => c.requestExport(list(args.runs)));
+            if (args.json) return printJson(io, viewJson(view));
+            io.stdout(`export ${view.exportId} requested; a compliance officer reviews it with "ehrbench export show ${view.exportId}"\n`);
+          },
+        })
+        .command<ClientArgs & { id: string }>({
+          command: 'show <id>',
+          describe: 'Show an export: exactly what a release would sign, after suppression',
+          builder: (b) => b.positional('id', { type: 'string', demandOption: true }),
+          handler: async (args) => {
+            const view = await withClient(args, io, (c) => c.showExport(args.id));
+            if (args.json) return printJson(io, viewJson(view));
+            printExport(io, view);
+          },
+        })
+        .command<ClientArgs & { limit: number }>({
+          command: 'list',
+          describe: 'List exports (researchers see their own)',
+          builder: (b) => b.option('limit', { type: 'number', default: 50 }),
+          handler: async (args) => {
+            const views = await withClient(args, io, (c) => c.listExports(args.limit));
+            if (args.json) return printJson(io, views.map(viewJson));
+            io.stdout(formatTable(['export id', 'state', 'requested by', 'requested at', 'runs', 'released by'], views.map((v) => [v.exportId, v.state, v.requestedBy, v.requestedAt, v.runIds.length, v.releasedBy])));
+          },
+        })
+        .command<ClientArgs & { id: string; format: 'bundle' | 'helm'; out?: string }>({
+          command: 'release <id>',
+          describe: 'Release an export (compliance; never your own request): audited, sealed, signed, written once',
+          builder: (b) =>
+            b
+              .positional('id', { type: 'string', demandOption: true })
+              .option('format', { choices: ['bundle', 'helm'] as const, default: 'bundle' as const, describe: 'helm also writes run_spec.json and stats.json per run for helm-summarize' })
+              .option('out', { type: 'string', describe: 'Also write a copy to DIR/<export id>/' }),
+          handler: async (args) => {
+            const released = await withClient(args, io, (c) => c.releaseExport(args.id, args.format));
+            const copy = writeCopy(args.out, released.files);
+            if (args.json) return printJson(io, { export: viewJson(released.export), path: released.files.path ?? null, copy: copy ?? null });
+            io.stdout(`export ${released.export.exportId} released by ${released.export.releasedBy}; bundle sha256 ${released.export.bundleSha256}\n`);
+            if (released.files.path) io.stdout(`  written to ${released.files.path}\n`);
+            if (copy) io.stdout(`  copy written to ${copy}\n`);
+          },
+        })
+        .command<ClientArgs & { id: string; out: string }>({
+          command: 'download <id>',
+          describe: 'Write a released export again (its requester or compliance)',
+          builder: (b) => b.positional('id', { type: 'string', demandOption: true }).option('out', { type: 'string', demandOption: true, describe: 'Folder; files go to DIR/<export id>/' }),
+          handler: async (args) => {
+            const files = await withClient(args, io, (c) => c.downloadExport(args.id));
+            const path = writeCopy(args.out, files) as string;
+            if (args.json) return printJson(io, { exportId: files.exportId, path });
+            io.stdout(`export ${files.exportId} written to ${path}\n`);
+          },
+        })
+        .command<GlobalArgs & { bundle: string; key: string; helm?: string }>({
+          command: 'verify <bundle>',
+          describe: 'Verify a bundle anywhere, with no database: form, schema, signature, disclosure',
+          builder: (b) =>
+            b
+              .positional('bundle', { type: 'string', demandOption: true, describe: 'bundle.json' })
+              .option('key', { type: 'string', demandOption: true, describe: "The site's export-signing.pub.pem" })
+              .option('helm', { type: 'string', describe: 'Also check the HELM files in this folder (the bundle\'s helm/) against the signed hashes' }),
+          handler: async (args) => {
+            let text: string;
+            try {
+              text = readFileSync(args.bundle, 'utf8');
+            } catch (err) {
+              throw new UserError('export.bundle-unreadable', `${args.bundle}: cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+            }
+            const report = verifyBundle(text, loadExportPublicKey(args.key));
+            if (report.ok && args.helm) {
+              const refs = (JSON.parse(text) as { helm: { runName: string; runSpecSha256: string; statsSha256: string }[] }).helm;
+              report.problems.push(...helmFileProblems(refs, args.helm));
+              report.ok = report.problems.length === 0;
+            }
+            if (args.json) printJson(io, report);
+            if (!report.ok) throw new UserError('export.verify-failed', `${args.bundle}: does not verify: ${report.problems.join('; ')}`);
+            if (!args.json) io.stdout(`${args.bundle}: verifies (export ${report.exportId}, ${report.results} result(s), signed by key ${report.keyFingerprint})\n`);
+          },
+        })
+        .demandCommand(1, 'name a subcommand: request, show, list, release, download or verify'),
+    handler: () => undefined,
+  };
+}

@@ -1,0 +1,167 @@
+/**
+ * The content of an export: per run, the aggregates after disclosure control, with provenance. This
+ * is the preview the compliance officer reviews and, with the release fields and the signature, the
+ * bundle. It is a pure function of the stored runs, the catalog and the disclosure settings, so the
+ * release recomputes it and refuses when it no longer matches what was reviewed.
+ */
+import type { Approval } from '../access';
+import type { Catalog } from '../catalog';
+import type { PriceEntry } from '../config';
+import { costUsd, priceFor } from '../runs/cost';
+import type { RunRow, RunStore } from '../runs/store';
+import { TIERS, type Tier } from '../tiers';
+import { type DisclosureSettings, metricCell, releasedCount, subgroupCells, suppressPartition } from './disclosure';
+import { type CellRef, type ExportStore, OTHER_LABEL } from './store';
+import type { DisclosurePolicy, ExportContent, ExportResult, MetricCell, Subgroup, Usage } from './types';
+
+export interface ContentDeps {
+  exports: ExportStore;
+  runs: RunStore;
+  catalog: Catalog;
+  prices: readonly PriceEntry[];
+  settings: DisclosureSettings;
+}
+
+export interface ContentInput {
+  exportId: string;
+  siteId: string;
+  requestedBy: string;
+  requestedOn: string;
+  runs: RunRow[];
+  /** The approvals the runs are bound to, by id. */
+  approvals: Map<string, Approval>;
+}
+
+/** A released cell of a run: the cohorts the differencing check compares and the ledger keeps. */
+export interface ReleasedCohort {
+  runId: string;
+  benchmarkId: string;
+  cell: CellRef;
+}
+
+export function disclosurePolicy(s: DisclosureSettings): DisclosurePolicy {
+  return {
+    policyId: 'ehrbench.min-cell-size.v1',
+    k: s.k,
+    countRangeWidth: s.width,
+    complementarySuppression: true,
+    valueDecimals: s.decimals,
+    ci: 'wilson-95 (0/1 metrics), normal-95 (others)',
+    differencing: 'released cohorts of a benchmark differ by 0 or at least k instances',
+  };
+}
+
+/** Protocol and DUA numbers are ids; anything else in them becomes "_" (same rule as the audit trail). */
+export function safeId(value: string): string {
+  return value.replace(/[^A-Za-z0-9._:/+=@-]/g, '_').slice(0, 160);
+}
+
+export async function buildContent(deps: ContentDeps, input: ContentInput): Promise<{ content: ExportContent; cohorts: ReleasedCohort[] }> {
+  const cohorts: ReleasedCohort[] = [];
+  const results: ExportResult[] = [];
+  for (const run of input.runs) results.push(await runResult(deps, run, cohorts));
+  const protocols = [...new Set(input.runs.map((r) => r.spec.irbProtocol).filter((p): p is string => !!p))];
+  const duas = [...new Set([...input.approvals.values()].map((a) => a.duaId).filter((d): d is string => !!d))];
+  const tier = input.runs.reduce<Tier>((t, r) => (TIERS.indexOf(r.tier) > TIERS.indexOf(t) ? r.tier : t), 'public');
+  const content: ExportContent = {
+    exportId: input.exportId,
+    siteId: input.siteId,
+    runIds: input.runs.map((r) => r.run_id),
+    tier,
+    irbProtocol: protocols[0] ? safeId(protocols[0]) : null,
+    duaId: duas.length === 1 && duas[0] ? safeId(duas[0]) : null,
+    requestedBy: input.requestedBy,
+    requestedOn: input.requestedOn,
+    disclosure: disclosurePolicy(deps.settings),
+    results,
+    totals: totalsOf(results),
+  };
+  return { content, cohorts };
+}
+
+async function runResult(deps: ContentDeps, run: RunRow, cohorts: ReleasedCohort[]): Promise<ExportResult> {
+  const s = deps.settings;
+  const benchmark = deps.catalog.get(run.benchmark_id);
+  const d = benchmark.definition;
+  const metrics = run.spec.benchmark.metrics;
+  const overall = await deps.exports.cellStats(run.run_id, {}, metrics);
+  const n = releasedCount(overall.n, s);
+  const released = !('suppressed' in n) && overall.n > 0;
+  if (released) cohorts.push({ runId: run.run_id, benchmarkId: run.benchmark_id, cell: {} });
+  // Subgroups as the benchmark declares them, and only for the definition the run actually used.
+  const declared = benchmark.definitionHash === run.benchmark_hash ? (d.subgroups ?? []) : [];
+  const subgroups: Subgroup[] = [];
+  if (released) {
+    for (const sg of declared) subgroups.push(await subgroupOf(deps, run, sg, metrics, cohorts));
+  }
+  return {
+    runId: run.run_id,
+    benchmark: {
+      id: run.benchmark_id,
+      version: run.benchmark_version,
+      category: d.category,
+      subcategory: d.subcategory,
+      tier: run.tier,
+      helmGroup: d.helm?.group ?? null,
+      split: d.split,
+      lowerIsBetter: run.spec.benchmark.lowerIsBetter,
+      definitionHash: run.benchmark_hash,
+      templateHash: run.template_hash,
+    },
+    model: {
+      endpointId: run.spec.endpoint.id,
+      provider: run.spec.endpoint.provider,
+      deployment: run.spec.endpoint.deployment,
+      model: run.spec.endpoint.model,
+      maxTokens: run.spec.maxTokens,
+      temperature: run.spec.temperature,
+    },
+    scoring: run.spec.scoring,
+    deidVersion: run.deid_version,
+    mainMetric: run.spec.benchmark.mainMetric,
+    n,
+    metrics: metrics.map((m): MetricCell => (released ? metricCell(overall.metrics.get(m), m, s) : { name: m, suppressed: '<k' })),
+    subgroups,
+    usage: released ? await usageOf(deps, run) : null,
+  };
+}
+
+async function subgroupOf(deps: ContentDeps, run: RunRow, sg: { field: string; values: string[] }, metrics: string[], cohorts: ReleasedCohort[]): Promise<Subgroup> {
+  const found = await deps.exports.labelCounts(run.run_id, sg.field, sg.values);
+  // Declared labels always appear (0 is a releasable count); "(other)" only when some instance has it.
+  const labels = [...sg.values, ...((found.get(OTHER_LABEL) ?? 0) > 0 ? [OTHER_LABEL] : [])];
+  const counts = labels.map((l) => found.get(l) ?? 0);
+  const cellStatus = suppressPartition(counts, deps.settings.k);
+  // Statistics only of cells whose count is released: a hidden cell's values are never read.
+  const stats = await Promise.all(
+    labels.map(async (label, i) =>
+      cellStatus[i] === 'released' && (counts[i] ?? 0) > 0 ? (await deps.exports.cellStats(run.run_id, { field: sg.field, values: sg.values, label }, metrics)).metrics : undefined,
+    ),
+  );
+  const cells = subgroupCells(labels, counts, stats, metrics, deps.settings);
+  for (const c of cells) {
+    if (!('suppressed' in c) && c.n.high > 0) cohorts.push({ runId: run.run_id, benchmarkId: run.benchmark_id, cell: { field: sg.field, values: sg.values, label: c.label } });
+  }
+  return { field: sg.field, cells };
+}
+
+const thousands = (n: number) => Math.round(n / 1000) * 1000;
+const cents = (usd: number) => Math.round(usd * 100) / 100;
+
+async function usageOf(deps: ContentDeps, run: RunRow): Promise<Usage> {
+  const tokens = await deps.runs.tokenTotals(run.run_id);
+  const p = Number(tokens.promptTokens);
+  const c = Number(tokens.completionTokens);
+  const price = priceFor(deps.prices, run.spec.endpoint);
+  return { promptTokens: thousands(p), completionTokens: thousands(c), estimatedCostUsd: price ? cents(costUsd(p, c, price)) : null };
+}
+
+function totalsOf(results: ExportResult[]): Usage {
+  const usages = results.map((r) => r.usage).filter((u): u is Usage => u !== null);
+  const costs = usages.map((u) => u.estimatedCostUsd);
+  return {
+    promptTokens: usages.reduce((a, u) => a + u.promptTokens, 0),
+    completionTokens: usages.reduce((a, u) => a + u.completionTokens, 0),
+    estimatedCostUsd: costs.length > 0 && costs.every((c) => c !== null) ? cents(costs.reduce<number>((a, c) => a + (c as number), 0)) : costs.length === 0 ? 0 : null,
+  };
+}

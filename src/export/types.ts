@@ -1,0 +1,133 @@
+/**
+ * The shapes of an export (schemas/export-bundle.schema.json). Everything here is an aggregate over at
+ * least k instances, a marker saying it was suppressed, or provenance (ids, hashes, versions).
+ */
+import type { Tier } from '../tiers';
+
+/** A released instance count: a range [low, high] with low >= k, or exactly 0 ({0, 0}). */
+export interface CountRange {
+  low: number;
+  high: number;
+}
+
+/** "<k": fewer than k instances behind it. "complementary": hidden so a "<k" cell cannot be derived. */
+export type SuppressionMarker = '<k' | 'complementary';
+
+export interface Suppressed {
+  suppressed: SuppressionMarker;
+}
+
+export type Count = CountRange | Suppressed;
+
+export interface ReleasedMetric {
+  name: string;
+  value: number;
+  n: CountRange;
+  /** 95% interval; present only when the metric's n >= k (always, for a released cell). */
+  ci95?: { low: number; high: number };
+}
+
+export type MetricCell = ReleasedMetric | ({ name: string } & Suppressed);
+
+export type SubgroupCell = { label: string; n: CountRange; metrics: MetricCell[] } | ({ label: string } & Suppressed);
+
+export interface Subgroup {
+  field: string;
+  cells: SubgroupCell[];
+}
+
+export interface Usage {
+  /** Rounded to the nearest thousand. */
+  promptTokens: number;
+  completionTokens: number;
+  /** Rounded to cents; null when the price table has no price for the endpoint. */
+  estimatedCostUsd: number | null;
+}
+
+export interface ExportResult {
+  runId: string;
+  benchmark: {
+    id: string;
+    version: string;
+    category: string;
+    subcategory: string;
+    tier: Tier;
+    helmGroup: string | null;
+    split: string;
+    lowerIsBetter: boolean | null;
+    definitionHash: string;
+    templateHash: string;
+  };
+  model: { endpointId: string; provider: string; deployment: string | null; model: string | null; maxTokens: number; temperature: number };
+  scoring: 'corrected' | 'helm';
+  deidVersion: string | null;
+  mainMetric: string;
+  n: Count;
+  metrics: MetricCell[];
+  subgroups: Subgroup[];
+  /** Null when the run's cohort is below k (its token totals are aggregates of fewer than k instances). */
+  usage: Usage | null;
+}
+
+export interface DisclosurePolicy {
+  policyId: 'ehrbench.min-cell-size.v1';
+  k: number;
+  countRangeWidth: number;
+  complementarySuppression: true;
+  valueDecimals: number;
+  ci: 'wilson-95 (0/1 metrics), normal-95 (others)';
+  differencing: 'released cohorts of a benchmark differ by 0 or at least k instances';
+}
+
+/** What the requester asks to release and the compliance officer reviews: the preview. */
+export interface ExportContent {
+  exportId: string;
+  siteId: string;
+  runIds: string[];
+  tier: Tier;
+  irbProtocol: string | null;
+  duaId: string | null;
+  requestedBy: string;
+  /** UTC day, YYYY-MM-DD: no export date is finer than a day. */
+  requestedOn: string;
+  disclosure: DisclosurePolicy;
+  results: ExportResult[];
+  /** Sums over the results whose usage is released. */
+  totals: Usage;
+}
+
+export interface AuditCheckpointRef {
+  checkpointId: number;
+  seq: number;
+  headHash: string;
+  keyFingerprint: string;
+  /** seq of the export.release event; the checkpoint's seq is at least this. */
+  releaseEventSeq: number;
+}
+
+export interface HelmFileRef {
+  runName: string;
+  runSpecSha256: string;
+  statsSha256: string;
+}
+
+export interface BundleSignature {
+  algorithm: 'Ed25519';
+  keyFingerprint: string;
+  /** hex of the signature over the RFC 8785 canonical JSON of the bundle without this field. */
+  value: string;
+}
+
+export interface UnsignedBundle extends ExportContent {
+  format: 'ehrbench.export-bundle';
+  schemaVersion: 1;
+  createdOn: string;
+  releasedBy: string;
+  daemonVersion: string;
+  auditCheckpoint: AuditCheckpointRef;
+  helm: HelmFileRef[];
+}
+
+export interface Bundle extends UnsignedBundle {
+  signature: BundleSignature;
+}
