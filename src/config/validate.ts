@@ -53,7 +53,8 @@ export function requestValidator(schema: Record<string, unknown>, part: 'body' |
   const known = id !== '' && schemaFiles().includes(id);
   if (part === 'body') return known ? validatorFor(id) : instance().compile(schema);
   const a = coercingInstance();
-  if (known) return a.getSchema(id) ?? a.compile(loadSchema(id));
+  // Looked up by $id: that is the key ajv registered it under (a second route, or HEAD, would compile it again).
+  if (known) return a.getSchema(schema.$id as string) ?? a.compile(loadSchema(id));
   return a.getSchema(schema.$id as string) ?? a.compile(schema);
 }
 
