@@ -12,6 +12,7 @@ import type { Database, Queryable } from '../db';
 import { GroupCommit } from '../db/group-commit';
 import { describeError, UserError } from '../errors';
 import type { Logger } from '../log';
+import { observeAuditBatch, observeAuditEvent, observeAuditFailure } from '../observability';
 import { type SignedCheckpoint, signCheckpoint, writeWitness } from './checkpoint';
 import type { SigningKey } from './keys';
 import { type AuditRecord, type Provenance, type RecordBody, recordBody, rowHash, rowMac } from './record';
@@ -63,9 +64,11 @@ export class AuditLog implements AuditTrail {
     // A malformed event is a programming error; it must not be recorded half-way or silently.
     validateOrThrow('audit-event.schema.json', event, 'audit event', 'audit.invalid-event');
     const body = recordBody(event, randomUUID(), this.clock().toISOString(), this.opts.provenance);
+    observeAuditEvent(event);
     try {
       await this.writer.submit(body);
     } catch (err) {
+      observeAuditFailure();
       this.opts.logger.error('audit.append-failed', { err });
       throw err instanceof AuditUnavailable ? err : new AuditUnavailable(describeError(err).code === 'internal' ? (err as Error).name : describeError(err).code);
     }
@@ -129,6 +132,7 @@ export class AuditLog implements AuditTrail {
       const crossed = Math.floor(seq / checkpointEvery) > Math.floor(head.seq / checkpointEvery);
       return crossed ? this.insertCheckpoint(tx, seq, prev) : undefined;
     });
+    observeAuditBatch(bodies.length, bodies[0]?.recorded_at, this.clock());
     if (checkpoint) this.witness(checkpoint);
     return bodies.map(() => undefined);
   }

@@ -30,6 +30,7 @@ export interface ConfigFile {
     keyFile?: string;
     clientCaFiles?: string[];
     healthPort?: number;
+    healthPortMetrics?: boolean;
     bodyLimitBytes?: number;
     rateLimit?: { max?: number; windowSeconds?: number };
     workers?: number;
@@ -71,6 +72,8 @@ export interface Config {
     keyFile: string;
     clientCaFiles: string[];
     healthPort?: number;
+    /** Serve /metrics on the loopback health port too (off by default). */
+    healthPortMetrics: boolean;
     bodyLimitBytes: number;
     rateLimit: { max: number; windowSeconds: number };
     workers: number;
@@ -155,6 +158,7 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
       keyFile: at(raw.server?.keyFile ?? 'pki/server.key.pem'),
       clientCaFiles: (raw.server?.clientCaFiles ?? ['pki/ca.pem']).map(at),
       ...(raw.server?.healthPort ? { healthPort: raw.server.healthPort } : {}),
+      healthPortMetrics: raw.server?.healthPortMetrics ?? false,
       bodyLimitBytes: raw.server?.bodyLimitBytes ?? 65_536,
       rateLimit: { max: raw.server?.rateLimit?.max ?? 300, windowSeconds: raw.server?.rateLimit?.windowSeconds ?? 60 },
       workers: raw.server?.workers ?? 2,

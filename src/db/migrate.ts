@@ -38,8 +38,12 @@ export function listMigrations(dir = MIGRATION_DIR): Migration[] {
 
 export async function runMigrations(db: Database, migrations = listMigrations()): Promise<string[]> {
   // Under the lock too: two processes running CREATE TABLE IF NOT EXISTS at once can still collide.
+  // Only when the table is missing: the app's login role (deploy/sql/roles.sql) may not create tables,
+  // and PostgreSQL checks that privilege even for CREATE TABLE IF NOT EXISTS on an existing table.
   await db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    const present = await tx.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t");
+    if (present[0]?.t) return;
     await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version text PRIMARY KEY,
       name text NOT NULL,
@@ -61,7 +65,11 @@ export async function runMigrations(db: Database, migrations = listMigrations())
         }
         return false;
       }
-      await tx.exec(m.sql);
+      await tx.exec(m.sql).catch((err: { code?: string }) => {
+        // 42501 insufficient_privilege: the app's role starts on a store whose owner has not migrated it.
+        if (err?.code !== '42501') throw err;
+        throw new UserError('db.migration-not-permitted', `migration ${m.version}_${m.name}.sql is pending and this database role may not apply it; run "ehrbench db migrate" as the owner role (deploy/README.md)`);
+      });
       await tx.query('INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [m.version, m.name, m.checksum]);
       return true;
     });

@@ -22,6 +22,7 @@ import { UserError } from '../errors';
 import { canonicalAddress } from './addresses';
 import type { Endpoint } from './endpoints';
 import { EgressAborted, EgressDenied } from './errors';
+import { observeEgressEvent } from '../observability';
 import { type CheckedAddress, DEFAULT_DNS_TIMEOUT_MS, type EndpointOrigin, type Resolver, endpointOrigin, resolveChecked, systemResolver } from './resolve';
 import { parseCanonicalUrl } from './url';
 
@@ -156,6 +157,7 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
   const clientKey = endpoint.tls?.clientKeyFile ? readPem(endpoint.tls.clientKeyFile, 'clientKeyFile', endpoint.id) : undefined;
   const pins = endpoint.tls?.spkiSha256;
   const report = (event: EgressEvent) => {
+    observeEgressEvent(event);
     try {
       opts.onEvent?.(event);
     } catch {

@@ -16,6 +16,7 @@ import { PolicyDenied, UserError, describeError } from '../errors';
 import type { Actor } from '../identity/actor';
 import type { Logger } from '../log';
 import type { ScoringMode } from '../metrics';
+import { observeRunFinished, observeRunStarted } from '../observability';
 import { requiresDeidentification } from '../tiers';
 import type { AccessStage, BudgetStage, DeidStage, ModelStage, PromptStage, RunContext, ScoringStage } from './stages';
 import { auditBase, ENGINE_ACTOR } from './audit-events';
@@ -202,10 +203,12 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
   };
   await engine.audit.record(startEvent);
   if (!decision.allowed) {
-    await store.transition(runId, ['approved', 'running'], 'halted', decision.rule);
+    const halted = await store.transition(runId, ['approved', 'running'], 'halted', decision.rule);
+    observeRunFinished(ctx, 'halted', halted);
     throw new PolicyDenied(decision.rule, decision.reason);
   }
   await store.transition(runId, ['approved', 'running'], 'running');
+  observeRunStarted(ctx, run.status === 'running');
 
   // A new run is planned while it is worked on: instances are claimable as soon as the first batch
   // of the dataset is in the queue.
@@ -230,6 +233,7 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
       detail: { done: counts.done, blocked: counts.blocked, failed: counts.failed },
     });
     logger.info('run.completed', { runId, done: counts.done, blocked: counts.blocked, failed: counts.failed });
+    observeRunFinished(ctx, 'completed');
     await engine.audit.seal();
   }
   const latest = await store.getRun(runId);
@@ -287,14 +291,16 @@ export async function cancelRun(engine: Engine, runId: string, actor: Actor, rea
   });
   if (!allowed) throw new PolicyDenied(rule, 'only the requester, a compliance officer or an admin may stop a run');
   if (!active) throw new UserError('run.not-active', `run ${runId} is already ${run.status}`);
-  await engine.store.transition(runId, ['requested', 'approved', 'running'], halt && !own ? 'halted' : 'cancelled', rule);
+  const stopped = await engine.store.transition(runId, ['requested', 'approved', 'running'], halt && !own ? 'halted' : 'cancelled', rule);
+  observeRunFinished(ctx, halt && !own ? 'halted' : 'cancelled', stopped);
   return (await engine.store.getRun(runId)) as RunRow;
 }
 
 export async function failRun(engine: Engine, ctx: RunContext, err: unknown): Promise<void> {
   const rule = err instanceof PolicyDenied ? err.rule : describeError(err).code;
   const status = err instanceof PolicyDenied ? 'halted' : 'failed';
-  await engine.store.transition(ctx.runId, ['running', 'approved'], status, rule);
+  const stopped = await engine.store.transition(ctx.runId, ['running', 'approved'], status, rule);
+  observeRunFinished(ctx, status, stopped);
   engine.logger.error('run.stopped', { runId: ctx.runId, status, rule, err });
   // Best effort: when the audit trail itself is what failed, this record cannot be written either.
   await engine.audit

@@ -6,6 +6,7 @@
 import { sha256Hex } from '../canonical';
 import { PolicyDenied } from '../errors';
 import { ModelCallError } from '../models';
+import { observeInstance, observeModelCall, observeModelCallFailure } from '../observability';
 import { auditBase, ENGINE_ACTOR } from './audit-events';
 import type { Engine, ExecuteOptions } from './engine';
 import type { Planning } from './planner';
@@ -122,7 +123,7 @@ async function processItem(engine: Engine, ctx: RunContext, workerId: string, it
       ...auditBase(ctx),
       detail: { ordinal: item.ordinal },
     });
-    await store.finishWithout(ctx.runId, item.itemKey, workerId, 'blocked', deid.rule);
+    if (await store.finishWithout(ctx.runId, item.itemKey, workerId, 'blocked', deid.rule)) observeInstance(ctx, 'blocked', deid.rule);
     return;
   }
 
@@ -158,6 +159,7 @@ async function processItem(engine: Engine, ctx: RunContext, workerId: string, it
           detail: { ordinal: item.ordinal, attempt, requestBytes, requestSha256 },
         }),
     });
+    observeModelCall(ctx.endpoint.id, completion.latencyMs);
     const scores = await engine.scoring.score(ctx, item.instance, completion.text, {
       ...(signal ? { signal } : {}),
       beforeCall: (endpointId, detail) =>
@@ -172,19 +174,21 @@ async function processItem(engine: Engine, ctx: RunContext, workerId: string, it
           detail: { ordinal: item.ordinal, purposeOfCall: 'scoring', ...detail },
         }),
     });
-    await store.complete(ctx.runId, item.itemKey, workerId, {
+    const stored = await store.complete(ctx.runId, item.itemKey, workerId, {
       prediction: completion.text,
       scores,
       promptTokens: completion.promptTokens,
       completionTokens: completion.completionTokens,
       latencyMs: completion.latencyMs,
     });
+    if (stored) observeInstance(ctx, 'done');
   } catch (err) {
     // An interrupted call (cancel, shutdown) costs no attempt: releaseAll returns the instance.
     if (signal?.aborted) return;
     if (isFatal(err)) throw err;
     const e = err as ModelCallError;
     logger.warn('run.item.call-failed', { runId: ctx.runId, ordinal: item.ordinal, errorCode: e.code, httpStatus: e.httpStatus, attempt: item.attempts });
+    observeModelCallFailure(ctx, e.code, item.attempts >= settings.maxAttempts);
     await store.release(ctx.runId, item.itemKey, workerId, settings.maxAttempts, e.code);
   } finally {
     // After the result is stored its tokens count as spent; the worst-case hold is no longer needed.

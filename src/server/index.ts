@@ -6,7 +6,7 @@
  * workers and seals the audit trail.
  */
 import { readFileSync } from 'node:fs';
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import type { Server as HttpServer } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import rateLimit from '@fastify/rate-limit';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -15,6 +15,7 @@ import { formatSchemaErrors, loadSchema, requestValidator } from '../config/vali
 import { PolicyDenied, UserError, describeError } from '../errors';
 import { type Caller, Operations } from '../operations';
 import { RunScheduler } from '../runs/scheduler';
+import { enableProcessMetrics, metricsText, observeStore, restrictIds, startLocalListener } from '../observability';
 import { serviceActor } from '../identity/actor';
 import { identify } from './identity';
 import { registerRoutes } from './routes';
@@ -122,6 +123,17 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
     delete schema.title;
     return schema;
   });
+  // Prometheus metrics for operators and auditors (a scraper gets a client certificate of its own).
+  // Not audited when served: a scrape every few seconds would drown the trail, and metrics hold no
+  // patient data; a refusal is audited like any other (access.denied).
+  restrictIds({ benchmarks: app.catalog.list().map((b) => b.definition.id), endpoints: app.endpoints.endpoints.map((e) => e.id) });
+  observeStore(app.db);
+  enableProcessMetrics();
+  server.get('/metrics', async (req, reply) => {
+    await ops.asAny(req.caller as Caller, ['admin', 'auditor'], 'reading metrics');
+    const m = await metricsText();
+    return reply.type(m.contentType).header('cache-control', 'no-store').send(m.body);
+  });
 
   const port = opts.port ?? cfg.port;
   const host = opts.host ?? cfg.host;
@@ -132,12 +144,15 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
 
   let health: HttpServer | undefined;
   if (cfg.healthPort) {
-    // Probes that cannot present a certificate get only "ok" / "ready", on loopback.
-    health = createHttpServer((req, res) => {
-      const ok = req.url === '/health' || req.url === '/ready';
-      res.writeHead(ok ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify({ status: ok ? 'ok' : 'not found' }));
-    });
-    await new Promise<void>((resolve) => health?.listen(cfg.healthPort, '127.0.0.1', resolve));
+    // Probes that cannot present a certificate, on loopback only; /metrics there only when enabled.
+    const ready = () => app.db.query('SELECT seq FROM audit_head').then(() => true);
+    try {
+      health = await startLocalListener({ port: cfg.healthPort, metrics: cfg.healthPortMetrics, ready });
+    } catch (err) {
+      await server.close();
+      await scheduler.stop();
+      throw new UserError('server.health-port-unavailable', `127.0.0.1:${cfg.healthPort}: the health port cannot be opened (${(err as NodeJS.ErrnoException).code ?? 'error'}); choose another server.healthPort`);
+    }
   }
 
   let closing: Promise<void> | undefined;

@@ -1,0 +1,22 @@
+/**
+ * Prometheus metrics: counters and histograms per process, gauges read from the store at scrape time,
+ * label values checked against allowlists (never patient text), and the loopback listener.
+ */
+export {
+  observeAuditBatch,
+  observeAuditEvent,
+  observeAuditFailure,
+  observeEgressEvent,
+  observeInstance,
+  observeModelCall,
+  observeModelCallFailure,
+  observeRunFinished,
+  observeRunStarted,
+  INSTANCE_OUTCOMES,
+  RUN_FINAL_STATUSES,
+} from './metrics';
+export type { InstanceOutcome, RunFinalStatus, RunScope } from './metrics';
+export { enableProcessMetrics, metricsText, registry, resetMetrics } from './registry';
+export { forgetStore, observeStore } from './store-gauges';
+export { clearConfiguredIds, restrictIds, validLabelValue, validRule, BENCHMARK_ID_PATTERN, ENDPOINT_ID_PATTERN, RULE_NAMESPACES } from './labels';
+export { LOOPBACK, startLocalListener } from './listener';
