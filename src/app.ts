@@ -18,6 +18,7 @@ import { EndpointModels } from './runs/model-stage';
 import { templatePrompt } from './runs/prompt';
 import { createScoring } from './runs/scoring';
 import { JudgeClients, SqlExecutor } from './metrics';
+import { EndpointCapacities } from './runs/capacity';
 import { RunStore } from './runs/store';
 import { DAEMON_VERSION } from './version';
 
@@ -43,12 +44,19 @@ export interface OpenOptions extends LoadOptions {
   resolver?: Resolver;
 }
 
-/** Loads the principals file, and again whenever its modification time changes. */
+/**
+ * Loads the principals file, and again when its modification time changes. The file is looked at
+ * at most once a second: access is checked before every instance, and a removed or disabled person
+ * must lose access within that second, not on the next restart.
+ */
 function principalsLoader(file: string): () => PrincipalDirectory {
-  let loaded: { mtimeMs: number; directory: PrincipalDirectory } | undefined;
+  let loaded: { mtimeMs: number; checkedAt: number; directory: PrincipalDirectory } | undefined;
   return () => {
+    const now = Date.now();
+    if (loaded && now - loaded.checkedAt < 1000) return loaded.directory;
     const mtimeMs = statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? -1;
-    if (!loaded || loaded.mtimeMs !== mtimeMs) loaded = { mtimeMs, directory: loadPrincipals(file) };
+    if (!loaded || loaded.mtimeMs !== mtimeMs) loaded = { mtimeMs, checkedAt: now, directory: loadPrincipals(file) };
+    else loaded.checkedAt = now;
     return loaded.directory;
   };
 }
@@ -97,6 +105,7 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     models,
     scoring: createScoring({ endpoints, judges, sql, deid: () => engine.deid }),
     logger,
+    capacities: new EndpointCapacities(),
     settings: {
       concurrency: config.runs.concurrencyPerEndpoint,
       maxAttempts: config.runs.maxAttempts,

@@ -258,8 +258,11 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(new EgressAborted('egress.deadline', `no complete answer within ${totalMs} ms; call aborted`, endpoint.id)), totalMs);
     timer.unref();
+    // The caller's signal (the SDK's per-request one) aborts the deadline's controller too.
     const callerSignal = init?.signal as AbortSignal | undefined;
-    const signal = callerSignal ? AbortSignal.any([deadline.signal, callerSignal]) : deadline.signal;
+    if (callerSignal?.aborted) deadline.abort(callerSignal.reason);
+    else callerSignal?.addEventListener('abort', () => deadline.abort(callerSignal.reason), { once: true });
+    const signal = deadline.signal;
     let response: Awaited<ReturnType<typeof undiciFetch>>;
     try {
       response = await undiciFetch(url, { ...(init ?? {}), signal, redirect: 'manual', dispatcher: agent } as Parameters<typeof undiciFetch>[1]);
@@ -278,7 +281,8 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
       report({ type: 'egress.denied', endpointId: endpoint.id, rule: 'egress.redirect.refused' });
       return refuse(new EgressDenied('egress.redirect.refused', `answered with a redirect (HTTP ${response.status}) to ${redirectTarget(response.headers.get('location'), url)}; redirects are never followed`, endpoint.id));
     }
-    const declared = Number(response.headers.get('content-length'));
+    const lengthHeader = response.headers.get('content-length');
+    const declared = lengthHeader === null || lengthHeader.trim() === '' ? Number.NaN : Number(lengthHeader);
     if (Number.isFinite(declared) && declared > maxBytes) {
       return refuse(new EgressAborted('egress.response-too-large', `response declares ${declared} bytes, over the cap of ${maxBytes}; call aborted`, endpoint.id));
     }
@@ -286,6 +290,11 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
       clearTimeout(timer);
       return response as unknown as Response;
     }
+    // A body that declares its length within the cap and is not compressed cannot grow past it (the
+    // HTTP/1.1 parser reads exactly that many bytes), so it needs no counting stream; the deadline
+    // timer still covers reading it and simply expires afterwards.
+    const encoding = response.headers.get('content-encoding');
+    if (Number.isInteger(declared) && declared >= 0 && (!encoding || encoding === 'identity')) return response as unknown as Response;
     let received = 0;
     const limited = response.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({

@@ -29,6 +29,8 @@ export interface Completion {
 export interface CallHooks {
   /** Runs before every attempt; if it throws, the attempt is not made (fail closed). */
   beforeAttempt?: (attempt: number) => Promise<void>;
+  /** Waits for a free call slot of the endpoint; held for one attempt, not across backoff. */
+  acquire?: () => Promise<() => void>;
   signal?: AbortSignal;
 }
 
@@ -64,11 +66,14 @@ interface AttemptSlot {
 export class ModelClient {
   private readonly sdk: OpenAI;
   /**
-   * The SDK folds some transport errors into a cause-less "connection timeout" (any message that
-   * matches /timed? ?out/), which would turn a refusal into a retryable timeout. So each attempt
-   * runs in its own slot and the guarded fetch records the guard's error there itself.
+   * The SDK keeps a transport error as the `cause` of its connection error, except that it folds any
+   * error whose text matches /timed? ?out/ into a cause-less timeout and rewraps a failed Entra ID
+   * token without its cause. The guard's own messages never say "timed out", so for key-based
+   * endpoints the cause chain is enough. For Entra ID endpoints each attempt runs in an async-local
+   * slot where the token provider records its error. The slot is only created for those endpoints:
+   * in Node 20 an AsyncLocalStorage slows every promise in the process.
    */
-  private readonly guardErrors = new AsyncLocalStorage<AttemptSlot>();
+  private readonly guardErrors: AsyncLocalStorage<AttemptSlot> | undefined;
   private readonly model: string;
   private readonly sleep: (ms: number) => Promise<void>;
 
@@ -77,6 +82,7 @@ export class ModelClient {
     transport: EndpointTransport,
     private readonly opts: ModelClientOptions,
   ) {
+    this.guardErrors = endpoint.auth.type === 'entra-id' ? new AsyncLocalStorage<AttemptSlot>() : undefined;
     const apiKey = resolveApiKey(endpoint, opts.env);
     const headers: Record<string, string> = {};
     if (endpoint.auth.type === 'apim-key' && apiKey) headers['Ocp-Apim-Subscription-Key'] = apiKey;
@@ -84,7 +90,7 @@ export class ModelClient {
       try {
         return await transport.fetch(input as string, init as RequestInit);
       } catch (err) {
-        const slot = this.guardErrors.getStore();
+        const slot = this.guardErrors?.getStore();
         if (slot && (err instanceof EgressDenied || err instanceof EgressAborted)) slot.guardError = err;
         throw err;
       }
@@ -109,7 +115,7 @@ export class ModelClient {
           try {
             return await provider();
           } catch (err) {
-            const slot = this.guardErrors.getStore();
+            const slot = this.guardErrors?.getStore();
             if (slot && err instanceof UserError) slot.guardError = err;
             throw err;
           }
@@ -134,10 +140,11 @@ export class ModelClient {
   async complete(request: ChatRequest, hooks: CallHooks = {}): Promise<Completion> {
     for (let attempt = 1; ; attempt++) {
       await hooks.beforeAttempt?.(attempt);
+      const release = hooks.acquire ? await hooks.acquire() : undefined;
       const started = performance.now();
       const slot: AttemptSlot = {};
       try {
-        const res = await this.guardErrors.run(slot, () =>
+        const res = await this.inSlot(slot, () =>
           this.sdk.chat.completions.create(
             {
               model: this.model,
@@ -158,11 +165,14 @@ export class ModelClient {
           finishReason: choice?.finish_reason ?? null,
         };
       } catch (err) {
+        release?.(); // not held while backing off
         const failure = this.classify(slot.guardError ?? err);
         if (!(failure instanceof ModelCallError) || !failure.retryable || attempt > this.opts.maxRetries) throw failure;
         const wait = this.backoff(attempt, err);
         if (wait === undefined) throw failure;
         await this.sleep(wait);
+      } finally {
+        release?.();
       }
     }
   }
@@ -171,11 +181,15 @@ export class ModelClient {
   async listModels(): Promise<string[]> {
     const slot: AttemptSlot = {};
     try {
-      const page = await this.guardErrors.run(slot, () => this.sdk.models.list());
+      const page = await this.inSlot(slot, () => this.sdk.models.list());
       return page.data.map((m) => String(m.id).slice(0, 200));
     } catch (err) {
       throw this.classify(slot.guardError ?? err);
     }
+  }
+
+  private inSlot<T>(slot: AttemptSlot, fn: () => Promise<T>): Promise<T> {
+    return this.guardErrors ? this.guardErrors.run(slot, fn) : fn();
   }
 
   /** Turns any SDK or transport error into a ModelCallError or the guard's own refusal. */

@@ -20,6 +20,7 @@ import { observeRunFinished, observeRunStarted } from '../observability';
 import { requiresDeidentification } from '../tiers';
 import type { AccessStage, BudgetStage, DeidStage, ModelStage, PromptStage, RunContext, ScoringStage } from './stages';
 import { auditBase, ENGINE_ACTOR } from './audit-events';
+import type { EndpointCapacities } from './capacity';
 import { startPlanning } from './planner';
 import { type MetricAggregate, type RunRow, type RunSpec, RunStore, type StateCounts } from './store';
 import { work } from './worker';
@@ -44,6 +45,8 @@ export interface Engine {
   scoring: ScoringStage;
   logger: Logger;
   settings: EngineSettings;
+  /** Model calls in flight per endpoint, shared by every run of this process. */
+  capacities: EndpointCapacities;
 }
 
 export interface RunRequest {

@@ -1,7 +1,10 @@
 /**
- * The work loop of one worker on one run: `concurrency` loops take claimed instances and pass each
- * through the stages. The next batch is claimed before the local queue runs dry, so calls keep
- * flowing; a worker stops when nothing is queued, claimable, in flight or still being planned.
+ * The work loop of one worker on one run: loops take claimed instances and pass each through the
+ * stages. There are more loops than model-call slots (PIPELINE_DEPTH per slot), so that audit writes,
+ * prompt building and result writes of some instances overlap the calls of others, while the endpoint
+ * never has more than `concurrency` calls in flight (EndpointCapacity). The next batch is claimed
+ * before the local queue runs dry; a worker stops when nothing is queued, claimable, in flight or
+ * still being planned, and after every result it handed off has been written.
  */
 import { sha256Hex } from '../canonical';
 import { PolicyDenied } from '../errors';
@@ -10,14 +13,22 @@ import { observeInstance, observeModelCall, observeModelCallFailure } from '../o
 import { auditBase, ENGINE_ACTOR } from './audit-events';
 import type { Engine, ExecuteOptions } from './engine';
 import type { Planning } from './planner';
+import type { EndpointCapacity } from './capacity';
 import type { RunContext } from './stages';
 import type { ClaimedItem } from './store';
+
+/** Instance loops per model-call slot. */
+const PIPELINE_DEPTH = 2;
 
 /** Runs the loops; returns the error that must stop the run (refusal, audit failure), if any. */
 export async function work(engine: Engine, ctx: RunContext, workerId: string, planning: Planning | undefined, opts: ExecuteOptions): Promise<unknown> {
   const { store, settings } = engine;
   const concurrency = Math.max(1, Math.min(settings.concurrency, ctx.endpoint.limits?.concurrency ?? Number.MAX_SAFE_INTEGER));
-  const batchSize = Math.max(settings.claimBatch, concurrency);
+  const capacity = engine.capacities.for(ctx.endpoint.id, concurrency);
+  const loops = concurrency * PIPELINE_DEPTH;
+  const batchSize = Math.max(settings.claimBatch, loops);
+  // Result writes handed off by the loops; awaited before the worker returns (and bounded).
+  const writes = new Set<Promise<void>>();
   const queue: ClaimedItem[] = [];
   let exhausted = false;
   let claiming: Promise<void> | undefined;
@@ -59,7 +70,7 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
       if (fatal !== undefined || opts.signal?.aborted) return undefined;
       const item = queue.shift();
       if (item) {
-        if (queue.length < concurrency && !exhausted) void startClaim();
+        if (queue.length < loops && !exhausted) void startClaim();
         return item;
       }
       if (exhausted) {
@@ -77,7 +88,15 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
     for (let item = await next(); item; item = await next()) {
       inFlight += 1;
       try {
-        await processItem(engine, ctx, workerId, item, opts.signal);
+        const handed = await processItem(engine, ctx, workerId, item, capacity, opts.signal);
+        if (handed) {
+          const tracked = handed.write.catch((err: unknown) => {
+            fatal ??= err;
+          });
+          writes.add(tracked);
+          void tracked.finally(() => writes.delete(tracked));
+          if (writes.size > loops) await Promise.race(writes);
+        }
       } catch (err) {
         fatal ??= err;
       } finally {
@@ -90,7 +109,8 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
       }
     }
   };
-  await Promise.all(Array.from({ length: concurrency }, loop));
+  await Promise.all(Array.from({ length: loops }, loop));
+  await Promise.all(writes);
   // A prefetch may still be claiming: let it land so the caller's releaseAll returns those leases.
   await claiming;
   await planning?.finished;
@@ -103,8 +123,19 @@ function isFatal(err: unknown): boolean {
   return !(err instanceof ModelCallError);
 }
 
-/** One instance through every stage. Throws only for errors that must stop the run. */
-async function processItem(engine: Engine, ctx: RunContext, workerId: string, item: ClaimedItem, signal?: AbortSignal): Promise<void> {
+/**
+ * One instance through every stage. Throws only for errors that must stop the run. When the model
+ * answered, the result write is returned unawaited: the loop moves on to its next instance while the
+ * write (group-committed with others) lands; the worker awaits every such write before it finishes.
+ */
+async function processItem(
+  engine: Engine,
+  ctx: RunContext,
+  workerId: string,
+  item: ClaimedItem,
+  capacity: EndpointCapacity,
+  signal?: AbortSignal,
+): Promise<{ write: Promise<void> } | undefined> {
   const { store, settings, logger } = engine;
   // A refusal or any other fatal error leaves the instance claimed: releaseAll gives it back unspent.
   const access = await engine.access.checkInstance(ctx);
@@ -124,7 +155,7 @@ async function processItem(engine: Engine, ctx: RunContext, workerId: string, it
       detail: { ordinal: item.ordinal },
     });
     if (await store.finishWithout(ctx.runId, item.itemKey, workerId, 'blocked', deid.rule)) observeInstance(ctx, 'blocked', deid.rule);
-    return;
+    return undefined;
   }
 
   const requestBytes = Buffer.byteLength(deid.prompt);
@@ -144,9 +175,11 @@ async function processItem(engine: Engine, ctx: RunContext, workerId: string, it
     });
     throw new PolicyDenied(budget.rule, budget.reason);
   }
+  let handedOff = false;
   try {
     const completion = await engine.models.complete(ctx, deid.prompt, {
       ...(signal ? { signal } : {}),
+      acquire: () => capacity.acquire(),
       // No audit record, no call: this runs before every attempt and its failure stops the call.
       beforeAttempt: (attempt) =>
         engine.audit.record({
@@ -174,24 +207,32 @@ async function processItem(engine: Engine, ctx: RunContext, workerId: string, it
           detail: { ordinal: item.ordinal, purposeOfCall: 'scoring', ...detail },
         }),
     });
-    const stored = await store.complete(ctx.runId, item.itemKey, workerId, {
-      prediction: completion.text,
-      scores,
-      promptTokens: completion.promptTokens,
-      completionTokens: completion.completionTokens,
-      latencyMs: completion.latencyMs,
-    });
-    if (stored) observeInstance(ctx, 'done');
+    const write = store
+      .complete(ctx.runId, item.itemKey, workerId, {
+        prediction: completion.text,
+        scores,
+        promptTokens: completion.promptTokens,
+        completionTokens: completion.completionTokens,
+        latencyMs: completion.latencyMs,
+      })
+      .then((stored) => {
+        if (stored) observeInstance(ctx, 'done');
+      })
+      // After the result is stored its tokens count as spent; the worst-case hold is no longer needed.
+      .finally(() => (budget.hold ? engine.budget.release(budget.hold) : undefined));
+    handedOff = true;
+    // Wrapped: an async function returning a promise would wait for it.
+    return { write };
   } catch (err) {
     // An interrupted call (cancel, shutdown) costs no attempt: releaseAll returns the instance.
-    if (signal?.aborted) return;
+    if (signal?.aborted) return undefined;
     if (isFatal(err)) throw err;
     const e = err as ModelCallError;
     logger.warn('run.item.call-failed', { runId: ctx.runId, ordinal: item.ordinal, errorCode: e.code, httpStatus: e.httpStatus, attempt: item.attempts });
     observeModelCallFailure(ctx, e.code, item.attempts >= settings.maxAttempts);
     await store.release(ctx.runId, item.itemKey, workerId, settings.maxAttempts, e.code);
+    return undefined;
   } finally {
-    // After the result is stored its tokens count as spent; the worst-case hold is no longer needed.
-    if (budget.hold) await engine.budget.release(budget.hold);
+    if (budget.hold && !handedOff) await engine.budget.release(budget.hold);
   }
 }
