@@ -2,6 +2,7 @@
  * The composition root: configuration, logger, store, catalog, endpoint allowlist, audit trail and
  * the run engine with its stages, wired once for a command or the daemon.
  */
+import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { AuditLog, loadMacKeys, loadSigningKey } from './audit';
@@ -87,6 +88,8 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     witnessDirs: config.audit.witnessDirs,
     logger,
   });
+  // This process as a worker: leases of instances, planning and endpoint slots carry this id.
+  const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const approvals = new ApprovalStore(db);
   const principals = principalsLoader(config.policies.principals);
   const models = new EndpointModels({ ...config.models, ...(opts.env ? { env: opts.env } : {}), ...(opts.resolver ? { resolver: opts.resolver } : {}) });
@@ -105,7 +108,7 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     models,
     scoring: createScoring({ endpoints, judges, sql, deid: () => engine.deid }),
     logger,
-    capacities: new EndpointCapacities(),
+    capacities: new EndpointCapacities(db, workerId, () => config.runs.leaseSeconds),
     settings: {
       concurrency: config.runs.concurrencyPerEndpoint,
       maxAttempts: config.runs.maxAttempts,

@@ -18,6 +18,7 @@ import { approvalsCommand } from './commands/approvals';
 import { pkiCommand } from './commands/pki';
 import { serveCommand } from './commands/serve';
 import { whoamiCommand } from './commands/whoami';
+import { workerCommand } from './commands/worker';
 import { runCommand, runsCommand } from './commands/runs';
 import type { GlobalArgs } from './context';
 import { type Io, processIo } from './output';
@@ -41,6 +42,7 @@ export function buildCli(argv: string[], io: Io) {
     .command(approvalsCommand(io))
     .command(whoamiCommand(io))
     .command(serveCommand(io))
+    .command(workerCommand(io))
     .command(pkiCommand(io))
     .command(leaderboardCommand(io))
     .command(deidCommand(io))

@@ -1,3 +1,6 @@
+import type { Database } from '../db';
+import { SharedSlots } from './slots';
+
 /**
  * How many model calls may be in flight per endpoint, in this process. The worker's instance loops
  * run deeper than this (audit writes, prompt building and result writes of some instances overlap the
@@ -5,13 +8,14 @@
  * endpoint whose limit can change (several workers share an endpoint's capacity).
  */
 export class EndpointCapacity {
-  private inUse = 0;
+  private used = 0;
   private readonly waiting: (() => void)[] = [];
 
   constructor(private limit: number) {}
 
+  /** 0 is allowed: no calls until slots are granted. */
   setLimit(limit: number): void {
-    this.limit = Math.max(1, limit);
+    this.limit = Math.max(0, limit);
     this.drain();
   }
 
@@ -19,37 +23,53 @@ export class EndpointCapacity {
     return this.limit;
   }
 
+  get inUse(): number {
+    return this.used;
+  }
+
   /** Resolves with a release function once a slot is free. */
   async acquire(): Promise<() => void> {
-    if (this.inUse >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.inUse += 1;
+    if (this.used >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.used += 1;
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      this.inUse -= 1;
+      this.used -= 1;
       this.drain();
     };
   }
 
   private drain(): void {
-    while (this.inUse < this.limit && this.waiting.length > 0) {
-      this.inUse += 1;
+    while (this.used < this.limit && this.waiting.length > 0) {
+      this.used += 1;
       (this.waiting.shift() as () => void)();
     }
   }
 }
 
+/**
+ * The capacities of this process, one per endpoint, each fed by its share of the endpoint's slots in
+ * the database (SharedSlots), so that all worker processes together respect the endpoint's limit.
+ */
 export class EndpointCapacities {
-  private readonly byEndpoint = new Map<string, EndpointCapacity>();
+  private readonly byEndpoint = new Map<string, { capacity: EndpointCapacity; slots: SharedSlots }>();
 
-  /** The capacity of an endpoint, created with `limit` and kept (its limit updated) afterwards. */
-  for(endpointId: string, limit: number): EndpointCapacity {
-    let c = this.byEndpoint.get(endpointId);
-    if (!c) {
-      c = new EndpointCapacity(limit);
-      this.byEndpoint.set(endpointId, c);
-    } else if (c.size !== limit) c.setLimit(limit);
-    return c;
+  constructor(
+    private readonly db: Database,
+    private readonly workerId: string,
+    private readonly leaseSeconds: () => number,
+  ) {}
+
+  /** The endpoint's capacity in this process; `total` is the endpoint's limit across all workers. */
+  for(endpointId: string, total: number): { capacity: EndpointCapacity; slots: SharedSlots } {
+    let entry = this.byEndpoint.get(endpointId);
+    if (!entry) {
+      const capacity = new EndpointCapacity(0);
+      const slots = new SharedSlots(this.db, capacity, { endpointId, total, workerId: this.workerId, leaseSeconds: this.leaseSeconds() });
+      entry = { capacity, slots };
+      this.byEndpoint.set(endpointId, entry);
+    }
+    return entry;
   }
 }

@@ -21,7 +21,7 @@ import { requiresDeidentification } from '../tiers';
 import type { AccessStage, BudgetStage, DeidStage, ModelStage, PromptStage, RunContext, ScoringStage } from './stages';
 import { auditBase, ENGINE_ACTOR } from './audit-events';
 import type { EndpointCapacities } from './capacity';
-import { startPlanning } from './planner';
+import { planningFor } from './planner';
 import { type MetricAggregate, type RunRow, type RunSpec, RunStore, type StateCounts } from './store';
 import { work } from './worker';
 
@@ -215,7 +215,7 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
 
   // A new run is planned while it is worked on: instances are claimable as soon as the first batch
   // of the dataset is in the queue.
-  const planning = run.instance_count === null ? startPlanning(engine, run, ctx) : undefined;
+  const planning = await planningFor(engine, run, ctx, workerId);
   const fatal = await work(engine, ctx, workerId, planning, opts);
   await store.releaseAll(runId, workerId);
   if (fatal) {

@@ -22,7 +22,44 @@ export interface Planning {
   finished: Promise<void>;
 }
 
-export function startPlanning(engine: Engine, run: RunRow, ctx: RunContext): Planning {
+/**
+ * The planning of a run as this worker sees it: none (the run is planned), its own (it took the
+ * planner lease), or another worker's (it waits, and takes over if that worker's lease expires).
+ */
+export async function planningFor(engine: Engine, run: RunRow, ctx: RunContext, workerId: string): Promise<Planning | undefined> {
+  if (run.instance_count !== null) return undefined;
+  if (await engine.store.takePlanner(run.run_id, workerId, engine.settings.leaseSeconds)) return startPlanning(engine, run, ctx, workerId);
+  return watchPlanning(engine, run, ctx, workerId);
+}
+
+const WATCH_MS = 250;
+
+/** Another worker plans: poll until the run is planned (or stops), and take over a dead planner. */
+function watchPlanning(engine: Engine, run: RunRow, ctx: RunContext, workerId: string): Planning {
+  let resolveFinished: () => void = () => undefined;
+  const planning: Planning = {
+    done: false,
+    finished: new Promise<void>((resolve) => (resolveFinished = resolve)),
+    async progressed() {
+      await new Promise((r) => setTimeout(r, WATCH_MS));
+      const now = await engine.store.getRun(run.run_id);
+      if (!now || now.instance_count !== null || now.status !== 'running') {
+        planning.done = true;
+      } else if (await engine.store.takePlanner(run.run_id, workerId, engine.settings.leaseSeconds)) {
+        try {
+          await plan(engine, run, ctx, workerId, () => undefined);
+        } catch (err) {
+          planning.error = err;
+        }
+        planning.done = true;
+      }
+      if (planning.done) resolveFinished();
+    },
+  };
+  return planning;
+}
+
+export function startPlanning(engine: Engine, run: RunRow, ctx: RunContext, workerId: string): Planning {
   let waiters: (() => void)[] = [];
   const wake = () => {
     const w = waiters;
@@ -34,7 +71,7 @@ export function startPlanning(engine: Engine, run: RunRow, ctx: RunContext): Pla
     progressed: () => new Promise<void>((resolve) => waiters.push(resolve)),
     finished: Promise.resolve(),
   };
-  planning.finished = plan(engine, run, ctx, wake).then(
+  planning.finished = plan(engine, run, ctx, workerId, wake).then(
     () => {
       planning.done = true;
       wake();
@@ -48,7 +85,7 @@ export function startPlanning(engine: Engine, run: RunRow, ctx: RunContext): Pla
   return planning;
 }
 
-async function plan(engine: Engine, run: RunRow, ctx: RunContext, onBatch: () => void): Promise<void> {
+async function plan(engine: Engine, run: RunRow, ctx: RunContext, workerId: string, onBatch: () => void): Promise<void> {
   await verifyDataset(ctx.benchmark);
   let batch: { itemKey: string; ordinal: number; instance: Instance }[] = [];
   let ordinal = 0;
@@ -58,6 +95,12 @@ async function plan(engine: Engine, run: RunRow, ctx: RunContext, onBatch: () =>
     ordinal += 1;
     if (batch.length >= limit) {
       await engine.store.enqueue(run.run_id, batch);
+      // Still the planner: renew the lease; if another worker took over (this one stalled past its
+      // lease), stop quietly: that worker finishes the plan, and inserting twice is harmless.
+      if (!(await engine.store.takePlanner(run.run_id, workerId, engine.settings.leaseSeconds))) {
+        engine.logger.warn('run.planner-lost', { runId: run.run_id, workerId });
+        return;
+      }
       onBatch();
       batch = [];
       limit = BATCH;

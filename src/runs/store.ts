@@ -250,6 +250,29 @@ export class RunStore {
     );
   }
 
+  /** Renews the leases of every instance this worker holds (its heartbeat). */
+  async extendLeases(runId: string, workerId: string, leaseSeconds: number): Promise<void> {
+    await this.db.query(
+      `UPDATE run_items SET lease_expires_at = now() + make_interval(secs => $3)
+        WHERE run_id = $1::uuid AND state = 'claimed' AND lease_owner = $2`,
+      [runId, workerId, leaseSeconds],
+    );
+  }
+
+  /**
+   * Takes (or renews) the planning of a run: one worker streams the dataset into the queue, the
+   * others wait; a planner that died loses the lease and another worker takes over.
+   */
+  async takePlanner(runId: string, workerId: string, leaseSeconds: number): Promise<boolean> {
+    const rows = await this.db.query(
+      `UPDATE runs SET planner = $2, planner_expires_at = now() + make_interval(secs => $3)
+        WHERE run_id = $1::uuid AND instance_count IS NULL AND (planner IS NULL OR planner = $2 OR planner_expires_at < now())
+       RETURNING 1`,
+      [runId, workerId, leaseSeconds],
+    );
+    return rows.length === 1;
+  }
+
   /** Returns every lease this worker holds to the queue (cancellation, shutdown). */
   async releaseAll(runId: string, workerId: string): Promise<void> {
     await this.db.query(

@@ -24,7 +24,7 @@ const PIPELINE_DEPTH = 2;
 export async function work(engine: Engine, ctx: RunContext, workerId: string, planning: Planning | undefined, opts: ExecuteOptions): Promise<unknown> {
   const { store, settings } = engine;
   const concurrency = Math.max(1, Math.min(settings.concurrency, ctx.endpoint.limits?.concurrency ?? Number.MAX_SAFE_INTEGER));
-  const capacity = engine.capacities.for(ctx.endpoint.id, concurrency);
+  const { capacity, slots } = engine.capacities.for(ctx.endpoint.id, concurrency);
   const loops = concurrency * PIPELINE_DEPTH;
   const batchSize = Math.max(settings.claimBatch, loops);
   // Result writes handed off by the loops; awaited before the worker returns (and bounded).
@@ -109,8 +109,21 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
       }
     }
   };
-  await Promise.all(Array.from({ length: loops }, loop));
-  await Promise.all(writes);
+  await slots.join();
+  // Heartbeat: this worker's claimed instances keep their leases while it is alive; a worker that
+  // dies stops renewing, and its instances are claimed again once their leases expire.
+  const heartbeat = setInterval(
+    () => void store.extendLeases(ctx.runId, workerId, settings.leaseSeconds).catch(() => undefined),
+    Math.max(200, (settings.leaseSeconds * 1000) / 3),
+  );
+  heartbeat.unref();
+  try {
+    await Promise.all(Array.from({ length: loops }, loop));
+    await Promise.all(writes);
+  } finally {
+    clearInterval(heartbeat);
+    await slots.leave().catch(() => undefined);
+  }
   // A prefetch may still be claiming: let it land so the caller's releaseAll returns those leases.
   await claiming;
   await planning?.finished;

@@ -36,6 +36,7 @@ const COMMANDS = [
   ['leaderboard'],
   ['whoami'],
   ['serve'],
+  ['worker'],
   ['approvals', 'add'],
   ['approvals', 'list'],
   ['approvals', 'show'],

@@ -130,7 +130,9 @@ describe('LLM jury on ACI-Bench', () => {
       const judgeEvents = t.audited.filter((a) => a.event.detail?.metric === 'jury');
       expect(judgeEvents.map((a) => a.event.subject?.endpointId)).toEqual(['judge-gpt', 'judge-llama', 'judge-claude']);
       const judgeRequestNumbers = t.server.received.map((r, i) => (isJudgePrompt(r.prompt) ? i + 1 : 0)).filter(Boolean);
-      judgeEvents.forEach((a, i) => expect(a.requestsSoFar).toBe((judgeRequestNumbers[i] as number) - 1));
+      // Each judge call's audit event was recorded before that request reached the server (other
+      // instances' calls may arrive in between: several instances are in flight at once).
+      judgeEvents.forEach((a, i) => expect(a.requestsSoFar).toBeLessThan(judgeRequestNumbers[i] as number));
 
       // No explanation anywhere: not in the store, the audit trail or the log.
       const dump = await t.app.db.query<{ t: string }>('SELECT row_to_json(i)::text AS t FROM run_items i WHERE run_id = $1', [run.run_id]);
