@@ -61,12 +61,15 @@ export class EndpointCapacities {
     private readonly leaseSeconds: () => number,
   ) {}
 
-  /** The endpoint's capacity in this process; `total` is the endpoint's limit across all workers. */
-  for(endpointId: string, total: number): { capacity: EndpointCapacity; slots: SharedSlots } {
+  /**
+   * The endpoint's capacity in this process: `total` is the endpoint's limit across all workers,
+   * `perWorker` the most this worker keeps in flight.
+   */
+  for(endpointId: string, total: number, perWorker: number): { capacity: EndpointCapacity; slots: SharedSlots } {
     let entry = this.byEndpoint.get(endpointId);
     if (!entry) {
       const capacity = new EndpointCapacity(0);
-      const slots = new SharedSlots(this.db, capacity, { endpointId, total, workerId: this.workerId, leaseSeconds: this.leaseSeconds() });
+      const slots = new SharedSlots(this.db, capacity, { endpointId, total, perWorker, workerId: this.workerId, leaseSeconds: this.leaseSeconds() });
       entry = { capacity, slots };
       this.byEndpoint.set(endpointId, entry);
     }

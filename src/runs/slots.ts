@@ -12,6 +12,8 @@ import type { EndpointCapacity } from './capacity';
 export interface SlotOptions {
   endpointId: string;
   total: number;
+  /** The most calls this worker keeps in flight to the endpoint, whatever its share. */
+  perWorker: number;
   workerId: string;
   leaseSeconds: number;
 }
@@ -72,7 +74,7 @@ export class SharedSlots {
       'SELECT count(*)::integer AS n FROM endpoint_workers WHERE endpoint_id = $1 AND seen_at > now() - make_interval(secs => $2)',
       [endpointId, leaseSeconds],
     );
-    const share = Math.ceil(total / Math.max(1, active?.n ?? 1));
+    const share = Math.min(this.opts.perWorker, Math.ceil(total / Math.max(1, active?.n ?? 1)));
     await this.db.query(
       'INSERT INTO endpoint_slots (endpoint_id, slot_no) SELECT $1, g FROM generate_series(0, $2 - 1) AS g ON CONFLICT DO NOTHING',
       [endpointId, total],

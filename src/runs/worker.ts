@@ -23,9 +23,12 @@ const PIPELINE_DEPTH = 2;
 /** Runs the loops; returns the error that must stop the run (refusal, audit failure), if any. */
 export async function work(engine: Engine, ctx: RunContext, workerId: string, planning: Planning | undefined, opts: ExecuteOptions): Promise<unknown> {
   const { store, settings } = engine;
-  const concurrency = Math.max(1, Math.min(settings.concurrency, ctx.endpoint.limits?.concurrency ?? Number.MAX_SAFE_INTEGER));
-  const { capacity, slots } = engine.capacities.for(ctx.endpoint.id, concurrency);
-  const loops = concurrency * PIPELINE_DEPTH;
+  // The endpoint's capacity across all workers (its policy limit, or the configured default), and
+  // what this worker's loops are sized for; calls in flight here are bounded by this worker's share.
+  const total = Math.max(1, ctx.endpoint.limits?.concurrency ?? settings.concurrency);
+  const perWorker = Math.max(1, Math.min(total, settings.concurrency));
+  const { capacity, slots } = engine.capacities.for(ctx.endpoint.id, total, perWorker);
+  const loops = perWorker * PIPELINE_DEPTH;
   const batchSize = Math.max(settings.claimBatch, loops);
   // Result writes handed off by the loops; awaited before the worker returns (and bounded).
   const writes = new Set<Promise<void>>();

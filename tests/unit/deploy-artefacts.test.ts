@@ -215,7 +215,7 @@ describe('container image definition', () => {
     expect(users[0]).toMatch(/^[1-9]\d*:[1-9]\d*$/);
     // No shell at run time: nothing may RUN in the final stage, and entry points are exec form.
     expect(runtime).not.toMatch(/^RUN /m);
-    expect(runtime).toMatch(/^ENTRYPOINT \["\/nodejs\/bin\/node", "\/app\/bin\/ehrbench\.js"\]$/m);
+    expect(runtime).toMatch(/^ENTRYPOINT \["\/nodejs\/bin\/node", "--max-old-space-size=256", "\/app\/bin\/ehrbench\.js"\]$/m);
   });
 
   it('installs production dependencies exactly from the lock file', () => {
