@@ -2,6 +2,7 @@
  * The endpoint allowlist (access-policies/endpoints.json, schemas/endpoints.schema.json): the only
  * model endpoints ehrbench may call, with how to reach and trust them and what data they may receive.
  */
+import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { readJsonFile, validateOrThrow } from '../config/validate';
 import { UserError } from '../errors';
@@ -135,4 +136,30 @@ function checkNetworkFields(e: { url: string; addresses?: string[]; allowedCidrs
     if (a.addr.range() === 'unspecified') return fail(path, 'the unspecified address reaches this machine, not an endpoint');
     if (!addressAllowed(address, e.allowedCidrs)) fail(path, 'address is outside allowedCidrs');
   });
+}
+
+/**
+ * The secret an endpoint's auth refers to (an API key, an APIM key, an Entra ID client secret): the
+ * named environment variable, or the first line of the named file. Never inline in a policy. Errors
+ * name the variable or file, never a value; `what` says which secret it is.
+ */
+export function readSecretReference(endpoint: Endpoint, env: NodeJS.ProcessEnv, what: string): string {
+  const auth = endpoint.auth;
+  if (auth.env) {
+    const value = env[auth.env]?.trim();
+    if (!value) throw new UserError('endpoint.credential-missing', `endpoint ${endpoint.id}: environment variable ${auth.env} (${what}) is not set; export it before starting ehrbench`);
+    return value;
+  }
+  if (auth.file) {
+    let text: string;
+    try {
+      text = readFileSync(auth.file, 'utf8');
+    } catch (err) {
+      throw new UserError('endpoint.credential-missing', `endpoint ${endpoint.id}: ${what} file ${auth.file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+    const value = text.split(/\r?\n/)[0]?.trim();
+    if (!value) throw new UserError('endpoint.credential-missing', `endpoint ${endpoint.id}: ${what} file ${auth.file} is empty`);
+    return value;
+  }
+  throw new UserError('endpoint.credential-missing', `endpoint ${endpoint.id}: auth needs the ${what} in env or file`);
 }

@@ -9,11 +9,10 @@
  * Only the client-secret flow is offered: managed identity talks plain http to 169.254.169.254,
  * which the guard refuses by design, and DefaultAzureCredential tries many routes at once.
  */
-import { readFileSync } from 'node:fs';
 import { createHttpHeaders, type HttpClient, type PipelineRequest, type PipelineResponse } from '@azure/core-rest-pipeline';
 import { ClientSecretCredential, getBearerTokenProvider } from '@azure/identity';
 import { UserError } from '../errors';
-import type { Endpoint } from './endpoints';
+import { type Endpoint, readSecretReference } from './endpoints';
 import { EgressAborted, EgressDenied } from './errors';
 import type { EndpointTransport } from './guard';
 
@@ -39,25 +38,6 @@ export function authorityEndpoint(endpoint: Endpoint): Endpoint {
   };
 }
 
-function clientSecret(endpoint: Endpoint, env: NodeJS.ProcessEnv): string {
-  const auth = endpoint.auth;
-  if (auth.env) {
-    const value = env[auth.env]?.trim();
-    if (!value) throw new UserError('endpoint.credential-missing', `endpoint ${endpoint.id}: environment variable ${auth.env} (Entra ID client secret) is not set`);
-    return value;
-  }
-  if (auth.file) {
-    let text: string;
-    try {
-      text = readFileSync(auth.file, 'utf8');
-    } catch (err) {
-      throw new UserError('endpoint.credential-missing', `endpoint ${endpoint.id}: client secret file ${auth.file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-    }
-    const value = text.split(/\r?\n/)[0]?.trim();
-    if (value) return value;
-  }
-  throw new UserError('endpoint.credential-missing', `endpoint ${endpoint.id}: entra-id auth needs the client secret in env or file`);
-}
 
 /** An @azure/core-rest-pipeline HttpClient whose only transport is the guarded fetch. */
 function guardedHttpClient(transport: EndpointTransport, onGuardError: (e: EgressDenied | EgressAborted) => void): HttpClient {
@@ -97,7 +77,7 @@ export function entraTokenProvider(endpoint: Endpoint, authorityTransport: Endpo
     throw new UserError('policy.invalid', `endpoint ${endpoint.id}: entra-id auth needs tenantId and clientId`);
   }
   let guardError: EgressDenied | EgressAborted | undefined;
-  const credential = new ClientSecretCredential(auth.tenantId, auth.clientId, clientSecret(endpoint, env), {
+  const credential = new ClientSecretCredential(auth.tenantId, auth.clientId, readSecretReference(endpoint, env, 'Entra ID client secret'), {
     authorityHost: authorityTransport.endpoint.url,
     disableInstanceDiscovery: true,
     httpClient: guardedHttpClient(authorityTransport, (e) => {

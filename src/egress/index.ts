@@ -1,4 +1,4 @@
-export { loadEndpointPolicy } from './endpoints';
+export { loadEndpointPolicy, readSecretReference } from './endpoints';
 export type { Endpoint, EndpointDefinition, EndpointPolicy } from './endpoints';
 export { EgressAborted, EgressDenied } from './errors';
 export { addressAllowed, parseConfigAddress, parseConfigCidr } from './addresses';

@@ -6,6 +6,7 @@
  * before the local queue runs dry; a worker stops when nothing is queued, claimable, in flight or
  * still being planned, and after every result it handed off has been written.
  */
+import type { AuditEventInput } from '../audit/types';
 import { sha256Hex } from '../canonical';
 import { PolicyDenied } from '../errors';
 import { ModelCallError } from '../models';
@@ -134,6 +135,21 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
   return fatal ?? (opts.signal?.aborted ? undefined : planning?.error);
 }
 
+/** The audit event written before every outbound call of a run: to the model, or to a judge. */
+function callEvent(ctx: RunContext, endpointId: string, detail: Record<string, number | string | boolean>): AuditEventInput {
+  const base = auditBase(ctx);
+  return {
+    type: 'endpoint.call',
+    action: 'E',
+    outcome: 'success',
+    rule: 'egress.allowlisted-endpoint',
+    actor: ENGINE_ACTOR,
+    ...base,
+    subject: { ...base.subject, endpointId },
+    detail,
+  };
+}
+
 /** Errors that stop the whole run rather than one instance: refusals and an unavailable audit trail. */
 function isFatal(err: unknown): boolean {
   return !(err instanceof ModelCallError);
@@ -197,31 +213,12 @@ async function processItem(
       ...(signal ? { signal } : {}),
       acquire: () => capacity.acquire(),
       // No audit record, no call: this runs before every attempt and its failure stops the call.
-      beforeAttempt: (attempt) =>
-        engine.audit.record({
-          type: 'endpoint.call',
-          action: 'E',
-          outcome: 'success',
-          rule: 'egress.allowlisted-endpoint',
-          actor: ENGINE_ACTOR,
-          ...auditBase(ctx),
-          detail: { ordinal: item.ordinal, attempt, requestBytes, requestSha256 },
-        }),
+      beforeAttempt: (attempt) => engine.audit.record(callEvent(ctx, ctx.endpoint.id, { ordinal: item.ordinal, attempt, requestBytes, requestSha256 })),
     });
     observeModelCall(ctx.endpoint.id, completion.latencyMs);
     const scores = await engine.scoring.score(ctx, item.instance, completion.text, {
       ...(signal ? { signal } : {}),
-      beforeCall: (endpointId, detail) =>
-        engine.audit.record({
-          type: 'endpoint.call',
-          action: 'E',
-          outcome: 'success',
-          rule: 'egress.allowlisted-endpoint',
-          actor: ENGINE_ACTOR,
-          ...auditBase(ctx),
-          subject: { ...auditBase(ctx).subject, endpointId },
-          detail: { ordinal: item.ordinal, purposeOfCall: 'scoring', ...detail },
-        }),
+      beforeCall: (endpointId, detail) => engine.audit.record(callEvent(ctx, endpointId, { ordinal: item.ordinal, purposeOfCall: 'scoring', ...detail })),
     });
     const write = store
       .complete(ctx.runId, item.itemKey, workerId, {

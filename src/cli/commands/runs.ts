@@ -2,7 +2,7 @@ import { Presets, SingleBar } from 'cli-progress';
 import type { CommandModule } from 'yargs';
 import type { App } from '../../app';
 import { UserError } from '../../errors';
-import type { RunView } from '../../operations';
+import type { RunRequestInput, RunView } from '../../operations';
 import { executeRun, type RunSummary } from '../../runs/engine';
 import { CLIENT_OPTIONS, type ClientArgs, localCaller, withClient } from '../client';
 import { type GlobalArgs, withApp } from '../context';
@@ -50,17 +50,21 @@ function printRun(io: Io, run: RunView): void {
   io.stdout(formatTable(['metric', 'value', 'n'], run.aggregates.map((a) => [a.metric, formatScore(a.value), a.n])));
 }
 
-/** `ehrbench run`: request and execute here, in local mode (the embedded single-user setup). */
-async function runHere(app: App, args: RunArgs, io: Io): Promise<RunSummary> {
-  const ops = new Operations(app);
-  const view = await ops.requestRun(localCaller(app), {
+function runInput(args: Omit<RunArgs, keyof GlobalArgs>): RunRequestInput {
+  return {
     benchmarkId: args.benchmark,
     endpointId: args.endpoint,
     ...(args['max-instances'] ? { maxInstances: args['max-instances'] } : {}),
     ...(args.scoring ? { scoring: args.scoring } : {}),
     ...(args.purpose ? { purpose: args.purpose } : {}),
     ...(args.approval ? { approvalId: args.approval } : {}),
-  });
+  };
+}
+
+/** `ehrbench run`: request and execute here, in local mode (the embedded single-user setup). */
+async function runHere(app: App, args: RunArgs, io: Io): Promise<RunSummary> {
+  const ops = new Operations(app);
+  const view = await ops.requestRun(localCaller(app), runInput(args));
   if (view.status === 'requested') {
     throw new UserError('run.awaiting-approval', `run ${view.runId} waits for a compliance officer's approval ("ehrbench runs approve ${view.runId}"); then "ehrbench runs resume ${view.runId}"`);
   }
@@ -128,16 +132,7 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'Request a run (a private-tier run then waits for a compliance officer)',
           builder: (b) => b.options(runOptions),
           handler: async (args) => {
-            const run = await withClient(args, io, (c) =>
-              c.requestRun({
-                benchmarkId: args.benchmark,
-                endpointId: args.endpoint,
-                ...(args['max-instances'] ? { maxInstances: args['max-instances'] } : {}),
-                ...(args.scoring ? { scoring: args.scoring } : {}),
-                ...(args.purpose ? { purpose: args.purpose } : {}),
-                ...(args.approval ? { approvalId: args.approval } : {}),
-              }),
-            );
+            const run = await withClient(args, io, (c) => c.requestRun(runInput(args)));
             if (args.json) return printJson(io, run);
             io.stdout(`run ${run.runId} ${run.status}${run.status === 'requested' ? ': waits for a compliance officer ("ehrbench runs approve <id>")' : ''}\n`);
           },
