@@ -360,7 +360,7 @@ function rawText(value: unknown): string {
   return JSON.stringify(value, (_k, v: unknown) => (v instanceof Error ? errorText(v) : typeof v === 'bigint' ? String(v) : v)) ?? '';
 }
 
-/** The logger as the engine, daemon and audit trail see it, keeping a copy of every raw call. */
+/** The logger as the engine, the daemon and the export service see it, keeping a copy of every raw call. */
 function recordingLogger(inner: Logger, into: string[]): Logger {
   const wrap =
     (level: 'debug' | 'info' | 'warn' | 'error') =>
@@ -401,49 +401,6 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
     expect(kinds.size).toBe(19); // the 18 Safe Harbor kinds as ehrbench names them (VEHICLE, DEVICE... and ID)
 
     const captured: Captured = { loggerInput: [], thrown: [], api: [], console: [], cli: [] };
-    let siteCsv = '';
-    let brokenCsv = '';
-    const t = await startTestDaemon({
-      backend,
-      workers: 1,
-      concurrency: 2,
-      behaviour: (n, prompt) => {
-        // Error bodies quote what they were sent, as some servers do.
-        const body = JSON.stringify({ error: { message: `${ECHO}: ${prompt}`, type: 'server_error' } });
-        if (prompt.includes(FAIL_SENTINEL)) return { kind: 'status', status: 503, body };
-        if (n % 5 === 0) return { kind: 'status', status: 500, body };
-        if (n % 7 === 3) return { kind: 'status', status: 429, retryAfter: '0', body };
-        return { kind: 'answer' };
-      },
-      prepare: (home, config) => {
-        const catalogDir = join(home.home, 'site-catalog');
-        writeBenchmark(join(catalogDir, 'site_canary'), 'site_canary');
-        writeBenchmark(join(catalogDir, 'site_canary_broken'), 'site_canary_broken');
-        const dataDir = join(home.home, 'site-data');
-        mkdirSync(dataDir, { recursive: true });
-        siteCsv = csvOf(records);
-        writeFileSync(join(dataDir, 'canary.csv'), siteCsv);
-        // The last record's SSN unquoted and followed by a quote: not valid CSV, and the parser's own
-        // error message quotes the field (the SSN) it was reading.
-        const last = broken[1] as CanaryRecord;
-        brokenCsv = csvOf(broken).replace(`"${last.ssn}"`, `${last.ssn} "unverified"`);
-        writeFileSync(join(dataDir, 'broken.csv'), brokenCsv);
-        writeFileSync(
-          join(home.home, 'site-data.json'),
-          JSON.stringify({
-            benchmarks: {
-              site_canary: { source: { type: 'csv', path: 'site-data/canary.csv' }, columns: { note: 'NOTE_TEXT' } },
-              site_canary_broken: { source: { type: 'csv', path: 'site-data/broken.csv' }, columns: { note: 'NOTE_TEXT' } },
-            },
-          }),
-        );
-        config.catalog = { ...config.catalog, dirs: [...(config.catalog?.dirs ?? []), catalogDir] };
-        config.logging = { level: 'debug', file: join(home.home, 'logs', 'ehrbench.log') };
-        config.models = { timeoutMs: 10_000, maxRetries: 1, maxBackoffMs: 200 };
-        config.runs = { ...config.runs, maxAttempts: 2 };
-      },
-    });
-
     // Console and standard streams of this process, for anything printed on the way.
     const spies = (['log', 'info', 'warn', 'error', 'debug'] as const).map((level) =>
       jest.spyOn(console, level).mockImplementation((...args: unknown[]) => void captured.console.push(args.map((a) => (typeof a === 'string' ? a : rawText(a))).join(' '))),
@@ -457,8 +414,53 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
       return () => (stream.write = original as typeof stream.write);
     });
 
+    let siteCsv = '';
+    let brokenCsv = '';
+    let started: TestDaemon | undefined;
     let closed = false;
     try {
+      const t = await startTestDaemon({
+        backend,
+        workers: 1,
+        concurrency: 2,
+        behaviour: (n, prompt) => {
+          // Error bodies quote what they were sent, as some servers do.
+          const body = JSON.stringify({ error: { message: `${ECHO}: ${prompt}`, type: 'server_error' } });
+          if (prompt.includes(FAIL_SENTINEL)) return { kind: 'status', status: 503, body };
+          if (n % 5 === 0) return { kind: 'status', status: 500, body };
+          if (n % 7 === 3) return { kind: 'status', status: 429, retryAfter: '0', body };
+          return { kind: 'answer' };
+        },
+        prepare: (home, config) => {
+          const catalogDir = join(home.home, 'site-catalog');
+          writeBenchmark(join(catalogDir, 'site_canary'), 'site_canary');
+          writeBenchmark(join(catalogDir, 'site_canary_broken'), 'site_canary_broken');
+          const dataDir = join(home.home, 'site-data');
+          mkdirSync(dataDir, { recursive: true });
+          siteCsv = csvOf(records);
+          writeFileSync(join(dataDir, 'canary.csv'), siteCsv);
+          // The last record's SSN unquoted and followed by a quote: not valid CSV, and the parser's own
+          // error message quotes the field (the SSN) it was reading.
+          const last = broken[1] as CanaryRecord;
+          brokenCsv = csvOf(broken).replace(`"${last.ssn}"`, `${last.ssn} "unverified"`);
+          writeFileSync(join(dataDir, 'broken.csv'), brokenCsv);
+          writeFileSync(
+            join(home.home, 'site-data.json'),
+            JSON.stringify({
+              benchmarks: {
+                site_canary: { source: { type: 'csv', path: 'site-data/canary.csv' }, columns: { note: 'NOTE_TEXT' } },
+                site_canary_broken: { source: { type: 'csv', path: 'site-data/broken.csv' }, columns: { note: 'NOTE_TEXT' } },
+              },
+            }),
+          );
+          config.catalog = { ...config.catalog, dirs: [...(config.catalog?.dirs ?? []), catalogDir] };
+          config.logging = { level: 'debug', file: join(home.home, 'logs', 'ehrbench.log') };
+          config.models = { timeoutMs: 10_000, maxRetries: 1, maxBackoffMs: 200 };
+          config.runs = { ...config.runs, maxAttempts: 2 };
+        },
+      });
+      started = t;
+
       const { app } = t;
       // The raw input of the logger (what its allowlist then reduces), and the model stage's errors.
       const logger = recordingLogger(app.logger, captured.loggerInput);
@@ -668,7 +670,7 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
     } finally {
       for (const restore of writes) restore();
       for (const spy of spies) spy.mockRestore();
-      if (!closed) await t.close();
+      if (started && !closed) await started.close();
     }
   });
 });
