@@ -40,6 +40,8 @@ const RECORDS = 16;
 const FAILING = 3;
 /** The record de-identified by a stage missing its detectors, so the residual scan must block it. */
 const BLOCKED = 5;
+/** Records whose extract has no structured names (the name columns are empty). */
+const NO_STRUCTURED_NAMES = [2, 6, 10, 14];
 /** Written into the failing record's note (not PHI): the model server recognises the prompt by it. */
 const FAIL_SENTINEL = 'stand-in-refuses-this-prompt';
 /** The model server's error bodies quote the prompt after this; such bodies must go nowhere. */
@@ -193,13 +195,26 @@ function canaryRecord(i: number): CanaryRecord {
   // One record's ward is itself an identifier (a named unit): exports must count it as "(other)".
   const ward = i === 7 ? `${word()} Pavilion` : i % 2 ? 'medicine' : 'surgery';
 
+  // Some extracts carry no names in structured data (an OMOP CDM source has none): in those records
+  // de-identification must find the people of the note by the cues around them alone.
+  const namesKnown = !NO_STRUCTURED_NAMES.includes(i);
+  const people = namesKnown
+    ? [
+        `${age}-year-old patient ${first} ${last} (MRN ${mrn}, DOB ${i % 2 ? usDate(dob) : longDate(dob)}) admitted ${i % 2 ? longDate(admit) : iso(admit)} from home at ${address}.`,
+        `Transferred from ${facility} Memorial Hospital. Daughter ${relFirst} ${last} (cell ${phoneStyle(phone, i % 3)}) updated; fax records to ${phoneStyle(fax, (i + 1) % 3)}.`,
+      ]
+    : [
+        `Patient: ${first} ${last}, ${age}-year-old (MRN ${mrn}, DOB ${i % 2 ? usDate(dob) : longDate(dob)}), admitted ${i % 2 ? longDate(admit) : iso(admit)} from home at ${address}.`,
+        `Transferred from ${facility} Memorial Hospital. Mrs. ${last} updated. Daughter: ${relFirst} ${last}, cell ${phoneStyle(phone, i % 3)}; fax records to ${phoneStyle(fax, (i + 1) % 3)}.`,
+      ];
   const note = [
-    `${age}-year-old patient ${first} ${last} (MRN ${mrn}, DOB ${i % 2 ? usDate(dob) : longDate(dob)}) admitted ${i % 2 ? longDate(admit) : iso(admit)} from home at ${address}.`,
-    `Transferred from ${facility} Memorial Hospital. Daughter ${relFirst} ${last} (cell ${phoneStyle(phone, i % 3)}) updated; fax records to ${phoneStyle(fax, (i + 1) % 3)}.`,
+    ...people,
     `Email ${email}. SSN ${ssn}. ${plan} member ID ${member}. Acct # ${account}. Driver's license ${licence}.`,
     `Vehicle VIN ${vin}, plate # ${plate}. Pacemaker serial ${serial}. Fingerprint template ${biometric}.`,
     `Patient portal ${url}; last login from IP ${ip}. Accession number ${accession}. Zip code ${zip}.`,
-    `Interpreter: ${intFirst} ${intLast}. Seen by Dr. ${attLast}. ${last.toUpperCase()}, ${first.toUpperCase()} asked about discharge; she is aged ${age}.`,
+    namesKnown
+      ? `Interpreter: ${intFirst} ${intLast}. Seen by Dr. ${attLast}. ${last.toUpperCase()}, ${first.toUpperCase()} asked about discharge; she is aged ${age}.`
+      : `Interpreter: ${intFirst} ${intLast}. Attending: ${attFirst} ${attLast}, MD. She asked Dr. ${attLast} about discharge; she is aged ${age}.`,
     i === FAILING ? `Wound healing (${FAIL_SENTINEL}).` : 'Wound healing, stable vital signs, follow up in clinic.',
   ].join(' ');
 
@@ -243,9 +258,9 @@ function canaryRecord(i: number): CanaryRecord {
   return {
     id,
     patientId,
-    patientName: `${first} ${last}`,
-    relativeName: `${relFirst} ${last}`,
-    attending: `${attFirst} ${attLast}`,
+    patientName: namesKnown ? `${first} ${last}` : '',
+    relativeName: namesKnown ? `${relFirst} ${last}` : '',
+    attending: namesKnown ? `${attFirst} ${attLast}` : '',
     mrn,
     dob: iso(dob),
     address,

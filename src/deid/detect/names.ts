@@ -364,9 +364,14 @@ export class NameDetector {
     if (/-[a-z]/.test(t.text) || /^(?:post|pre|non|anti|semi|sub|co|re|mid|pseudo|para|peri|hyper|hypo)-/i.test(t.text)) return true;
     for (let k = i + 1; k < Math.min(tokens.length, i + 5); k++) {
       const n = tokens[k] as Token;
-      if (EPONYM_HEADS.has(n.lower) || (n.shape === 'lower' && MEDICAL_SUFFIX.test(n.lower))) return true;
+      // The head of an eponym follows its name in the same phrase. Past a clause break (a comma too) or
+      // just inside a parenthesis, a head word belongs to something else: "Daughter: Mary Smith, cell
+      // 617-..." and "daughter Ama Okonkwo (cell ...)" are people, not eponyms (the PHI canary sent both
+      // names to the model). "Wolff-Parkinson-White (WPW) syndrome" still finds its head after the ")".
+      const g = gap(text, tokens[k - 1] as Token, n);
+      if (/[.;:,\n]/.test(g)) break;
+      if (!g.includes('(') && (EPONYM_HEADS.has(n.lower) || (n.shape === 'lower' && MEDICAL_SUFFIX.test(n.lower)))) return true;
       if (n.shape === 'lower' && !['and', 'or', 'of'].includes(n.lower)) break;
-      if (/[.;:\n]/.test(gap(text, tokens[k - 1] as Token, n))) break;
     }
     const p = tokens[i - 1];
     if (p && /^anti$/i.test(p.lower) && t.start - p.end <= 2) return true;
