@@ -214,7 +214,7 @@ function canaryRecord(i: number): CanaryRecord {
     `Patient portal ${url}; last login from IP ${ip}. Accession number ${accession}. Zip code ${zip}.`,
     namesKnown
       ? `Interpreter: ${intFirst} ${intLast}. Seen by Dr. ${attLast}. ${last.toUpperCase()}, ${first.toUpperCase()} asked about discharge; she is aged ${age}.`
-      : `Interpreter: ${intFirst} ${intLast}. Attending: ${attFirst} ${attLast}, MD. She asked Dr. ${attLast} about discharge; she is aged ${age}.`,
+      : `Interpreter: ${intFirst} ${intLast}. Attending: ${attFirst} ${attLast}, MD. ${last.toUpperCase()}, ${first.toUpperCase()} asked Dr. ${attLast} about discharge; she is aged ${age}.`,
     i === FAILING ? `Wound healing (${FAIL_SENTINEL}).` : 'Wound healing, stable vital signs, follow up in clinic.',
   ].join(' ');
 
