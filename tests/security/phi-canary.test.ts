@@ -3,20 +3,24 @@
  * of this test, in every Safe Harbor identifier kind (names, street, city, facility, ZIP, dates, age
  * over 89, phone, fax, e-mail, SSN, MRN, health plan, account, licence, vehicle VIN and plate, device
  * serial, URL, IP, biometric, other codes, and the record and patient ids), in free text and, where the
- * site data format has a place for them, as known identifiers from structured data. The whole private
- * flow runs as people use it, over the mutual-TLS daemon: an IRB approval recorded by compliance, a run
- * requested by a researcher and approved by another person, executed by the daemon's worker on an
+ * site data format has a place for them, as known identifiers from structured data (some records have
+ * no structured names, as an OMOP source has none: their people are found by cues alone). The private
+ * flow runs whole as people use it, over the mutual-TLS daemon: an IRB approval recorded by compliance,
+ * a run requested by a researcher and approved by another person, executed by the daemon's worker on an
  * allowlisted BAA endpoint (the loopback model server, which records every request and fails some of
  * them), one instance blocked by the residual scan, one run that fails on a malformed site file, and
  * the release of the export bundle. Afterwards no marker may be found in anything that left the run
  * store: what the model server received, the log file (debug level) and the logger's raw input, error
- * messages (thrown, logged, returned by the API), every audit_events row and the audit exports
- * (JSON lines, CSV, FHIR, API), the export bundle and its files, Prometheus metrics, and every table
- * of the store but the work queue itself (run_items).
+ * messages (thrown, logged, returned by the API, printed by the CLI, or by anything on the console),
+ * every audit_events row, the audit exports (JSON lines, CSV, FHIR, API) and witness files, the export
+ * preview, bundle, HELM files and the files on disk, Prometheus metrics, and every table of the store
+ * but the work queue itself (run_items). Markers are searched in any case and, for numbers, with any
+ * separators or none. Nor may the model server's error bodies (which quote the prompt) reach any of
+ * these.
  *
- * Controls keep the test from passing vacuously: the same search finds every marker in the site's
- * data and in run_items, the model server received the prompts, the logs, audit trail, metrics and
- * bundle are there and hold what they should.
+ * Controls keep the test from passing vacuously: the same search finds every marker in the site's data
+ * and in run_items, the model server received the prompts, the logs, audit trail, metrics and bundle
+ * are there and hold what they should.
  */
 import { randomInt } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
