@@ -4,19 +4,20 @@
  * over 89, phone, fax, e-mail, SSN, MRN, health plan, account, licence, vehicle VIN and plate, device
  * serial, URL, IP, biometric, other codes, and the record and patient ids), in free text and, where the
  * site data format has a place for them, as known identifiers from structured data (some records have
- * no structured names, as an OMOP source has none: their people are found by cues alone). The private
- * flow runs whole as people use it, over the mutual-TLS daemon: an IRB approval recorded by compliance,
- * a run requested by a researcher and approved by another person, executed by the daemon's worker on an
- * allowlisted BAA endpoint (the loopback model server, which records every request and fails some of
- * them), one instance blocked by the residual scan, one run that fails on a malformed site file, and
- * the release of the export bundle. Afterwards no marker may be found in anything that left the run
- * store: what the model server received, the log file (debug level) and the logger's raw input, error
- * messages (thrown, logged, returned by the API, printed by the CLI, or by anything on the console),
- * every audit_events row, the audit exports (JSON lines, CSV, FHIR, API) and witness files, the export
- * preview, bundle, HELM files and the files on disk, Prometheus metrics, and every table of the store
- * but the work queue itself (run_items). Markers are searched in any case and, for numbers, with any
- * separators or none. Nor may the model server's error bodies (which quote the prompt) reach any of
- * these.
+ * no structured names: their people are found by cues alone). Where a PostgreSQL server is at hand, a
+ * few notes also come from an OMOP CDM source, whose only structured identity is the person's MRN and
+ * birth date. The private flow runs whole as people use it, over the mutual-TLS daemon: an IRB approval
+ * recorded by compliance, a run requested by a researcher and approved by another person, executed by
+ * the daemon's worker on an allowlisted BAA endpoint (the loopback model server, which records every
+ * request and fails some of them), one instance blocked by the residual scan, one run that fails on a
+ * malformed site file, and the release of the export bundle. Afterwards no marker may be found in
+ * anything that left the run store: what the model server received, the log file (debug level) and the
+ * logger's raw input, error messages (thrown, logged, returned by the API, printed by the CLI, or by
+ * anything on the console), every audit_events row, the audit exports (JSON lines, CSV, FHIR, API) and
+ * witness files, the export preview, bundle, HELM files and the files on disk, Prometheus metrics, and
+ * every table of the store but the work queue itself (run_items). Markers are searched in any case and,
+ * for numbers, with any separators or none. Nor may the model server's error bodies (which quote the
+ * prompt) reach any of these.
  *
  * Controls keep the test from passing vacuously: the same search finds every marker in the site's data
  * and in run_items, the model server received the prompts, the logs, audit trail, metrics and bundle
@@ -25,6 +26,7 @@
 import { randomInt } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import { csvHeader, csvRow, fhirAuditEvent, jsonlEvent, streamRecordPages } from '../../src/audit';
 import { createDeidStage, settingsFrom } from '../../src/deid';
 import { lexicons } from '../../src/deid/lexicons';
@@ -140,6 +142,8 @@ interface CanaryRecord {
   attending: string;
   mrn: string;
   dob: string;
+  /** Admission date (ISO), the note date of an OMOP source. */
+  admit: string;
   address: string;
   facility: string;
   phone: string;
@@ -267,6 +271,7 @@ function canaryRecord(i: number): CanaryRecord {
     attending: namesKnown ? `${attFirst} ${attLast}` : '',
     mrn,
     dob: iso(dob),
+    admit: iso(admit),
     address,
     facility: `${facility} Memorial Hospital`,
     phone: phoneStyle(phone, 1),
@@ -355,6 +360,90 @@ function writeBenchmark(dir: string, id: string): void {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// An OMOP CDM source (when a PostgreSQL server is at hand): notes in `note`, the person's MRN
+// (person_source_value) and birth date in `person`, which is all the structured identity OMOP has.
+
+/** The variable the site data file names for the OMOP database URL. */
+const OMOP_ENV = 'EHRBENCH_CANARY_OMOP_URL';
+const OMOP_RECORDS = 3;
+
+interface OmopSource {
+  url: string;
+  records: CanaryRecord[];
+  noteIds: string[];
+  personIds: string[];
+  /** Every value written to the source, for the control that the search finds its markers. */
+  text: string;
+  drop(): Promise<void>;
+}
+
+async function createOmopSource(admin: string, records: CanaryRecord[]): Promise<OmopSource> {
+  const name = `ehrbench_omop_${digits(12)}`;
+  const c = new pg.Client({ connectionString: admin });
+  await c.connect();
+  await c.query(`CREATE DATABASE ${name}`);
+  await c.end();
+  const u = new URL(admin);
+  u.pathname = `/${name}`;
+  const url = u.toString();
+  const noteIds = records.map(() => `${nz()}${digits(9)}`);
+  const personIds = records.map(() => `${nz()}${digits(8)}`);
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  await db.query(`
+    CREATE SCHEMA cdm;
+    CREATE TABLE cdm.person (person_id bigint PRIMARY KEY, gender_concept_id integer, year_of_birth integer, month_of_birth integer,
+      day_of_birth integer, birth_datetime timestamp, person_source_value varchar(50));
+    CREATE TABLE cdm.note (note_id bigint PRIMARY KEY, person_id bigint, note_date date, note_datetime timestamp,
+      note_type_concept_id integer, note_class_concept_id integer, note_title varchar(250), note_text text,
+      encoding_concept_id integer, language_concept_id integer, provider_id bigint, visit_occurrence_id bigint)`);
+  const values: string[] = [];
+  for (const [k, r] of records.entries()) {
+    const [year, month, day] = r.dob.split('-').map(Number);
+    await db.query('INSERT INTO cdm.person VALUES ($1, 8532, $2, $3, $4, $5, $6)', [personIds[k], year, month, day, `${r.dob} 00:00`, r.mrn]);
+    await db.query("INSERT INTO cdm.note VALUES ($1, $2, $3, NULL, 44814645, 706, 'Progress note', $4, 0, 0, NULL, NULL)", [noteIds[k], personIds[k], r.admit, r.note]);
+    values.push(personIds[k] as string, r.dob, r.mrn, noteIds[k] as string, r.admit, r.note);
+  }
+  await db.end();
+  return {
+    url,
+    records,
+    noteIds,
+    personIds,
+    text: values.join('\n'),
+    drop: async () => {
+      const a = new pg.Client({ connectionString: admin });
+      await a.connect();
+      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await a.end();
+    },
+  };
+}
+
+/**
+ * The markers of an OMOP record: its own, with the note and person ids in place of the CSV's ids, less
+ * the attending's first name (only the CSV's structured columns hold it).
+ */
+function omopMarkers(r: CanaryRecord, noteId: string, personId: string): Marker[] {
+  const label = (r.markers[0] as Marker).label.replace(/ first name$/, '');
+  return [
+    ...r.markers.filter((mk) => !/ (record id|patient id|attending first name)$/.test(mk.label)),
+    { kind: 'ID', label: `${label} note_id`, value: noteId, patterns: [digitsAnyhow(noteId)] },
+    { kind: 'ID', label: `${label} person_id`, value: personId, patterns: [digitsAnyhow(personId)] },
+  ];
+}
+
+function writeOmopBenchmark(dir: string): void {
+  writeBenchmark(dir, 'site_canary_omop');
+  const file = join(dir, 'benchmark.json');
+  const b = JSON.parse(readFileSync(file, 'utf8'));
+  b.dataset.columns = { id: '#row', vars: { note: 'note' }, reference: 'label', choices: ['yes', 'no'] };
+  b.dataRequirements = { summary: 'Progress notes from the OMOP note table, labelled.', formats: ['omop-note'], columns: [{ name: 'note', description: 'note_text' }, { name: 'label', description: 'yes or no, from the labels file' }] };
+  delete b.subgroups;
+  writeFileSync(file, JSON.stringify(b));
+}
+
+// ---------------------------------------------------------------------------------------------------
 // Capturing what leaves
 
 interface Captured {
@@ -415,6 +504,9 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
     const records = Array.from({ length: RECORDS }, (_, i) => canaryRecord(i));
     // The second benchmark's file breaks after its first record: the run fails while reading it.
     const broken = [canaryRecord(RECORDS), canaryRecord(RECORDS + 1)];
+    // Notes of an OMOP source too, where a PostgreSQL server is at hand (for either run store).
+    const omopRecords = process.env.TEST_DATABASE_URL ? Array.from({ length: OMOP_RECORDS }, (_, k) => canaryRecord(RECORDS + 2 + k)) : [];
+    let omop: OmopSource | undefined;
     const markers = [...records, ...broken].flatMap((r) => r.markers);
     const kinds = new Set(markers.map((mk) => mk.kind));
     expect(kinds.size).toBe(19); // the 18 Safe Harbor kinds as ehrbench names them (VEHICLE, DEVICE... and ID)
@@ -438,6 +530,12 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
     let started: TestDaemon | undefined;
     let closed = false;
     try {
+      if (omopRecords.length > 0) {
+        omop = await createOmopSource(process.env.TEST_DATABASE_URL as string, omopRecords);
+        process.env[OMOP_ENV] = omop.url;
+        const { noteIds, personIds } = omop;
+        markers.push(...omopRecords.flatMap((r, k) => omopMarkers(r, noteIds[k] as string, personIds[k] as string)));
+      }
       const t = await startTestDaemon({
         backend,
         workers: 1,
@@ -463,15 +561,19 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
           const last = broken[1] as CanaryRecord;
           brokenCsv = csvOf(broken).replace(`"${last.ssn}"`, `${last.ssn} "unverified"`);
           writeFileSync(join(dataDir, 'broken.csv'), brokenCsv);
-          writeFileSync(
-            join(home.home, 'site-data.json'),
-            JSON.stringify({
-              benchmarks: {
-                site_canary: { source: { type: 'csv', path: 'site-data/canary.csv' }, columns: { note: 'NOTE_TEXT' } },
-                site_canary_broken: { source: { type: 'csv', path: 'site-data/broken.csv' }, columns: { note: 'NOTE_TEXT' } },
-              },
-            }),
-          );
+          const bindings: Record<string, unknown> = {
+            site_canary: { source: { type: 'csv', path: 'site-data/canary.csv' }, columns: { note: 'NOTE_TEXT' } },
+            site_canary_broken: { source: { type: 'csv', path: 'site-data/broken.csv' }, columns: { note: 'NOTE_TEXT' } },
+          };
+          if (omop) {
+            writeOmopBenchmark(join(catalogDir, 'site_canary_omop'));
+            writeFileSync(join(dataDir, 'omop-labels.csv'), ['note_id,label', ...omop.noteIds.map((id, k) => `${id},${k % 2 ? 'yes' : 'no'}`)].join('\n') + '\n');
+            bindings.site_canary_omop = {
+              source: { type: 'omop-note', connection: { env: OMOP_ENV }, schema: 'cdm', labels: { path: 'site-data/omop-labels.csv' } },
+              columns: { note: 'note_text' },
+            };
+          }
+          writeFileSync(join(home.home, 'site-data.json'), JSON.stringify({ benchmarks: bindings }));
           config.catalog = { ...config.catalog, dirs: [...(config.catalog?.dirs ?? []), catalogDir] };
           config.logging = { level: 'debug', file: join(home.home, 'logs', 'ehrbench.log') };
           config.models = { timeoutMs: 10_000, maxRetries: 1, maxBackoffMs: 200 };
@@ -513,7 +615,7 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
         protocolNumber: 'IRB-CANARY-1',
         principalInvestigator: 'alice',
         personnel: ['alice'],
-        benchmarks: ['site_canary', 'site_canary_broken'],
+        benchmarks: ['site_canary', 'site_canary_broken', ...(omop ? ['site_canary_omop'] : [])],
         purpose: 'PHI canary',
       });
       expect(approval.status).toBe(200);
@@ -536,6 +638,17 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
       expect(brokenRun.status).toBe('failed');
       expect(brokenRun.errorCode).toBe('dataset.malformed');
       expect((await api('alice', 'POST', '/v1/exports', { runIds: [brokenReq.json.runId] })).json.rule).toBe('export.run-not-completed');
+
+      // A run on the OMOP source: no structured names there, only the MRN and birth date of the person.
+      let omopRunId: string | undefined;
+      if (omop) {
+        const req = await api('alice', 'POST', '/v1/runs', { benchmarkId: 'site_canary_omop', endpointId: 'vpc-private', approvalId });
+        omopRunId = req.json.runId as string;
+        expect((await api('carol', 'POST', `/v1/runs/${omopRunId}/approve`, {})).status).toBe(200);
+        const omopRun = await waitForRun(t, omopRunId, captured);
+        expect(omopRun).toMatchObject({ status: 'completed', counts: { blocked: 0 } });
+        expect(omopRun.counts.done + omopRun.counts.failed).toBe(OMOP_RECORDS);
+      }
 
       // The export: requested by the researcher, reviewed and released by compliance, downloaded.
       const exp = await api('alice', 'POST', '/v1/exports', { runIds: [runId] });
@@ -602,6 +715,7 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
         store[table_name] = rawText(await app.db.query(`SELECT * FROM ${table_name}`));
       }
       const auditRows = await app.db.query<{ event_type: string; outcome: string }>('SELECT * FROM audit_events ORDER BY seq');
+      const omopItems = omopRunId ? await app.db.query('SELECT * FROM run_items WHERE run_id = $1', [omopRunId]) : [];
       const items = await app.db.query<{ item_key: string; payload: unknown; prediction: string | null; outcome_rule: string | null; state: string }>(
         'SELECT * FROM run_items WHERE run_id = $1',
         [runId],
@@ -642,10 +756,16 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
       };
 
       // Controls: the search finds every marker where the data is (the site's files, the work queue).
-      expect(markersIn(siteCsv + brokenCsv, markers)).toHaveLength(markers.length);
+      const csvMarkers = [...records, ...broken].flatMap((r) => r.markers);
+      expect(markersIn(siteCsv + brokenCsv, csvMarkers)).toHaveLength(csvMarkers.length);
       const goodMarkers = records.flatMap((r) => r.markers);
       expect(items).toHaveLength(RECORDS);
       expect(markersIn(rawText(items), goodMarkers)).toHaveLength(goodMarkers.length);
+      if (omop) {
+        const omopMarkerList = omopRecords.flatMap((r, k) => omopMarkers(r, omop?.noteIds[k] as string, omop?.personIds[k] as string));
+        expect(markersIn(omop.text, omopMarkerList)).toHaveLength(omopMarkerList.length);
+        expect(markersIn(rawText(omopItems), omopMarkerList)).toHaveLength(omopMarkerList.length);
+      }
       // The canary: no marker in anything that left the run store, nor the error bodies of the server.
       // One line per sink that has any: how many markers, of which kinds, the first few by name.
       const found: string[] = [];
@@ -690,6 +810,8 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
       for (const restore of writes) restore();
       for (const spy of spies) spy.mockRestore();
       if (started && !closed) await started.close();
+      delete process.env[OMOP_ENV];
+      await omop?.drop();
     }
   });
 });
