@@ -157,11 +157,12 @@ interface CanaryRecord {
 }
 
 /**
- * One synthetic patient. Dates of record i lie in years of their own (birth 1901+3i, admission
- * 1946+3i): a date shifted by de-identification (at most a year) can never be another record's date,
- * and no marker date is near the timestamps of the run.
+ * One synthetic patient. Every date of every record lies in a year of its own, three years from any
+ * other (birth 1850+6i, admission 1853+6i): a date shifted by de-identification (at most a year) can
+ * never be another marker date, and none is near the timestamps of the run.
  */
 function canaryRecord(i: number): CanaryRecord {
+  if (i > 25) throw new Error('the date years of record 26 on would come near the present');
   const first = word();
   const last = word();
   const relFirst = word();
@@ -177,8 +178,8 @@ function canaryRecord(i: number): CanaryRecord {
   const urlHost = word().toLowerCase();
   const zip = `0${1000 + randomInt(8999)}`;
   const houseNo = String(100 + randomInt(8900));
-  const dob: Day = { year: 1901 + 3 * i, month: 1 + randomInt(12), day: 1 + randomInt(28) };
-  const admit: Day = { year: 1946 + 3 * i, month: 1 + randomInt(12), day: 1 + randomInt(28) };
+  const dob: Day = { year: 1850 + 6 * i, month: 1 + randomInt(12), day: 1 + randomInt(28) };
+  const admit: Day = { year: 1853 + 6 * i, month: 1 + randomInt(12), day: 1 + randomInt(28) };
   const age = 91 + randomInt(28);
   const phone = phoneNumber();
   const fax = phoneNumber();
