@@ -13,7 +13,7 @@ import { UserError } from '../errors';
 import { lexicons } from './lexicons';
 
 /** Bump when detection or replacement changes in a way the configuration does not show. */
-export const DEID_ALGORITHM = 'ehrbench-deid/1';
+export const DEID_ALGORITHM = 'ehrbench-deid/2';
 
 /**
  * Three-digit ZIP prefixes whose area held 20,000 people or fewer in the 2000 Census, which Safe Harbor

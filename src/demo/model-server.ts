@@ -17,6 +17,8 @@ export interface ReceivedRequest {
   path: string;
   headers: Record<string, string | string[] | undefined>;
   prompt: string;
+  /** The request body as received (tests search all of it, not only the prompt). */
+  body: string;
 }
 
 /** What the server does with one request; the default answers like a (silly) model. */
@@ -105,16 +107,17 @@ export function startModelServer(opts: ModelServerOptions): Promise<ModelServer>
           res.end(JSON.stringify({ error: { message: 'not found' } }));
           return;
         }
+        const raw = Buffer.concat(chunks).toString('utf8');
         let body: unknown;
         try {
-          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+          body = JSON.parse(raw);
         } catch {
           res.writeHead(400, { 'content-type': 'application/json' });
           res.end(JSON.stringify({ error: { message: 'invalid JSON' } }));
           return;
         }
         const prompt = promptOf(body);
-        if (opts.record) received.push({ path, headers: req.headers, prompt });
+        if (opts.record) received.push({ path, headers: req.headers, prompt, body: raw });
         const behaviour = opts.behaviour?.(n, prompt) ?? { kind: 'answer' };
         respond(behaviour, prompt, res, opts.latencyMs ?? 0);
       });

@@ -9,9 +9,13 @@ import { dirname } from 'node:path';
 import winston from 'winston';
 import { describeError } from '../errors';
 
-/** Fields a log entry may carry. Anything else is dropped before it is written. */
+/**
+ * Fields a log entry may carry. Anything else is dropped before it is written. Not `itemKey`: an
+ * instance key is the site's record id (an encounter number, an MRN) and is never logged; a log line
+ * names an instance by its ordinal in the run (tests/security/phi-canary.test.ts plants such keys).
+ */
 const ALLOWED_FIELDS = new Set([
-  'runId', 'benchmarkId', 'benchmarkVersion', 'endpointId', 'tier', 'itemKey', 'ordinal', 'status', 'rule',
+  'runId', 'benchmarkId', 'benchmarkVersion', 'endpointId', 'tier', 'ordinal', 'status', 'rule',
   'count', 'done', 'blocked', 'failed', 'total', 'attempt', 'durationMs', 'latencyMs', 'errorCode', 'errorClass',
   'backend', 'version', 'migration', 'port', 'address', 'principal', 'role', 'seq', 'exportId', 'approvalId',
   'workerId', 'httpStatus', 'retryInMs', 'method', 'route', 'path', 'file',

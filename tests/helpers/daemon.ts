@@ -74,6 +74,8 @@ export interface DaemonOptions {
   rateLimitMax?: number;
   workers?: number;
   concurrency?: number;
+  /** Last changes to the data directory (site data, configuration) before the app opens it. */
+  prepare?: (home: TestHome, config: Record<string, any>) => void;
 }
 
 export async function startTestDaemon(opts: DaemonOptions = {}): Promise<TestDaemon> {
@@ -85,6 +87,7 @@ export async function startTestDaemon(opts: DaemonOptions = {}): Promise<TestDae
   config.catalog = { dirs: [siteDir] };
   config.server = { port: 8443, workers: opts.workers ?? 1, pollSeconds: 0.1, rateLimit: { max: opts.rateLimitMax ?? 1000, windowSeconds: 60 } };
   config.runs = { ...config.runs, concurrencyPerEndpoint: opts.concurrency ?? 2 };
+  opts.prepare?.(home, config);
   writeFileSync(configFile, JSON.stringify(config, null, 2));
 
   // Endpoints classified for EHR tiers, on the same loopback server as the demo endpoint.

@@ -47,6 +47,11 @@ describe('names', () => {
     ['a role before the name', 'Call HO Kwame with any changes.', 'Kwame'],
     ['a closing', 'Thanks,\nDana Kessler', 'Dana Kessler'],
     ['particles', 'Attending: Sanne van de Berg, MD', 'Sanne van de Berg'],
+    // "cell" and "test" are heads of eponyms ("Schwann cell"), but not past a comma or a parenthesis
+    ['a label, then a comma and "cell"', 'Daughter: Mary Smith, cell 617-555-0101.', 'Mary Smith'],
+    ['a relation, then "(cell"', 'Called daughter Ama Okonkwo (cell 617-555-0101).', 'Ama Okonkwo'],
+    ['a relation, then a comma and "test"', 'Wife Ngozi Adeyemi, test results reviewed with her.', 'Ngozi Adeyemi'],
+    ['no cue, in capitals, found once before in the note', 'Patient Chidinma Okafor admitted. OKAFOR, CHIDINMA asked about discharge.', 'OKAFOR, CHIDINMA'],
   ])('finds a name with %s', (_label, text, name) => {
     expect(covered(text, name)).toBe(true);
   });
@@ -98,6 +103,8 @@ describe('look-alikes survive', () => {
     ['a scale', 'Glasgow coma scale 15.', 'Glasgow'],
     ['a sign', "Murphy's sign negative, Homans sign negative.", 'Murphy'],
     ['a syndrome', 'History of Stevens-Johnson syndrome.', 'Stevens-Johnson'],
+    ['a syndrome after its abbreviation', 'Known Wolff-Parkinson-White (WPW) syndrome.', 'Wolff-Parkinson-White'],
+    ['an eponym of a name found elsewhere in the note', 'Seen by Dr. Fogarty overnight. Fogarty catheter placed.', 'Fogarty catheter'],
     ['an ordinal that is not a day', 'Tenderness at the 5th intercostal space.', 'the 5th'],
     ['ages up to 89', 'A 71 yo woman with CHF.', '71'],
     ['a country', 'She returned from Brazil last week.', 'Brazil'],

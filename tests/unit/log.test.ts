@@ -5,8 +5,9 @@ import { tempDir } from '../helpers/db';
 
 describe('logging allowlist', () => {
   it('drops fields that are not allowlisted and keeps ids and counts', () => {
-    const out = sanitizeFields({ runId: 'r1', count: 3, prompt: 'Patient John Smith', note: 'x', completion: 'y' });
-    expect(out).toEqual({ runId: 'r1', count: 3 });
+    const out = sanitizeFields({ runId: 'r1', count: 3, prompt: 'Patient John Smith', note: 'x', completion: 'y', itemKey: 'MRN-0042', ordinal: 7 });
+    // An instance key is the site's record id (an MRN, an encounter number): instances go by ordinal.
+    expect(out).toEqual({ runId: 'r1', count: 3, ordinal: 7 });
   });
 
   it('logs an error by class and code, never by message', () => {

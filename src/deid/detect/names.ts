@@ -143,8 +143,31 @@ export class NameDetector {
       if (t.possessive && i + 1 < tokens.length && RELATIONS.has((tokens[i + 1] as Token).lower)) this.possessiveRelation(text, tokens, i, caps, mark);
     }
     this.lexiconCores(text, tokens, caps, mark);
+    this.recurring(text, tokens, marked);
     this.widen(text, tokens, marked, caps);
     return this.spans(tokens, marked);
+  }
+
+  /**
+   * A name found once is a name wherever it recurs in the same text, in any case: "Patient Chidinma
+   * Okafor ... OKAFOR, CHIDINMA asked" (the second mention has no cue, and in capitals no lexicon
+   * evidence counts). Only capitalised words of four letters or more found as names pass it on, and
+   * only if they are neither English nor clinical words: "Rose" or "Mark" do not take the words
+   * elsewhere with them, nor does an acronym once misread as a name (EDS, ECMO); an eponym stays one.
+   */
+  private recurring(text: string, tokens: Token[], marked: Uint8Array): void {
+    const names = new Set<string>();
+    for (let i = 0; i < tokens.length; i++) {
+      const t = tokens[i] as Token;
+      if (!marked[i] || t.shape !== 'title' || t.lower.length < 4) continue;
+      const f = this.factsOf(t);
+      if (!f.english && !f.clinical && !FUNCTION_WORDS.has(t.lower)) names.add(t.lower);
+    }
+    if (names.size === 0) return;
+    for (let i = 0; i < tokens.length; i++) {
+      const t = tokens[i] as Token;
+      if (!marked[i] && (t.shape === 'title' || t.shape === 'upper') && names.has(t.lower) && !this.eponym(text, tokens, i)) marked[i] = 1;
+    }
   }
 
   /** "Dr." or "dr" followed by a word; "Father" and "Sister" only when capitalised before a capitalised word. */
@@ -364,9 +387,14 @@ export class NameDetector {
     if (/-[a-z]/.test(t.text) || /^(?:post|pre|non|anti|semi|sub|co|re|mid|pseudo|para|peri|hyper|hypo)-/i.test(t.text)) return true;
     for (let k = i + 1; k < Math.min(tokens.length, i + 5); k++) {
       const n = tokens[k] as Token;
-      if (EPONYM_HEADS.has(n.lower) || (n.shape === 'lower' && MEDICAL_SUFFIX.test(n.lower))) return true;
+      // The head of an eponym follows its name in the same phrase. Past a clause break (a comma too) or
+      // just inside a parenthesis, a head word belongs to something else: "Daughter: Mary Smith, cell
+      // 617-..." and "daughter Ama Okonkwo (cell ...)" are people, not eponyms (the PHI canary sent both
+      // names to the model). "Wolff-Parkinson-White (WPW) syndrome" still finds its head after the ")".
+      const g = gap(text, tokens[k - 1] as Token, n);
+      if (/[.;:,\n]/.test(g)) break;
+      if (!g.includes('(') && (EPONYM_HEADS.has(n.lower) || (n.shape === 'lower' && MEDICAL_SUFFIX.test(n.lower)))) return true;
       if (n.shape === 'lower' && !['and', 'or', 'of'].includes(n.lower)) break;
-      if (/[.;:\n]/.test(gap(text, tokens[k - 1] as Token, n))) break;
     }
     const p = tokens[i - 1];
     if (p && /^anti$/i.test(p.lower) && t.start - p.end <= 2) return true;
