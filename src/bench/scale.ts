@@ -55,7 +55,8 @@ async function writeBenchmark(dir: string, rows: number): Promise<void> {
 function startWorker(home: string, url: string): ChildProcess {
   return spawn(process.execPath, ['--max-old-space-size=256', join(PACKAGE_ROOT, 'bin', 'ehrbench.js'), 'worker', '--workers', '1'], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, EHRBENCH_HOME: home, EHRBENCH_DATABASE_URL: url },
-    stdio: ['ignore', 'ignore', 'ignore'],
+    // stderr passes through: a worker that dies (a crash, an exhausted heap) says why here.
+    stdio: ['ignore', 'ignore', 'inherit'],
   });
 }
 
@@ -73,12 +74,15 @@ function peakRssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : Number.NaN;
 }
 
-async function timeRun(app: App, instances: number): Promise<{ seconds: number; done: number }> {
+/** Times one run to its end; a worker that exits before then fails the measurement instead of hanging it. */
+async function timeRun(app: App, instances: number, workers: ChildProcess[]): Promise<{ seconds: number; done: number }> {
   const requester = await new Operations(app).as(localCaller(app), 'researcher', 'benchmarking');
   const t0 = performance.now();
   const run = await requestRun(app.engine, { benchmarkId: BENCHMARK, endpointId: 'scale-endpoint', requester, maxInstances: instances });
   for (;;) {
     await new Promise((r) => setTimeout(r, 100));
+    const dead = workers.find((w) => w.exitCode !== null || w.signalCode !== null);
+    if (dead) throw new Error(`worker ${dead.pid} exited (code ${dead.exitCode}, signal ${dead.signalCode}) before the run finished`);
     const row = await app.engine.store.getRun(run.run_id);
     if (row && ['completed', 'failed', 'halted', 'cancelled'].includes(row.status)) {
       const counts = await app.engine.store.counts(run.run_id);
@@ -128,7 +132,7 @@ async function bench(): Promise<void> {
     for (const w of workerCounts) {
       const workers = Array.from({ length: w }, () => startWorker(home.home, dbUrl));
       await new Promise((r) => setTimeout(r, 1500));
-      const { seconds, done } = await timeRun(app, instances);
+      const { seconds, done } = await timeRun(app, instances, workers);
       await Promise.all(workers.map(stopWorker));
       const rate = done / seconds;
       figures[`workers_${w}_instances_per_s`] = Number(rate.toFixed(1));
@@ -149,7 +153,7 @@ async function bench(): Promise<void> {
         }
       }, 500);
       await new Promise((r) => setTimeout(r, 1500));
-      const { seconds, done } = await timeRun(app, memoryInstances);
+      const { seconds, done } = await timeRun(app, memoryInstances, [worker]);
       peak = Math.max(peak, peakRssMb(worker.pid as number));
       clearInterval(sampler);
       await stopWorker(worker);
