@@ -26,8 +26,8 @@ describe.each(backends())('approval budgets on %s', (backend) => {
     const t = await startTestDaemon({ backend, workers: 0, rows: 30, concurrency: 1 });
     try {
       const { app } = t;
-      // De-identification is being built elsewhere; until it lands, approval-required prompts are
-      // blocked. This test needs them sent, so the stage passes prompts through unchanged.
+      // The budget arithmetic is checked against known prompt sizes, so the de-identification stage
+      // (tested on its own in deid-run and phi-canary) passes prompts through unchanged here.
       app.engine.deid = { version: 'test-passthrough', apply: (_ctx, _instance, prompt) => ({ ok: true, prompt, spans: 0 }) };
       const ops = new Operations(app);
       const alice = callerOf(app, 'alice');

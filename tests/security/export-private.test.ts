@@ -49,8 +49,8 @@ describe.each(backends())('private results leave only as a released bundle (%s)'
     });
     try {
       writeFileSync(join(t.home.home, 'site-benchmarks', 'site_private', 'data.csv'), canaryCsv());
-      // De-identification is being built elsewhere; until it lands, private prompts are blocked (not
-      // sent). This test needs scored private instances, so the stage passes prompts through.
+      // The canaries here are planted in predictions and instance data to test the export door, not
+      // de-identification (deid-run and phi-canary test that), so the stage passes prompts through.
       t.app.engine.deid = { version: 'test-passthrough', apply: (_ctx, _instance, prompt) => ({ ok: true, prompt, spans: 0 }) };
 
       const approval = await t.call('carol', 'POST', '/v1/approvals', {
