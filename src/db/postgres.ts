@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { UserError } from '../errors';
+import { connectionLossCode, DatabaseUnavailable } from './errors';
 import type { Database, Queryable } from './index';
 
 const INT8_OID = 20;
@@ -36,32 +37,61 @@ export async function openPostgres(url: string, poolSize: number): Promise<Datab
     throw new UserError('db.unreachable', `${where}: cannot connect (${code}); check EHRBENCH_DATABASE_URL and that the server runs`);
   }
 
-  const run = async <R>(q: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]): Promise<R[]> =>
-    (await q.query(sql, params as unknown[])).rows as R[];
+  // A lost server becomes one classifiable error; any other error (SQL, constraint) passes unchanged.
+  const classify = (err: unknown): unknown => {
+    const lost = connectionLossCode(err);
+    return lost ? new DatabaseUnavailable(where, lost) : err;
+  };
+  const run = async <R>(q: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]): Promise<R[]> => {
+    try {
+      return (await q.query(sql, params as unknown[])).rows as R[];
+    } catch (err) {
+      throw classify(err);
+    }
+  };
+  const connect = async (): Promise<pg.PoolClient> => {
+    try {
+      return await pool.connect();
+    } catch (err) {
+      throw classify(err);
+    }
+  };
 
   return {
     backend: 'postgres',
     query: (sql, params) => run(pool, sql, params),
     exec: async (sql) => {
-      await pool.query(sql);
+      await run(pool, sql);
     },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
+      const client = await connect();
+      // pg-pool removes its own error listener while a client is checked out: a connection lost
+      // mid-transaction would emit 'error' with no listener and crash the process. Keep the error
+      // instead; the statement in flight fails with it, and the client is destroyed, not pooled.
+      let broken: unknown;
+      const onError = (err: unknown) => {
+        broken ??= err;
+      };
+      client.on('error', onError);
       try {
-        await client.query('BEGIN');
+        await run(client, 'BEGIN');
         const result = await fn({
           query: (sql, params) => run(client, sql, params),
           exec: async (sql) => {
-            await client.query(sql);
+            await run(client, sql);
           },
         });
-        await client.query('COMMIT');
+        await run(client, 'COMMIT');
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
+        if (broken === undefined) await client.query('ROLLBACK').catch((e: unknown) => onError(e));
+        // When the connection broke, that is the cause, whatever error it surfaced as in `fn`.
+        const lost = broken === undefined || err instanceof DatabaseUnavailable ? undefined : classify(broken);
+        throw lost instanceof DatabaseUnavailable ? lost : err;
       } finally {
-        client.release();
+        client.off('error', onError);
+        // release(err) destroys the client: a connection in an unknown state never goes back to the pool.
+        client.release(broken === undefined ? undefined : broken instanceof Error ? broken : true);
       }
     },
     close: () => pool.end(),
