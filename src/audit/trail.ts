@@ -19,8 +19,10 @@ import { type AuditRecord, type Provenance, type RecordBody, recordBody, rowHash
 import type { AuditEventInput, AuditTrail } from './types';
 
 export class AuditUnavailable extends UserError {
-  constructor(cause: string) {
-    super('audit.unavailable', `the audit trail cannot record events (${cause}); the action was not performed`, 4);
+  /** `err` is kept as the cause (never printed) so callers can tell a lost database, which is transient. */
+  constructor(what: string, err?: unknown) {
+    super('audit.unavailable', `the audit trail cannot record events (${what}); the action was not performed`, 4);
+    if (err !== undefined) this.cause = err;
   }
 }
 
@@ -70,7 +72,7 @@ export class AuditLog implements AuditTrail {
     } catch (err) {
       observeAuditFailure();
       this.opts.logger.error('audit.append-failed', { err });
-      throw err instanceof AuditUnavailable ? err : new AuditUnavailable(describeError(err).code === 'internal' ? (err as Error).name : describeError(err).code);
+      throw err instanceof AuditUnavailable ? err : new AuditUnavailable(describeError(err).code === 'internal' ? (err as Error).name : describeError(err).code, err);
     }
   }
 
@@ -94,17 +96,28 @@ export class AuditLog implements AuditTrail {
         );
         const newest = last[0];
         if (newest && Number(newest.seq) >= Number(head.seq)) {
-          return { ref: { checkpointId: Number(newest.checkpoint_id), seq: Number(newest.seq), headHash: newest.head_hash, keyFingerprint: newest.key_fingerprint } };
+          // Another writer (a worker on another host) already sealed past our events: that checkpoint
+          // is the one covering them, and our witnesses must hold it, or they lag behind our events.
+          const checkpoint = await this.storedCheckpoint(tx, Number(newest.checkpoint_id));
+          return { checkpoint, ref: { checkpointId: Number(newest.checkpoint_id), seq: Number(newest.seq), headHash: newest.head_hash, keyFingerprint: newest.key_fingerprint } };
         }
         const checkpoint = await this.insertCheckpoint(tx, head.seq, head.row_hash);
         const s = checkpoint.statement;
         return { checkpoint, ref: { checkpointId: s.checkpointId, seq: s.seq, headHash: s.headHash, keyFingerprint: s.keyFingerprint } };
       });
     } catch (err) {
-      throw new AuditUnavailable(`checkpoint: ${describeError(err).code === 'internal' ? (err as Error).name : describeError(err).code}`);
+      throw new AuditUnavailable(`checkpoint: ${describeError(err).code === 'internal' ? (err as Error).name : describeError(err).code}`, err);
     }
     if (sealed.checkpoint) this.witness(sealed.checkpoint);
     return sealed.ref;
+  }
+
+  /** A checkpoint as stored (statement text and signature), to copy it to this process's witnesses. */
+  private async storedCheckpoint(tx: Queryable, checkpointId: number): Promise<SignedCheckpoint> {
+    const rows = await tx.query<{ statement: string; signature: string }>('SELECT statement, signature FROM audit_checkpoints WHERE checkpoint_id = $1', [checkpointId]);
+    const row = rows[0];
+    if (!row) throw new Error('audit checkpoint vanished while locked');
+    return { statement: JSON.parse(row.statement) as SignedCheckpoint['statement'], statementText: row.statement, signature: row.signature };
   }
 
   private async lockHead(tx: Queryable): Promise<{ seq: number; row_hash: string }> {
