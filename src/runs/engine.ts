@@ -12,6 +12,7 @@ import { hostname } from 'node:os';
 import type { AuditEventInput, AuditTrail } from '../audit/types';
 import type { Catalog } from '../catalog';
 import type { EndpointPolicy } from '../egress';
+import { isStoreUnavailable } from '../db/errors';
 import { PolicyDenied, UserError, describeError } from '../errors';
 import type { Actor } from '../identity/actor';
 import type { Logger } from '../log';
@@ -215,16 +216,24 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
 
   // A new run is planned while it is worked on: instances are claimable as soon as the first batch
   // of the dataset is in the queue.
+  // Leases this process still holds from an execution of the run that the database interrupted
+  // (same worker id): given back, so they are claimed now and not only once they expire.
+  await store.releaseAll(runId, workerId);
   const planning = await planningFor(engine, run, ctx, workerId);
   const fatal = await work(engine, ctx, workerId, planning, opts);
+  if (fatal && isStoreUnavailable(fatal)) {
+    // The database went away (restart, failover): not the run's fault. Stop this execution, give the
+    // leases back if it is already back (else they expire) and let the scheduler resume the run later.
+    await store.releaseAll(runId, workerId).catch(() => undefined);
+    logger.warn('run.interrupted', { runId, workerId, err: fatal });
+    throw fatal;
+  }
   await store.releaseAll(runId, workerId);
   if (fatal) {
     await failRun(engine, ctx, fatal);
     throw fatal;
   }
   if (await store.completeIfFinished(runId)) {
-    const aggregates = await store.computeAggregates(runId);
-    await store.saveAggregates(runId, aggregates);
     const counts = await store.counts(runId);
     await engine.audit.record({
       type: 'run.complete',

@@ -293,8 +293,8 @@ export class RunStore {
   }
 
   /** Mean of each metric over finished instances, computed from the stored per-instance scores. */
-  async computeAggregates(runId: string): Promise<MetricAggregate[]> {
-    return this.db.query<MetricAggregate>(
+  async computeAggregates(runId: string, q: Queryable = this.db): Promise<MetricAggregate[]> {
+    return q.query<MetricAggregate>(
       `SELECT s.key AS metric, avg(s.value::double precision) AS value, count(s.value)::integer AS n
          FROM run_items i, jsonb_each_text(i.scores) AS s
         WHERE i.run_id = $1::uuid AND i.state = 'done'
@@ -332,7 +332,17 @@ export class RunStore {
    * so aggregates are written once even with several workers finishing together.
    */
   async completeIfFinished(runId: string): Promise<boolean> {
-    const rows = await this.db.query(
+    // One transaction with the aggregates: a worker killed (or a database lost) between the two would
+    // leave a completed run without results, and a completed run is never executed again.
+    return this.db.transaction(async (tx) => {
+      if (!(await this.markCompleted(runId, tx))) return false;
+      await this.saveAggregates(runId, await this.computeAggregates(runId, tx), tx);
+      return true;
+    });
+  }
+
+  private async markCompleted(runId: string, q: Queryable): Promise<boolean> {
+    const rows = await q.query(
       `UPDATE runs SET status = 'completed', finished_at = now()
         WHERE run_id = $1::uuid AND status = 'running' AND instance_count IS NOT NULL
           AND NOT EXISTS (SELECT 1 FROM run_items WHERE run_id = $1::uuid AND state IN ('pending', 'claimed'))
