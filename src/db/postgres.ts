@@ -28,6 +28,12 @@ export async function openPostgres(url: string, poolSize: number): Promise<Datab
   const pool = new pg.Pool({ connectionString: url, max: poolSize, types, application_name: 'ehrbench' });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => undefined);
+  // Nor a checked-out one. pg-pool removes its listener at checkout, and a client handed straight
+  // from one releaser to a waiting pool.connect() has no listener of ours until that caller resumes
+  // (a microtask later), while the rest of the same network read (the server's FATAL "terminating
+  // connection") is parsed synchronously and emits 'error'. The error still reaches the statement in
+  // flight, and a client that saw it is no longer queryable: pg-pool destroys it on release.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   try {
     const c = await pool.connect();
     c.release();

@@ -112,7 +112,9 @@ suite('three workers on one PostgreSQL under SIGKILLs, database restarts and end
   let workers: WorkerProcess[] = [];
   let dbUrl: string;
   let dbName: string;
-  const rand = random(Number(process.env.RELIABILITY_SEED ?? 20261129));
+  // A new chaos schedule each time, reproducible from the seed printed with it.
+  const seed = Number(process.env.RELIABILITY_SEED ?? Math.floor(Math.random() * 2 ** 31));
+  const rand = random(seed);
 
   beforeAll(async () => {
     home = await makeHome('postgres');
@@ -166,6 +168,7 @@ suite('three workers on one PostgreSQL under SIGKILLs, database restarts and end
   });
 
   it('finishes every instance exactly once with the results of an undisturbed run', async () => {
+    process.stdout.write(`reliability suite: RELIABILITY_SEED=${seed}\n`);
     const requester = await new Operations(app).as(localCaller(app), 'researcher', 'benchmarking');
 
     // The reference: the same benchmark, undisturbed, in this process against a fault-free server.
@@ -184,7 +187,13 @@ suite('three workers on one PostgreSQL under SIGKILLs, database restarts and end
     let status = 'approved';
     const deadline = Date.now() + 8 * 60_000;
     while (!['completed', 'failed', 'halted', 'cancelled'].includes(status)) {
-      if (Date.now() > deadline) throw new Error(`run still ${status} after 8 minutes`);
+      if (Date.now() > deadline) throw new Error(`run still ${status} after 8 minutes (RELIABILITY_SEED=${seed})`);
+      // A worker that died of anything but our SIGKILL is the finding: stop here, not at the deadline.
+      const crashed = workers.find((w) => w.crashes.length > 0);
+      if (crashed) {
+        const tail = readIfExists(join(crashed.dir, 'stderr.log')).slice(-3000);
+        throw new Error(`worker ${crashed.name} crashed (${JSON.stringify(crashed.crashes)}, RELIABILITY_SEED=${seed}); its stderr ends:\n${tail}`);
+      }
       await sleep(150);
       let done: number;
       try {
@@ -196,6 +205,7 @@ suite('three workers on one PostgreSQL under SIGKILLs, database restarts and end
       if (kills.length > 0 && done >= (kills[0] as number) * N) {
         kills.shift();
         const victim = workers[Math.floor(rand() * WORKERS)] as WorkerProcess;
+        await sleep(Math.floor(rand() * 300));
         await stopWorker(victim, 'SIGKILL');
         await sleep(Math.floor(rand() * 800));
         startWorker(victim, dbUrl);
