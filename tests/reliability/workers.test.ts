@@ -26,7 +26,7 @@ const BENCHMARK = 'reliability_synthetic';
 /** Every question carries this marker; finding it in any output means prompt text leaked. */
 const MARKER = 'RLBMARK';
 /** Progress points (share of instances done) at which a worker is SIGKILLed and restarted. */
-const KILL_AT = [0.08, 0.18, 0.27, 0.36, 0.5, 0.6, 0.7, 0.82, 0.9];
+const KILL_AT = [0, 0.08, 0.18, 0.27, 0.36, 0.5, 0.6, 0.7, 0.82, 0.9, 0.97];
 /** Progress points at which the database "restarts" (see dropConnections). */
 const OUTAGE_AT = [0.42, 0.76];
 
@@ -202,7 +202,7 @@ suite('three workers on one PostgreSQL under SIGKILLs, database restarts and end
       } catch {
         continue; // this process's connections are cut by the outages too
       }
-      if (kills.length > 0 && done >= (kills[0] as number) * N) {
+      if (kills.length > 0 && status === 'running' && done >= (kills[0] as number) * N) {
         kills.shift();
         const victim = workers[Math.floor(rand() * WORKERS)] as WorkerProcess;
         await sleep(Math.floor(rand() * 300));
@@ -212,7 +212,13 @@ suite('three workers on one PostgreSQL under SIGKILLs, database restarts and end
       }
       if (outages.length > 0 && done >= (outages[0] as number) * N) {
         outages.shift();
-        terminated += await dropConnections(process.env.TEST_DATABASE_URL as string, dbName, 3000);
+        // A worker is also killed while the database is away, and restarted before it is back.
+        const victim = workers[Math.floor(rand() * WORKERS)] as WorkerProcess;
+        const outage = dropConnections(process.env.TEST_DATABASE_URL as string, dbName, 3000);
+        await sleep(500 + Math.floor(rand() * 1000));
+        await stopWorker(victim, 'SIGKILL');
+        startWorker(victim, dbUrl);
+        terminated += await outage;
       }
     }
     // Graceful stop: each worker gives back its leases and seals the trail to its own witness.
@@ -221,7 +227,7 @@ suite('three workers on one PostgreSQL under SIGKILLs, database restarts and end
     faulty = undefined;
 
     // The chaos happened: workers were killed, the database cut connections, the endpoint failed.
-    expect(workers.reduce((n, w) => n + w.killed, 0)).toBe(KILL_AT.length);
+    expect(workers.reduce((n, w) => n + w.killed, 0)).toBe(KILL_AT.length + OUTAGE_AT.length);
     expect(terminated).toBeGreaterThan(0);
     const injected = /faults 429=(\d+) 500=(\d+) hang=(\d+)/.exec(served);
     expect(injected).not.toBeNull();
@@ -243,6 +249,8 @@ suite('three workers on one PostgreSQL under SIGKILLs, database restarts and end
       [run.run_id],
     );
     expect(items).toEqual({ total: N, keys: N, done: N, with_result: N });
+    const [attempts] = await db.query<{ max: number }>('SELECT max(attempts)::integer AS max FROM run_items WHERE run_id = $1::uuid', [run.run_id]);
+    process.stdout.write(`reliability suite: most claims of one instance ${attempts?.max} (cap ${app.config.runs.maxAttempts})\n`);
 
     // Identical to the undisturbed run: every prediction and every aggregate.
     const differing = await db.query<{ item_key: string }>(
