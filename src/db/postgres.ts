@@ -40,7 +40,11 @@ export async function openPostgres(url: string, poolSize: number): Promise<Datab
   } catch (err) {
     await pool.end().catch(() => undefined);
     const code = (err as { code?: string }).code ?? 'error';
-    throw new UserError('db.unreachable', `${where}: cannot connect (${code}); check EHRBENCH_DATABASE_URL and that the server runs`);
+    const failure = new UserError('db.unreachable', `${where}: cannot connect (${code}); check EHRBENCH_DATABASE_URL and that the server runs`);
+    // A server that is down or restarting is worth waiting for (a worker does); a refused login is not.
+    const lost = connectionLossCode(err);
+    if (lost) failure.cause = new DatabaseUnavailable(where, lost);
+    throw failure;
   }
 
   // A lost server becomes one classifiable error; any other error (SQL, constraint) passes unchanged.

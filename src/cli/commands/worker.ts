@@ -70,28 +70,18 @@ const MAX_START_BACKOFF_MS = 10_000;
 
 /**
  * Runs `fn` until the store answers: a worker started while PostgreSQL restarts (or before it is up)
- * waits for it instead of exiting. Only the error code is printed. A stop signal ends the waiting.
+ * waits for it instead of exiting. Only the error code is printed. No signal handler here: a SIGTERM
+ * while waiting ends the process as usual (it holds no leases yet).
  */
 async function whenStoreReachable<T>(io: Io, fn: () => Promise<T>): Promise<T> {
-  let stopping = false;
-  const stop = () => {
-    stopping = true;
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
-  try {
-    for (let wait = 250; ; wait = Math.min(MAX_START_BACKOFF_MS, wait * 2)) {
-      try {
-        return await fn();
-      } catch (err) {
-        const code = describeError(err).code;
-        if (stopping || !(isStoreUnavailable(err) || code === 'db.unreachable')) throw err;
-        io.stderr(`ehrbench worker: store not reachable (${code}); retrying in ${wait} ms\n`);
-        await new Promise((r) => setTimeout(r, wait));
-      }
+  for (let wait = 250; ; wait = Math.min(MAX_START_BACKOFF_MS, wait * 2)) {
+    try {
+      return await fn();
+    } catch (err) {
+      const code = describeError(err).code;
+      if (!isStoreUnavailable(err)) throw err;
+      io.stderr(`ehrbench worker: store not reachable (${code}); retrying in ${wait} ms\n`);
+      await new Promise((r) => setTimeout(r, wait));
     }
-  } finally {
-    process.off('SIGTERM', stop);
-    process.off('SIGINT', stop);
   }
 }
