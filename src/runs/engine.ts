@@ -214,11 +214,11 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
   await store.transition(runId, ['approved', 'running'], 'running');
   observeRunStarted(ctx, run.status === 'running');
 
-  // A new run is planned while it is worked on: instances are claimable as soon as the first batch
-  // of the dataset is in the queue.
   // Leases this process still holds from an execution of the run that the database interrupted
   // (same worker id): given back, so they are claimed now and not only once they expire.
   await store.releaseAll(runId, workerId);
+  // A new run is planned while it is worked on: instances are claimable as soon as the first batch
+  // of the dataset is in the queue.
   const planning = await planningFor(engine, run, ctx, workerId);
   const fatal = await work(engine, ctx, workerId, planning, opts);
   if (fatal && isStoreUnavailable(fatal)) {
