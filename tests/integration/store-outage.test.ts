@@ -7,10 +7,13 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { AuditLog, loadMacKeys, loadSigningKey, readWitness, WITNESS_FILE } from '../../src/audit';
-import { type Database, DatabaseUnavailable } from '../../src/db';
+import { type Database, DatabaseUnavailable, isStoreUnavailable } from '../../src/db';
 import { createLogger } from '../../src/log';
 import { EndpointCapacity } from '../../src/runs/capacity';
+import { executeRun, requestRun } from '../../src/runs/engine';
 import { SharedSlots } from '../../src/runs/slots';
+import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
+import { researcher, startTestApp } from '../helpers/app';
 import { backends, freshStore, tempDir, type TestStore } from '../helpers/db';
 import { makeHome, type TestHome } from '../helpers/home';
 
@@ -139,5 +142,57 @@ postgresOnly('PostgreSQL connection lost', () => {
     expect(outcome).toBeInstanceOf(DatabaseUnavailable);
     expect(row?.pid).toBeGreaterThan(0);
     await expect(db.query('SELECT 1 AS one')).resolves.toEqual([{ one: 1 }]);
+  });
+});
+
+postgresOnly('a run while PostgreSQL restarts', () => {
+  it('is interrupted, not failed, and resumes to exactly N results', async () => {
+    const N = 150;
+    let admin: pg.Client | undefined;
+    let outage: Promise<void> | undefined;
+    // From the 20th model call on, for a second, every backend of the run's database is terminated
+    // (what clients see of a server restart; the shared cluster itself is not restarted).
+    const t = await startTestApp({
+      backend: 'postgres',
+      latencyMs: 10,
+      behaviour: (n) => {
+        if (n === 20) outage = cutConnections();
+        return { kind: 'answer' };
+      },
+    });
+    const dbName = new URL(t.home.store.url as string).pathname.slice(1);
+    const cutConnections = async () => {
+      admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+      await admin.connect();
+      const until = Date.now() + 1000;
+      while (Date.now() < until) {
+        await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [dbName]);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await admin.end();
+    };
+    try {
+      t.app.engine.settings.concurrency = 2;
+      const run = await requestRun(t.app.engine, { benchmarkId: 'pubmed_qa', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: N });
+      let interruptions = 0;
+      for (;;) {
+        const outcome = await executeRun(t.app.engine, run.run_id).catch((e: unknown) => e);
+        if (!(outcome instanceof Error)) break;
+        expect(isStoreUnavailable(outcome)).toBe(true);
+        interruptions += 1;
+        await outage;
+        // Interrupted: still running, never failed, so it can be resumed.
+        expect((await t.app.engine.store.getRun(run.run_id))?.status).toBe('running');
+        if (interruptions > 20) throw new Error('run never finished');
+      }
+      expect(interruptions).toBeGreaterThan(0);
+      const summary = await executeRun(t.app.engine, run.run_id);
+      expect(summary.status).toBe('completed');
+      expect(summary.counts).toEqual({ pending: 0, claimed: 0, done: N, blocked: 0, failed: 0 });
+      expect(summary.aggregates.length).toBeGreaterThan(0);
+    } finally {
+      await outage?.catch(() => undefined);
+      await t.close();
+    }
   });
 });
