@@ -5,7 +5,7 @@
  * Every stdout/stderr goes to a file, so the suite can search all output for prompt text afterwards.
  */
 import { type ChildProcess, fork, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const ROOT = join(__dirname, '..', '..');
@@ -19,6 +19,8 @@ export interface WorkerProcess {
   /** Exits we did not cause (a crash): must stay empty. */
   crashes: { code: number | null; signal: NodeJS.Signals | null }[];
   killed: number;
+  /** Where the latest start's output begins in stderr.log. */
+  startedAt: number;
 }
 
 /**
@@ -31,10 +33,11 @@ export function workerHome(root: string, name: string, shared: Record<string, un
   const configFile = join(dir, 'config.json');
   const logging = { level: 'info', file: join(dir, 'logs', 'ehrbench.log') };
   writeFileSync(configFile, JSON.stringify({ ...shared, logging }, null, 2));
-  return { name, dir, configFile, crashes: [], killed: 0 };
+  return { name, dir, configFile, crashes: [], killed: 0, startedAt: 0 };
 }
 
 export function startWorker(w: WorkerProcess, databaseUrl: string): void {
+  w.startedAt = statSync(join(w.dir, 'stderr.log'), { throwIfNoEntry: false })?.size ?? 0;
   const out = openSync(join(w.dir, 'stdout.log'), 'a');
   const err = openSync(join(w.dir, 'stderr.log'), 'a');
   const child = spawn(process.execPath, ['--max-old-space-size=256', CLI, '--config', w.configFile, 'worker', '--workers', '1'], {
@@ -50,14 +53,35 @@ export function startWorker(w: WorkerProcess, databaseUrl: string): void {
   });
 }
 
+/**
+ * Waits until the worker's latest start has come up ("running" on stderr): a SIGTERM before that
+ * ends a process that has not installed its handler yet, which is a start-up, not a shutdown.
+ */
+export async function waitStarted(w: WorkerProcess, deadline: number): Promise<void> {
+  for (;;) {
+    const latest = readFileSync(join(w.dir, 'stderr.log')).subarray(w.startedAt).toString();
+    if (/running \d+ run\(s\) at a time/.test(latest) || !w.child) return;
+    if (Date.now() > deadline) throw new Error(`worker ${w.name} did not come up; its stderr: ${latest.slice(-2000)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** Sends `signal` and waits for the exit; returns the exit code (null when killed by the signal). */
-export function stopWorker(w: WorkerProcess, signal: 'SIGKILL' | 'SIGTERM'): Promise<number | null> {
+export function stopWorker(w: WorkerProcess, signal: 'SIGKILL' | 'SIGTERM', giveUpAt?: number): Promise<number | null | 'hung'> {
   const child = w.child;
   if (!child || child.exitCode !== null) return Promise.resolve(child?.exitCode ?? null);
   (child as ChildProcess & { expected?: boolean }).expected = true;
   if (signal === 'SIGKILL') w.killed += 1;
   return new Promise((resolve) => {
-    child.once('exit', (code) => resolve(code));
+    // A shutdown that never ends is a finding, reported as 'hung' (the process is then killed).
+    const timer = giveUpAt === undefined ? undefined : setTimeout(() => {
+      resolve('hung');
+      child.kill('SIGKILL');
+    }, Math.max(0, giveUpAt - Date.now()));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
     child.kill(signal);
   });
 }
