@@ -63,17 +63,40 @@ export class AuditLog implements AuditTrail {
   }
 
   async record(event: AuditEventInput): Promise<void> {
-    // A malformed event is a programming error; it must not be recorded half-way or silently.
-    validateOrThrow('audit-event.schema.json', event, 'audit event', 'audit.invalid-event');
-    const body = recordBody(event, randomUUID(), this.clock().toISOString(), this.opts.provenance);
-    observeAuditEvent(event);
+    const body = this.bodyOf(event);
     try {
       await this.writer.submit(body);
     } catch (err) {
-      observeAuditFailure();
-      this.opts.logger.error('audit.append-failed', { err });
-      throw err instanceof AuditUnavailable ? err : new AuditUnavailable(describeError(err).code === 'internal' ? (err as Error).name : describeError(err).code, err);
+      throw this.failed(err);
     }
+  }
+
+  /**
+   * Appends one event inside the caller's transaction, so that the event and the caller's change
+   * commit together or not at all (a process killed in between can leave neither half). No
+   * checkpoint is sealed here: its witness copy may only be written after a commit; the next
+   * checkpoint, or the seal that follows, covers the event.
+   */
+  async recordIn(tx: Queryable, event: AuditEventInput): Promise<void> {
+    const body = this.bodyOf(event);
+    try {
+      await this.appendIn(tx, [body]);
+    } catch (err) {
+      throw this.failed(err);
+    }
+  }
+
+  private bodyOf(event: AuditEventInput): RecordBody {
+    // A malformed event is a programming error; it must not be recorded half-way or silently.
+    validateOrThrow('audit-event.schema.json', event, 'audit event', 'audit.invalid-event');
+    observeAuditEvent(event);
+    return recordBody(event, randomUUID(), this.clock().toISOString(), this.opts.provenance);
+  }
+
+  private failed(err: unknown): AuditUnavailable {
+    observeAuditFailure();
+    this.opts.logger.error('audit.append-failed', { err });
+    return err instanceof AuditUnavailable ? err : new AuditUnavailable(describeError(err).code === 'internal' ? (err as Error).name : describeError(err).code, err);
   }
 
   async seal(): Promise<void> {
@@ -128,26 +151,33 @@ export class AuditLog implements AuditTrail {
   }
 
   private async append(bodies: RecordBody[]): Promise<void[]> {
-    const { macKey, checkpointEvery } = this.opts;
+    const { checkpointEvery } = this.opts;
     const checkpoint = await this.db.transaction(async (tx) => {
-      const head = await this.lockHead(tx);
-      let seq = head.seq;
-      let prev = head.row_hash;
-      const rows: AuditRecord[] = bodies.map((body) => {
-        seq += 1;
-        const unsigned = { ...body, seq, prev_hash: prev };
-        const hash = rowHash(unsigned);
-        prev = hash;
-        return { ...unsigned, row_hash: hash, mac_key_id: macKey.id, row_mac: rowMac(macKey.key, hash) };
-      });
-      await tx.query(`INSERT INTO audit_events SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${RECORD_COLUMNS})`, [JSON.stringify(rows)]);
-      await tx.query('UPDATE audit_head SET seq = $1, row_hash = $2 WHERE singleton', [seq, prev]);
-      const crossed = Math.floor(seq / checkpointEvery) > Math.floor(head.seq / checkpointEvery);
-      return crossed ? this.insertCheckpoint(tx, seq, prev) : undefined;
+      const { from, to, headHash } = await this.appendIn(tx, bodies);
+      const crossed = Math.floor(to / checkpointEvery) > Math.floor(from / checkpointEvery);
+      return crossed ? this.insertCheckpoint(tx, to, headHash) : undefined;
     });
     observeAuditBatch(bodies.length, bodies[0]?.recorded_at, this.clock());
     if (checkpoint) this.witness(checkpoint);
     return bodies.map(() => undefined);
+  }
+
+  /** Chains `bodies` onto the locked head in `tx`; returns the head's seq before and after. */
+  private async appendIn(tx: Queryable, bodies: RecordBody[]): Promise<{ from: number; to: number; headHash: string }> {
+    const { macKey } = this.opts;
+    const head = await this.lockHead(tx);
+    let seq = head.seq;
+    let prev = head.row_hash;
+    const rows: AuditRecord[] = bodies.map((body) => {
+      seq += 1;
+      const unsigned = { ...body, seq, prev_hash: prev };
+      const hash = rowHash(unsigned);
+      prev = hash;
+      return { ...unsigned, row_hash: hash, mac_key_id: macKey.id, row_mac: rowMac(macKey.key, hash) };
+    });
+    await tx.query(`INSERT INTO audit_events SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${RECORD_COLUMNS})`, [JSON.stringify(rows)]);
+    await tx.query('UPDATE audit_head SET seq = $1, row_hash = $2 WHERE singleton', [seq, prev]);
+    return { from: head.seq, to: seq, headHash: prev };
   }
 
   private async insertCheckpoint(tx: Queryable, seq: number, headHash: string): Promise<SignedCheckpoint> {

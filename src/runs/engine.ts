@@ -233,17 +233,19 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
     await failRun(engine, ctx, fatal);
     throw fatal;
   }
-  if (await store.completeIfFinished(runId)) {
-    const counts = await store.counts(runId);
-    await engine.audit.record({
+  // The completion and its audit record commit together: a kill between them cannot leave one alone.
+  const counts = await store.completeIfFinished(runId, (tx, finished) =>
+    engine.audit.recordIn(tx, {
       type: 'run.complete',
       action: 'E',
       outcome: 'success',
       rule: 'run.all-instances-finished',
       actor: ENGINE_ACTOR,
       ...auditBase(ctx),
-      detail: { done: counts.done, blocked: counts.blocked, failed: counts.failed },
-    });
+      detail: { done: finished.done, blocked: finished.blocked, failed: finished.failed },
+    }),
+  );
+  if (counts) {
     logger.info('run.completed', { runId, done: counts.done, blocked: counts.blocked, failed: counts.failed });
     observeRunFinished(ctx, 'completed');
     await engine.audit.seal();

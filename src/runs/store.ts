@@ -282,8 +282,8 @@ export class RunStore {
     );
   }
 
-  async counts(runId: string): Promise<StateCounts> {
-    const rows = await this.db.query<{ state: ItemState; n: number }>(
+  async counts(runId: string, q: Queryable = this.db): Promise<StateCounts> {
+    const rows = await q.query<{ state: ItemState; n: number }>(
       'SELECT state, count(*)::integer AS n FROM run_items WHERE run_id = $1::uuid GROUP BY state',
       [runId],
     );
@@ -328,16 +328,20 @@ export class RunStore {
   }
 
   /**
-   * Marks the run completed when nothing is left to do. Exactly one caller wins (the status check),
-   * so aggregates are written once even with several workers finishing together.
+   * Marks the run completed when nothing is left to do; returns its counts, or undefined when it was
+   * not finished or another caller won. Exactly one caller wins (the status check), so aggregates
+   * are written once even with several workers finishing together.
    */
-  async completeIfFinished(runId: string): Promise<boolean> {
-    // One transaction with the aggregates: a worker killed (or a database lost) between the two would
-    // leave a completed run without results, and a completed run is never executed again.
+  async completeIfFinished(runId: string, alongside?: (tx: Queryable, counts: StateCounts) => Promise<void>): Promise<StateCounts | undefined> {
+    // One transaction with the aggregates and `alongside` (the audit record of the completion): a
+    // worker killed (or a database lost) between them would leave a completed run without results or
+    // without its record, and a completed run is never executed again.
     return this.db.transaction(async (tx) => {
-      if (!(await this.markCompleted(runId, tx))) return false;
+      if (!(await this.markCompleted(runId, tx))) return undefined;
       await this.saveAggregates(runId, await this.computeAggregates(runId, tx), tx);
-      return true;
+      const counts = await this.counts(runId, tx);
+      await alongside?.(tx, counts);
+      return counts;
     });
   }
 

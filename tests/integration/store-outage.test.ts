@@ -93,6 +93,36 @@ describe.each(backends())('store outages (%s)', (backend) => {
   });
 });
 
+describe.each(backends())('run completion and its audit record (%s)', (backend) => {
+  it('commit together: a failed record leaves the run uncompleted, and executing it again completes it once', async () => {
+    const t = await startTestApp({ backend });
+    try {
+      const run = await requestRun(t.app.engine, { benchmarkId: 'pubmed_qa', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 12 });
+      const audit = t.app.engine.audit;
+      // The completion's record fails after the completion itself was written in the same transaction.
+      t.app.engine.audit = {
+        record: (e) => audit.record(e),
+        seal: () => audit.seal(),
+        recordIn: async (tx, e) => {
+          await audit.recordIn(tx, e);
+          throw new Error('audit store refused the record');
+        },
+      };
+      await expect(executeRun(t.app.engine, run.run_id)).rejects.toThrow('audit store refused the record');
+      expect((await t.app.engine.store.getRun(run.run_id))?.status).toBe('running');
+      expect(await t.app.engine.store.results(run.run_id)).toEqual([]);
+      t.app.engine.audit = audit;
+      const summary = await executeRun(t.app.engine, run.run_id);
+      expect(summary.status).toBe('completed');
+      expect(summary.aggregates.length).toBeGreaterThan(0);
+      const [events] = await t.app.db.query<{ n: number }>("SELECT count(*)::integer AS n FROM audit_events WHERE event_type = 'run.complete' AND run_id = $1", [run.run_id]);
+      expect(events?.n).toBe(1);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 const postgresOnly = process.env.TEST_DATABASE_URL ? describe : describe.skip;
 
 postgresOnly('PostgreSQL connection lost', () => {
