@@ -19,8 +19,10 @@ import { type AuditRecord, type Provenance, type RecordBody, recordBody, rowHash
 import type { AuditEventInput, AuditTrail } from './types';
 
 export class AuditUnavailable extends UserError {
-  constructor(cause: string) {
-    super('audit.unavailable', `the audit trail cannot record events (${cause}); the action was not performed`, 4);
+  /** `err` is kept as the cause (never printed) so callers can tell a lost database, which is transient. */
+  constructor(what: string, err?: unknown) {
+    super('audit.unavailable', `the audit trail cannot record events (${what}); the action was not performed`, 4);
+    if (err !== undefined) this.cause = err;
   }
 }
 
@@ -61,17 +63,40 @@ export class AuditLog implements AuditTrail {
   }
 
   async record(event: AuditEventInput): Promise<void> {
-    // A malformed event is a programming error; it must not be recorded half-way or silently.
-    validateOrThrow('audit-event.schema.json', event, 'audit event', 'audit.invalid-event');
-    const body = recordBody(event, randomUUID(), this.clock().toISOString(), this.opts.provenance);
-    observeAuditEvent(event);
+    const body = this.bodyOf(event);
     try {
       await this.writer.submit(body);
     } catch (err) {
-      observeAuditFailure();
-      this.opts.logger.error('audit.append-failed', { err });
-      throw err instanceof AuditUnavailable ? err : new AuditUnavailable(describeError(err).code === 'internal' ? (err as Error).name : describeError(err).code);
+      throw this.failed(err);
     }
+  }
+
+  /**
+   * Appends one event inside the caller's transaction, so that the event and the caller's change
+   * commit together or not at all (a process killed in between can leave neither half). No
+   * checkpoint is sealed here: its witness copy may only be written after a commit; the next
+   * checkpoint, or the seal that follows, covers the event.
+   */
+  async recordIn(tx: Queryable, event: AuditEventInput): Promise<void> {
+    const body = this.bodyOf(event);
+    try {
+      await this.appendIn(tx, [body]);
+    } catch (err) {
+      throw this.failed(err);
+    }
+  }
+
+  private bodyOf(event: AuditEventInput): RecordBody {
+    // A malformed event is a programming error; it must not be recorded half-way or silently.
+    validateOrThrow('audit-event.schema.json', event, 'audit event', 'audit.invalid-event');
+    observeAuditEvent(event);
+    return recordBody(event, randomUUID(), this.clock().toISOString(), this.opts.provenance);
+  }
+
+  private failed(err: unknown): AuditUnavailable {
+    observeAuditFailure();
+    this.opts.logger.error('audit.append-failed', { err });
+    return err instanceof AuditUnavailable ? err : new AuditUnavailable(describeError(err).code === 'internal' ? (err as Error).name : describeError(err).code, err);
   }
 
   async seal(): Promise<void> {
@@ -94,17 +119,28 @@ export class AuditLog implements AuditTrail {
         );
         const newest = last[0];
         if (newest && Number(newest.seq) >= Number(head.seq)) {
-          return { ref: { checkpointId: Number(newest.checkpoint_id), seq: Number(newest.seq), headHash: newest.head_hash, keyFingerprint: newest.key_fingerprint } };
+          // Another writer (a worker on another host) already sealed past our events: that checkpoint
+          // is the one covering them, and our witnesses must hold it, or they lag behind our events.
+          const checkpoint = await this.storedCheckpoint(tx, Number(newest.checkpoint_id));
+          return { checkpoint, ref: { checkpointId: Number(newest.checkpoint_id), seq: Number(newest.seq), headHash: newest.head_hash, keyFingerprint: newest.key_fingerprint } };
         }
         const checkpoint = await this.insertCheckpoint(tx, head.seq, head.row_hash);
         const s = checkpoint.statement;
         return { checkpoint, ref: { checkpointId: s.checkpointId, seq: s.seq, headHash: s.headHash, keyFingerprint: s.keyFingerprint } };
       });
     } catch (err) {
-      throw new AuditUnavailable(`checkpoint: ${describeError(err).code === 'internal' ? (err as Error).name : describeError(err).code}`);
+      throw new AuditUnavailable(`checkpoint: ${describeError(err).code === 'internal' ? (err as Error).name : describeError(err).code}`, err);
     }
     if (sealed.checkpoint) this.witness(sealed.checkpoint);
     return sealed.ref;
+  }
+
+  /** A checkpoint as stored (statement text and signature), to copy it to this process's witnesses. */
+  private async storedCheckpoint(tx: Queryable, checkpointId: number): Promise<SignedCheckpoint> {
+    const rows = await tx.query<{ statement: string; signature: string }>('SELECT statement, signature FROM audit_checkpoints WHERE checkpoint_id = $1', [checkpointId]);
+    const row = rows[0];
+    if (!row) throw new Error('audit checkpoint vanished while locked');
+    return { statement: JSON.parse(row.statement) as SignedCheckpoint['statement'], statementText: row.statement, signature: row.signature };
   }
 
   private async lockHead(tx: Queryable): Promise<{ seq: number; row_hash: string }> {
@@ -115,26 +151,33 @@ export class AuditLog implements AuditTrail {
   }
 
   private async append(bodies: RecordBody[]): Promise<void[]> {
-    const { macKey, checkpointEvery } = this.opts;
+    const { checkpointEvery } = this.opts;
     const checkpoint = await this.db.transaction(async (tx) => {
-      const head = await this.lockHead(tx);
-      let seq = head.seq;
-      let prev = head.row_hash;
-      const rows: AuditRecord[] = bodies.map((body) => {
-        seq += 1;
-        const unsigned = { ...body, seq, prev_hash: prev };
-        const hash = rowHash(unsigned);
-        prev = hash;
-        return { ...unsigned, row_hash: hash, mac_key_id: macKey.id, row_mac: rowMac(macKey.key, hash) };
-      });
-      await tx.query(`INSERT INTO audit_events SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${RECORD_COLUMNS})`, [JSON.stringify(rows)]);
-      await tx.query('UPDATE audit_head SET seq = $1, row_hash = $2 WHERE singleton', [seq, prev]);
-      const crossed = Math.floor(seq / checkpointEvery) > Math.floor(head.seq / checkpointEvery);
-      return crossed ? this.insertCheckpoint(tx, seq, prev) : undefined;
+      const { from, to, headHash } = await this.appendIn(tx, bodies);
+      const crossed = Math.floor(to / checkpointEvery) > Math.floor(from / checkpointEvery);
+      return crossed ? this.insertCheckpoint(tx, to, headHash) : undefined;
     });
     observeAuditBatch(bodies.length, bodies[0]?.recorded_at, this.clock());
     if (checkpoint) this.witness(checkpoint);
     return bodies.map(() => undefined);
+  }
+
+  /** Chains `bodies` onto the locked head in `tx`; returns the head's seq before and after. */
+  private async appendIn(tx: Queryable, bodies: RecordBody[]): Promise<{ from: number; to: number; headHash: string }> {
+    const { macKey } = this.opts;
+    const head = await this.lockHead(tx);
+    let seq = head.seq;
+    let prev = head.row_hash;
+    const rows: AuditRecord[] = bodies.map((body) => {
+      seq += 1;
+      const unsigned = { ...body, seq, prev_hash: prev };
+      const hash = rowHash(unsigned);
+      prev = hash;
+      return { ...unsigned, row_hash: hash, mac_key_id: macKey.id, row_mac: rowMac(macKey.key, hash) };
+    });
+    await tx.query(`INSERT INTO audit_events SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${RECORD_COLUMNS})`, [JSON.stringify(rows)]);
+    await tx.query('UPDATE audit_head SET seq = $1, row_hash = $2 WHERE singleton', [seq, prev]);
+    return { from: head.seq, to: seq, headHash: prev };
   }
 
   private async insertCheckpoint(tx: Queryable, seq: number, headHash: string): Promise<SignedCheckpoint> {

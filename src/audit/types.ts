@@ -2,6 +2,7 @@
  * The audit event a caller hands to the trail. Only ids, rule names, hashes and byte counts: never a
  * prompt, a completion, a note or an instance key (which may itself be an identifier).
  */
+import type { Queryable } from '../db';
 import type { Actor } from '../identity/actor';
 import type { Tier } from '../tiers';
 
@@ -74,6 +75,8 @@ export interface AuditEventInput {
  */
 export interface AuditTrail {
   record(event: AuditEventInput): Promise<void>;
+  /** Records within the caller's transaction: the event commits or rolls back with the caller's change. */
+  recordIn(tx: Queryable, event: AuditEventInput): Promise<void>;
   /** Signs a checkpoint over everything recorded so far (end of a run, shutdown). */
   seal(): Promise<void>;
 }

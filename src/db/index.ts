@@ -56,3 +56,4 @@ export function describeDatabase(opts: DatabaseOptions): string {
 }
 
 export { runMigrations, listMigrations } from './migrate';
+export { DatabaseUnavailable, isStoreUnavailable } from './errors';

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { UserError } from '../errors';
+import { connectionLossCode, DatabaseUnavailable } from './errors';
 import type { Database, Queryable } from './index';
 
 const INT8_OID = 20;
@@ -27,41 +28,80 @@ export async function openPostgres(url: string, poolSize: number): Promise<Datab
   const pool = new pg.Pool({ connectionString: url, max: poolSize, types, application_name: 'ehrbench' });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => undefined);
+  // Nor a checked-out one. pg-pool removes its listener at checkout, and a client handed straight
+  // from one releaser to a waiting pool.connect() has no listener of ours until that caller resumes
+  // (a microtask later), while the rest of the same network read (the server's FATAL "terminating
+  // connection") is parsed synchronously and emits 'error'. The error still reaches the statement in
+  // flight, and a client that saw it is no longer queryable: pg-pool destroys it on release.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   try {
     const c = await pool.connect();
     c.release();
   } catch (err) {
     await pool.end().catch(() => undefined);
     const code = (err as { code?: string }).code ?? 'error';
-    throw new UserError('db.unreachable', `${where}: cannot connect (${code}); check EHRBENCH_DATABASE_URL and that the server runs`);
+    const failure = new UserError('db.unreachable', `${where}: cannot connect (${code}); check EHRBENCH_DATABASE_URL and that the server runs`);
+    // A server that is down or restarting is worth waiting for (a worker does); a refused login is not.
+    const lost = connectionLossCode(err);
+    if (lost) failure.cause = new DatabaseUnavailable(where, lost);
+    throw failure;
   }
 
-  const run = async <R>(q: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]): Promise<R[]> =>
-    (await q.query(sql, params as unknown[])).rows as R[];
+  // A lost server becomes one classifiable error; any other error (SQL, constraint) passes unchanged.
+  const classify = (err: unknown): unknown => {
+    const lost = connectionLossCode(err);
+    return lost ? new DatabaseUnavailable(where, lost) : err;
+  };
+  const run = async <R>(q: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]): Promise<R[]> => {
+    try {
+      return (await q.query(sql, params as unknown[])).rows as R[];
+    } catch (err) {
+      throw classify(err);
+    }
+  };
+  const connect = async (): Promise<pg.PoolClient> => {
+    try {
+      return await pool.connect();
+    } catch (err) {
+      throw classify(err);
+    }
+  };
 
   return {
     backend: 'postgres',
     query: (sql, params) => run(pool, sql, params),
     exec: async (sql) => {
-      await pool.query(sql);
+      await run(pool, sql);
     },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
+      const client = await connect();
+      // pg-pool removes its own error listener while a client is checked out: a connection lost
+      // mid-transaction would emit 'error' with no listener and crash the process. Keep the error
+      // instead; the statement in flight fails with it, and the client is destroyed, not pooled.
+      let broken: unknown;
+      const onError = (err: unknown) => {
+        broken ??= err;
+      };
+      client.on('error', onError);
       try {
-        await client.query('BEGIN');
+        await run(client, 'BEGIN');
         const result = await fn({
           query: (sql, params) => run(client, sql, params),
           exec: async (sql) => {
-            await client.query(sql);
+            await run(client, sql);
           },
         });
-        await client.query('COMMIT');
+        await run(client, 'COMMIT');
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
+        if (broken === undefined) await client.query('ROLLBACK').catch((e: unknown) => onError(e));
+        // When the connection broke, that is the cause, whatever error it surfaced as in `fn`.
+        const lost = broken === undefined || err instanceof DatabaseUnavailable ? undefined : classify(broken);
+        throw lost instanceof DatabaseUnavailable ? lost : err;
       } finally {
-        client.release();
+        client.off('error', onError);
+        // release(err) destroys the client: a connection in an unknown state never goes back to the pool.
+        client.release(broken === undefined ? undefined : broken instanceof Error ? broken : true);
       }
     },
     close: () => pool.end(),

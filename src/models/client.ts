@@ -143,6 +143,7 @@ export class ModelClient {
       const release = hooks.acquire ? await hooks.acquire() : undefined;
       const started = performance.now();
       const slot: AttemptSlot = {};
+      const link = linkSignal(hooks.signal);
       try {
         const res = await this.inSlot(slot, () =>
           this.sdk.chat.completions.create(
@@ -152,7 +153,7 @@ export class ModelClient {
               max_tokens: request.maxTokens,
               temperature: request.temperature,
             },
-            hooks.signal ? { signal: hooks.signal } : undefined,
+            link ? { signal: link.signal } : undefined,
           ),
         );
         const choice = res.choices[0];
@@ -172,6 +173,7 @@ export class ModelClient {
         if (wait === undefined) throw failure;
         await this.sleep(wait);
       } finally {
+        link?.unlink();
         release?.();
       }
     }
@@ -242,6 +244,24 @@ export function retryAfterMs(err: unknown): number | undefined {
   if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/**
+ * A per-attempt signal that follows the caller's. The SDK adds an abort listener to the signal it is
+ * given and never removes it; given the worker's long-lived signal, every call would leave one behind
+ * (MaxListenersExceededWarning, memory growing with the run). Our one listener is removed after the
+ * attempt, and the SDK's goes away with the per-attempt signal.
+ */
+function linkSignal(parent: AbortSignal | undefined): { signal: AbortSignal; unlink(): void } | undefined {
+  if (!parent) return undefined;
+  const child = new AbortController();
+  if (parent.aborted) {
+    child.abort(parent.reason);
+    return { signal: child.signal, unlink: () => undefined };
+  }
+  const forward = () => child.abort(parent.reason);
+  parent.addEventListener('abort', forward, { once: true });
+  return { signal: child.signal, unlink: () => parent.removeEventListener('abort', forward) };
 }
 
 function findCause<T>(err: unknown, test: (e: unknown) => e is T): T | undefined {

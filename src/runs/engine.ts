@@ -12,6 +12,7 @@ import { hostname } from 'node:os';
 import type { AuditEventInput, AuditTrail } from '../audit/types';
 import type { Catalog } from '../catalog';
 import type { EndpointPolicy } from '../egress';
+import { isStoreUnavailable } from '../db/errors';
 import { PolicyDenied, UserError, describeError } from '../errors';
 import type { Actor } from '../identity/actor';
 import type { Logger } from '../log';
@@ -213,28 +214,38 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
   await store.transition(runId, ['approved', 'running'], 'running');
   observeRunStarted(ctx, run.status === 'running');
 
+  // Leases this process still holds from an execution of the run that the database interrupted
+  // (same worker id): given back, so they are claimed now and not only once they expire.
+  await store.releaseAll(runId, workerId);
   // A new run is planned while it is worked on: instances are claimable as soon as the first batch
   // of the dataset is in the queue.
   const planning = await planningFor(engine, run, ctx, workerId);
   const fatal = await work(engine, ctx, workerId, planning, opts);
+  if (fatal && isStoreUnavailable(fatal)) {
+    // The database went away (restart, failover): not the run's fault. Stop this execution, give the
+    // leases back if it is already back (else they expire) and let the scheduler resume the run later.
+    await store.releaseAll(runId, workerId).catch(() => undefined);
+    logger.warn('run.interrupted', { runId, workerId, err: fatal });
+    throw fatal;
+  }
   await store.releaseAll(runId, workerId);
   if (fatal) {
     await failRun(engine, ctx, fatal);
     throw fatal;
   }
-  if (await store.completeIfFinished(runId)) {
-    const aggregates = await store.computeAggregates(runId);
-    await store.saveAggregates(runId, aggregates);
-    const counts = await store.counts(runId);
-    await engine.audit.record({
+  // The completion and its audit record commit together: a kill between them cannot leave one alone.
+  const counts = await store.completeIfFinished(runId, (tx, finished) =>
+    engine.audit.recordIn(tx, {
       type: 'run.complete',
       action: 'E',
       outcome: 'success',
       rule: 'run.all-instances-finished',
       actor: ENGINE_ACTOR,
       ...auditBase(ctx),
-      detail: { done: counts.done, blocked: counts.blocked, failed: counts.failed },
-    });
+      detail: { done: finished.done, blocked: finished.blocked, failed: finished.failed },
+    }),
+  );
+  if (counts) {
     logger.info('run.completed', { runId, done: counts.done, blocked: counts.blocked, failed: counts.failed });
     observeRunFinished(ctx, 'completed');
     await engine.audit.seal();

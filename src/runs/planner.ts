@@ -36,10 +36,12 @@ const WATCH_MS = 250;
 
 /** Another worker plans: poll until the run is planned (or stops), and take over a dead planner. */
 function watchPlanning(engine: Engine, run: RunRow, ctx: RunContext, workerId: string): Planning {
-  let resolveFinished: () => void = () => undefined;
   const planning: Planning = {
     done: false,
-    finished: new Promise<void>((resolve) => (resolveFinished = resolve)),
+    // Nothing runs in the background here (a takeover plans inside progressed(), which the loops
+    // await), so there is nothing to wait for: a promise settled only by progressed() would hang a
+    // worker whose loops stopped early (database lost) and no longer call it.
+    finished: Promise.resolve(),
     async progressed() {
       await new Promise((r) => setTimeout(r, WATCH_MS));
       const now = await engine.store.getRun(run.run_id);
@@ -53,7 +55,6 @@ function watchPlanning(engine: Engine, run: RunRow, ctx: RunContext, workerId: s
         }
         planning.done = true;
       }
-      if (planning.done) resolveFinished();
     },
   };
   return planning;

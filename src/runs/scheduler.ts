@@ -9,6 +9,9 @@ import { randomUUID } from 'node:crypto';
 import { describeError } from '../errors';
 import { type Engine, executeRun } from './engine';
 
+/** The longest wait between polls while the store cannot be reached. */
+const MAX_BACKOFF_S = 10;
+
 export interface SchedulerOptions {
   workers: number;
   pollSeconds: number;
@@ -22,6 +25,8 @@ export class RunScheduler {
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
   private stopped = false;
+  /** Polls failed in a row (database unreachable): the next poll waits longer, up to MAX_BACKOFF_S. */
+  private failures = 0;
   readonly workerId: string;
 
   constructor(
@@ -36,7 +41,7 @@ export class RunScheduler {
     const tick = () => {
       if (this.stopped) return;
       void this.poll().finally(() => {
-        if (!this.stopped) this.timer = setTimeout(tick, this.opts.pollSeconds * 1000);
+        if (!this.stopped) this.timer = setTimeout(tick, this.delaySeconds() * 1000);
       });
     };
     tick();
@@ -54,20 +59,34 @@ export class RunScheduler {
       const free = this.opts.workers - this.active.size;
       if (free <= 0) return;
       const runnable = (await this.engine.store.runnable(this.opts.workers * 2)).filter((id) => !this.active.has(id));
+      this.failures = 0;
       for (const runId of runnable.slice(0, free)) this.launch(runId);
     } catch (err) {
-      this.engine.logger.warn('scheduler.poll-failed', { err, workerId: this.workerId });
+      this.failures += 1;
+      this.engine.logger.warn('scheduler.poll-failed', { err, workerId: this.workerId, retryInMs: Math.round(this.delaySeconds() * 1000) });
     } finally {
       this.polling = false;
     }
   }
 
+  /** The wait before the next poll: the configured interval, doubled per failed poll in a row. */
+  private delaySeconds(): number {
+    const backoff = this.opts.pollSeconds * 2 ** Math.min(this.failures, 8);
+    return this.failures === 0 ? this.opts.pollSeconds : Math.min(Math.max(this.opts.pollSeconds, MAX_BACKOFF_S), backoff);
+  }
+
   private launch(runId: string): void {
+    let failed = false;
     const done = executeRun(this.engine, runId, { workerId: `${this.workerId}:${runId.slice(0, 8)}`, signal: this.controller.signal })
-      .catch((err: unknown) => this.engine.logger.warn('scheduler.run-stopped', { runId, errorCode: describeError(err).code }))
+      .catch((err: unknown) => {
+        failed = true;
+        this.engine.logger.warn('scheduler.run-stopped', { runId, errorCode: describeError(err).code, workerId: this.workerId });
+      })
       .finally(() => {
         this.active.delete(runId);
-        if (!this.stopped) this.nudge();
+        // After a failure (the database lost) the regular poll resumes the run, with its backoff;
+        // looking again at once would spin while the database is still away.
+        if (!this.stopped && !failed) this.nudge();
       });
     this.active.set(runId, done);
   }

@@ -35,12 +35,13 @@ export class SharedSlots {
   /** A run of this process starts using the endpoint: take a share of its slots. */
   async join(): Promise<void> {
     this.users += 1;
-    if (this.users === 1) {
-      await this.rebalance();
-      const every = Math.max(200, Math.min(2000, (this.opts.leaseSeconds * 1000) / 3));
-      this.timer = setInterval(() => void this.rebalance().catch(() => undefined), every);
-      this.timer.unref();
-    }
+    if (this.users > 1) return;
+    // The heartbeat starts first: a first balance that fails (the database restarting) leaves no
+    // slots for now, and the next beat takes them; it must not leave the endpoint without heartbeat.
+    const every = Math.max(200, Math.min(2000, (this.opts.leaseSeconds * 1000) / 3));
+    this.timer = setInterval(() => void this.rebalance().catch(() => undefined), every);
+    this.timer.unref();
+    await this.rebalance().catch(() => undefined);
   }
 
   /** A run stopped using the endpoint; the last one gives every slot back. */
@@ -49,7 +50,7 @@ export class SharedSlots {
     if (this.users > 0) return;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    await this.running;
+    await this.running.catch(() => undefined);
     const { endpointId, workerId } = this.opts;
     this.capacity.setLimit(0);
     this.held = 0;
@@ -57,10 +58,15 @@ export class SharedSlots {
     await this.db.query('DELETE FROM endpoint_workers WHERE endpoint_id = $1 AND worker_id = $2', [endpointId, workerId]);
   }
 
-  /** Serialised: a heartbeat never overlaps another. */
+  /**
+   * Serialised: a heartbeat never overlaps another. Each one starts after the previous one settled,
+   * failed or not: chained with `then` alone, one failed renewal (the database restarting) would
+   * reject every later one, and the worker would lose its slots for good once their leases expire.
+   */
   rebalance(): Promise<void> {
-    this.running = this.running.then(() => this.balance());
-    return this.running;
+    const next = this.running.catch(() => undefined).then(() => this.balance());
+    this.running = next;
+    return next;
   }
 
   private async balance(): Promise<void> {

@@ -282,8 +282,8 @@ export class RunStore {
     );
   }
 
-  async counts(runId: string): Promise<StateCounts> {
-    const rows = await this.db.query<{ state: ItemState; n: number }>(
+  async counts(runId: string, q: Queryable = this.db): Promise<StateCounts> {
+    const rows = await q.query<{ state: ItemState; n: number }>(
       'SELECT state, count(*)::integer AS n FROM run_items WHERE run_id = $1::uuid GROUP BY state',
       [runId],
     );
@@ -293,8 +293,8 @@ export class RunStore {
   }
 
   /** Mean of each metric over finished instances, computed from the stored per-instance scores. */
-  async computeAggregates(runId: string): Promise<MetricAggregate[]> {
-    return this.db.query<MetricAggregate>(
+  async computeAggregates(runId: string, q: Queryable = this.db): Promise<MetricAggregate[]> {
+    return q.query<MetricAggregate>(
       `SELECT s.key AS metric, avg(s.value::double precision) AS value, count(s.value)::integer AS n
          FROM run_items i, jsonb_each_text(i.scores) AS s
         WHERE i.run_id = $1::uuid AND i.state = 'done'
@@ -328,11 +328,25 @@ export class RunStore {
   }
 
   /**
-   * Marks the run completed when nothing is left to do. Exactly one caller wins (the status check),
-   * so aggregates are written once even with several workers finishing together.
+   * Marks the run completed when nothing is left to do; returns its counts, or undefined when it was
+   * not finished or another caller won. Exactly one caller wins (the status check), so aggregates
+   * are written once even with several workers finishing together.
    */
-  async completeIfFinished(runId: string): Promise<boolean> {
-    const rows = await this.db.query(
+  async completeIfFinished(runId: string, alongside?: (tx: Queryable, counts: StateCounts) => Promise<void>): Promise<StateCounts | undefined> {
+    // One transaction with the aggregates and `alongside` (the audit record of the completion): a
+    // worker killed (or a database lost) between them would leave a completed run without results or
+    // without its record, and a completed run is never executed again.
+    return this.db.transaction(async (tx) => {
+      if (!(await this.markCompleted(runId, tx))) return undefined;
+      await this.saveAggregates(runId, await this.computeAggregates(runId, tx), tx);
+      const counts = await this.counts(runId, tx);
+      await alongside?.(tx, counts);
+      return counts;
+    });
+  }
+
+  private async markCompleted(runId: string, q: Queryable): Promise<boolean> {
+    const rows = await q.query(
       `UPDATE runs SET status = 'completed', finished_at = now()
         WHERE run_id = $1::uuid AND status = 'running' AND instance_count IS NOT NULL
           AND NOT EXISTS (SELECT 1 FROM run_items WHERE run_id = $1::uuid AND state IN ('pending', 'claimed'))

@@ -80,7 +80,12 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
       if (exhausted) {
         const planningDone = !planning || planning.done;
         if (inFlight === 0 && planningDone) return undefined;
-        await Promise.race([somethingChanged(), planningDone ? new Promise<void>(() => undefined) : planning.progressed()]);
+        try {
+          await Promise.race([somethingChanged(), planningDone ? new Promise<void>(() => undefined) : planning.progressed()]);
+        } catch (err) {
+          // Watching another worker's planning reads the store; losing it stops this execution.
+          fatal ??= err;
+        }
         exhausted = false;
         continue;
       }
@@ -109,17 +114,25 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
       }
       if (opts.onProgress && ++sinceProgress >= 25) {
         sinceProgress = 0;
-        opts.onProgress(await store.counts(ctx.runId));
+        // Progress is informative: a failed count must not end the loop (its instances would be orphaned).
+        await store.counts(ctx.runId).then(opts.onProgress, () => undefined);
       }
     }
   };
   await slots.join();
   // Heartbeat: this worker's claimed instances keep their leases while it is alive; a worker that
   // dies stops renewing, and its instances are claimed again once their leases expire.
-  const heartbeat = setInterval(
-    () => void store.extendLeases(ctx.runId, workerId, settings.leaseSeconds).catch(() => undefined),
-    Math.max(200, (settings.leaseSeconds * 1000) / 3),
-  );
+  // Each beat is independent: a failed renewal (the database restarting) is retried at the next one.
+  // A beat still waiting for the database is not joined by more, which would pile up in the pool.
+  let beating = false;
+  const heartbeat = setInterval(() => {
+    if (beating) return;
+    beating = true;
+    void store
+      .extendLeases(ctx.runId, workerId, settings.leaseSeconds)
+      .catch(() => undefined)
+      .finally(() => (beating = false));
+  }, Math.max(200, (settings.leaseSeconds * 1000) / 3));
   heartbeat.unref();
   try {
     await Promise.all(Array.from({ length: loops }, loop));
@@ -131,7 +144,7 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
   // A prefetch may still be claiming: let it land so the caller's releaseAll returns those leases.
   await claiming;
   await planning?.finished;
-  if (opts.onProgress) opts.onProgress(await store.counts(ctx.runId));
+  if (opts.onProgress && fatal === undefined) opts.onProgress(await store.counts(ctx.runId));
   return fatal ?? (opts.signal?.aborted ? undefined : planning?.error);
 }
 

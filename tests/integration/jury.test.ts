@@ -65,6 +65,10 @@ async function startJuryApp(behaviour: (n: number, prompt: string) => Behaviour)
       audited.push({ event, requestsSoFar: server.requestCount() });
       await record(event);
     },
+    recordIn: async (tx, event) => {
+      audited.push({ event, requestsSoFar: server.requestCount() });
+      await app.audit.recordIn(tx, event);
+    },
   };
   return {
     app,

@@ -1,4 +1,5 @@
 /** The model client on the official SDK through the guarded transport, against a live HTTPS server. */
+import { getEventListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Behaviour, startModelServer, type ModelServer } from '../../src/demo/model-server';
@@ -121,5 +122,31 @@ describe('model client', () => {
     await expect(transport.fetch(`https://localhost:${home.port}/admin`)).rejects.toBeInstanceOf(EgressDenied);
     await expect(transport.fetch(`https://evil.example/v1/chat/completions`)).rejects.toThrow(/egress\.url\.host/);
     await transport.close();
+  });
+  it('leaves no abort listener on the caller\'s signal after each call, answered or failed', async () => {
+    // A worker passes one long-lived signal to every call; each call must take its listeners away.
+    await withServer(
+      (n) => (n % 3 === 0 ? { kind: 'status', status: 503 } : { kind: 'answer', text: 'A' }),
+      async (_server, client) => {
+        const controller = new AbortController();
+        for (let i = 0; i < 12; i++) await client.complete(request, { signal: controller.signal });
+        expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+      },
+    );
+  });
+
+  it('still aborts a call in flight through the caller\'s signal', async () => {
+    await withServer(
+      () => ({ kind: 'hang' }),
+      async (_server, client) => {
+        const controller = new AbortController();
+        const call = client.complete(request, { signal: controller.signal });
+        setImmediate(() => controller.abort());
+        const err = await call.catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(ModelCallError);
+        expect((err as ModelCallError).code).toBe('model.aborted');
+        expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+      },
+    );
   });
 });

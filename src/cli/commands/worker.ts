@@ -1,7 +1,8 @@
 import type { Server } from 'node:http';
 import type { CommandModule } from 'yargs';
 import { openApp } from '../../app';
-import { UserError } from '../../errors';
+import { isStoreUnavailable } from '../../db';
+import { describeError, UserError } from '../../errors';
 import { serviceActor } from '../../identity/actor';
 import { enableProcessMetrics, observeStore, restrictIds, startLocalListener } from '../../observability';
 import { RunScheduler } from '../../runs/scheduler';
@@ -20,7 +21,9 @@ export function workerCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs & { 
     describe: 'Run workers only (no API): execute approved runs from the shared store',
     builder: (y) => y.option('workers', { type: 'number', describe: 'Runs executed at once (default: server.workers from the config)' }),
     handler: async (args) => {
-      const app = await openApp({ ...(args.config ? { file: args.config } : {}), env: io.env, consoleLog: true, logLevel: args.verbose ? 'debug' : 'info' });
+      const app = await whenStoreReachable(io, () =>
+        openApp({ ...(args.config ? { file: args.config } : {}), env: io.env, consoleLog: true, logLevel: args.verbose ? 'debug' : 'info' }),
+      );
       const workers = args.workers ?? app.config.server.workers;
       if (workers < 1) {
         await app.close();
@@ -32,7 +35,9 @@ export function workerCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs & { 
       enableProcessMetrics();
       let health: Server | undefined;
       try {
-        await app.audit.record({ type: 'daemon.start', action: 'E', outcome: 'success', rule: 'worker.start', actor: serviceActor('worker'), detail: { workers } });
+        await whenStoreReachable(io, () =>
+          app.audit.record({ type: 'daemon.start', action: 'E', outcome: 'success', rule: 'worker.start', actor: serviceActor('worker'), detail: { workers } }),
+        );
         if (app.config.server.healthPort) {
           health = await startLocalListener({
             port: app.config.server.healthPort,
@@ -58,4 +63,25 @@ export function workerCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs & { 
       await app.close();
     },
   };
+}
+
+/** Longest wait between attempts to reach the store at start. */
+const MAX_START_BACKOFF_MS = 10_000;
+
+/**
+ * Runs `fn` until the store answers: a worker started while PostgreSQL restarts (or before it is up)
+ * waits for it instead of exiting. Only the error code is printed. No signal handler here: a SIGTERM
+ * while waiting ends the process as usual (it holds no leases yet).
+ */
+async function whenStoreReachable<T>(io: Io, fn: () => Promise<T>): Promise<T> {
+  for (let wait = 250; ; wait = Math.min(MAX_START_BACKOFF_MS, wait * 2)) {
+    try {
+      return await fn();
+    } catch (err) {
+      const code = describeError(err).code;
+      if (!isStoreUnavailable(err)) throw err;
+      io.stderr(`ehrbench worker: store not reachable (${code}); retrying in ${wait} ms\n`);
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
 }
