@@ -4,6 +4,8 @@ import { connectionLossCode, DatabaseUnavailable } from './errors';
 import type { Database, Queryable } from './index';
 
 const INT8_OID = 20;
+const DEADLOCK_DETECTED = '40P01';
+const DEADLOCK_RETRIES = 3;
 
 /** bigint columns (counts, audit seq) as JS numbers; refuse silently losing precision. */
 function parseInt8(value: string): number {
@@ -67,9 +69,24 @@ export async function openPostgres(url: string, poolSize: number): Promise<Datab
     }
   };
 
+  /**
+   * A statement outside a transaction that PostgreSQL chose as a deadlock victim (40P01) changed
+   * nothing and is simply run again; a few times at most. Inside a transaction only the caller can
+   * retry, so `transaction` does not.
+   */
+  const standalone = async <R>(sql: string, params?: readonly unknown[]): Promise<R[]> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await run<R>(pool, sql, params);
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== DEADLOCK_DETECTED || attempt >= DEADLOCK_RETRIES) throw err;
+      }
+    }
+  };
+
   return {
     backend: 'postgres',
-    query: (sql, params) => run(pool, sql, params),
+    query: (sql, params) => standalone(sql, params),
     exec: async (sql) => {
       await run(pool, sql);
     },

@@ -250,11 +250,18 @@ export class RunStore {
     );
   }
 
-  /** Renews the leases of every instance this worker holds (its heartbeat). */
+  /**
+   * Renews the leases of every instance this worker holds (its heartbeat). Rows locked by a write in
+   * progress (this worker's own results, group-committed) are skipped, not waited for: both
+   * statements update many rows in no set order, so waiting could deadlock them, and a row being
+   * written needs no renewal.
+   */
   async extendLeases(runId: string, workerId: string, leaseSeconds: number): Promise<void> {
     await this.db.query(
-      `UPDATE run_items SET lease_expires_at = now() + make_interval(secs => $3)
-        WHERE run_id = $1::uuid AND state = 'claimed' AND lease_owner = $2`,
+      `UPDATE run_items AS i SET lease_expires_at = now() + make_interval(secs => $3)
+         FROM (SELECT item_key FROM run_items WHERE run_id = $1::uuid AND state = 'claimed' AND lease_owner = $2
+                 FOR UPDATE SKIP LOCKED) AS mine
+        WHERE i.run_id = $1::uuid AND i.item_key = mine.item_key`,
       [runId, workerId, leaseSeconds],
     );
   }

@@ -226,3 +226,47 @@ postgresOnly('a run while PostgreSQL restarts', () => {
     }
   });
 });
+
+postgresOnly('lease heartbeat beside a result write', () => {
+  it('renews the leases it can without waiting for rows another statement is writing', async () => {
+    const t = await startTestApp({ backend: 'postgres' });
+    const other = new pg.Client({ connectionString: t.home.store.url });
+    await other.connect();
+    try {
+      const store = t.app.engine.store;
+      const run = await requestRun(t.app.engine, { benchmarkId: 'pubmed_qa', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 2 });
+      await store.transition(run.run_id, ['approved'], 'running');
+      await store.enqueue(run.run_id, [0, 1].map((i) => ({ itemKey: `k${i}`, ordinal: i, instance: { key: `k${i}`, vars: {}, references: [] } as never })));
+      expect(await store.claim(run.run_id, 'w1', 2, 5, 3)).toHaveLength(2);
+      // A result write of k1 in progress (its row locked until it commits).
+      await other.query('BEGIN');
+      await other.query("UPDATE run_items SET latency_ms = 1 WHERE run_id = $1 AND item_key = 'k1'", [run.run_id]);
+      // Renews while k1 is still locked. It used to wait for the lock (and with two such multi-row
+      // statements, deadlock): seen here as a backend of this database waiting on a lock.
+      let settled = false;
+      const beat = store.extendLeases(run.run_id, 'w1', 600).finally(() => (settled = true));
+      let waitedOnLock = false;
+      while (!settled && !waitedOnLock) {
+        const [w] = await other.query<{ n: number }>(
+          "SELECT count(*)::integer AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        ).then((r) => r.rows);
+        waitedOnLock = (w?.n ?? 0) > 0;
+      }
+      if (waitedOnLock) await other.query('COMMIT');
+      await beat;
+      expect(waitedOnLock).toBe(false);
+      const leases = await t.app.db.query<{ item_key: string; long: boolean }>(
+        "SELECT item_key, lease_expires_at > now() + interval '60 seconds' AS long FROM run_items WHERE run_id = $1 ORDER BY item_key",
+        [run.run_id],
+      );
+      expect(leases).toEqual([
+        { item_key: 'k0', long: true },
+        { item_key: 'k1', long: false },
+      ]);
+      await other.query('COMMIT');
+    } finally {
+      await other.end();
+      await t.close();
+    }
+  });
+});
