@@ -27,9 +27,14 @@ export class EndpointCapacity {
     return this.used;
   }
 
-  /** Resolves with a release function once a slot is free. */
-  async acquire(): Promise<() => void> {
-    if (this.used >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+  /**
+   * Resolves with a release function once a slot is free. A caller that is interrupted while it waits
+   * (cancel, shutdown) stops waiting: otherwise a worker told to stop while it holds no slots (the
+   * database that grants them is away) would wait for the database before it could exit.
+   */
+  async acquire(signal?: AbortSignal): Promise<() => void> {
+    signal?.throwIfAborted();
+    if (this.used >= this.limit) await this.wait(signal);
     else this.used += 1;
     let released = false;
     return () => {
@@ -38,6 +43,23 @@ export class EndpointCapacity {
       this.used -= 1;
       this.drain();
     };
+  }
+
+  /** Queues for a slot (drain counts it as used when it hands it over); leaves the queue on abort. */
+  private wait(signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        const at = this.waiting.indexOf(granted);
+        if (at >= 0) this.waiting.splice(at, 1);
+        reject(signal?.reason);
+      };
+      const granted = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      this.waiting.push(granted);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   private drain(): void {

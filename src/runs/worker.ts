@@ -19,7 +19,7 @@ import type { RunContext } from './stages';
 import type { ClaimedItem } from './store';
 
 /** Instance loops per model-call slot. */
-const PIPELINE_DEPTH = 2;
+export const PIPELINE_DEPTH = 2;
 
 /** Runs the loops; returns the error that must stop the run (refusal, audit failure), if any. */
 export async function work(engine: Engine, ctx: RunContext, workerId: string, planning: Planning | undefined, opts: ExecuteOptions): Promise<unknown> {
@@ -224,7 +224,7 @@ async function processItem(
   try {
     const completion = await engine.models.complete(ctx, deid.prompt, {
       ...(signal ? { signal } : {}),
-      acquire: () => capacity.acquire(),
+      acquire: () => capacity.acquire(signal),
       // No audit record, no call: this runs before every attempt and its failure stops the call.
       beforeAttempt: (attempt) => engine.audit.record(callEvent(ctx, ctx.endpoint.id, { ordinal: item.ordinal, attempt, requestBytes, requestSha256 })),
     });

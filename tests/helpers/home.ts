@@ -1,5 +1,5 @@
 /** A real data directory made by `ehrbench init`, on a free port, with a store on the chosen backend. */
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { initHome } from '../../src/setup/init';
@@ -60,5 +60,9 @@ export async function makeHome(backend: Backend = 'pglite'): Promise<TestHome> {
   const env: NodeJS.ProcessEnv = { ...process.env, EHRBENCH_HOME: home };
   delete env.EHRBENCH_DATABASE_URL;
   if (store.url) env.EHRBENCH_DATABASE_URL = store.url;
-  return { home, configFile: join(home, 'config.json'), port, store, env, cleanup: () => store.drop() };
+  const cleanup = async () => {
+    await store.drop();
+    rmSync(home, { recursive: true, force: true });
+  };
+  return { home, configFile: join(home, 'config.json'), port, store, env, cleanup };
 }

@@ -6,6 +6,7 @@ import { main } from '../../src/cli/main';
 import type { Io } from '../../src/cli/output';
 import { executeRun } from '../../src/runs/engine';
 import type { DeidStage } from '../../src/runs/stages';
+import { PIPELINE_DEPTH } from '../../src/runs/worker';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 
 jest.setTimeout(120_000);
@@ -58,8 +59,10 @@ describe('approvals changing during a run', () => {
     expect(ended.errorCode).toBe('approval.suspended');
     const received = t.server.requestCount();
     expect(received).toBeLessThan(80);
-    // At most the calls already in flight when the suspension landed (concurrency 2) went out after it.
-    expect(received - (suspendedAt as number)).toBeLessThanOrEqual(2);
+    // Access is checked as each instance starts. What went out after the suspension landed is at most
+    // the instances already past that check: one per instance loop (concurrency x pipeline depth),
+    // the calls in flight and those waiting for a call slot.
+    expect(received - (suspendedAt as number)).toBeLessThanOrEqual(2 * PIPELINE_DEPTH);
     const [fail] = await t.app.db.query<{ n: number }>("SELECT count(*)::int AS n FROM audit_events WHERE event_type = 'run.fail' AND rule = 'approval.suspended' AND run_id = $1", [run.json.runId]);
     expect(fail?.n).toBe(1);
   });
