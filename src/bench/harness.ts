@@ -1,6 +1,6 @@
 /** Shared pieces of the bench:* scripts: a throwaway data directory and an out-of-process model server. */
 import { type ChildProcess, fork } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +28,36 @@ export async function benchHome(prefix: string): Promise<BenchHome> {
   const port = await freePort();
   initHome({ home, demoPort: port, siteId: 'bench' });
   return { home, port, remove: () => rmSync(home, { recursive: true, force: true }) };
+}
+
+/**
+ * The definition of a public yes/no benchmark in `dir/<id>/` (the scale benchmark and the reliability
+ * suite): the caller writes its rows to `data.jsonl`, each with `id`, `question` and `label`.
+ * Returns the benchmark's folder.
+ */
+export function writeSyntheticDefinition(dir: string, id: string, displayName: string): string {
+  const folder = join(dir, id);
+  mkdirSync(folder, { recursive: true });
+  writeFileSync(join(folder, 'prompt.txt'), '{{question}}\n{{choices}}\nAnswer:');
+  writeFileSync(
+    join(folder, 'benchmark.json'),
+    JSON.stringify({
+      id,
+      version: '1.0.0',
+      displayName,
+      category: 'Medical Research Assistance',
+      subcategory: 'Conducting Literature Research',
+      tier: 'public',
+      dataset: { origin: 'shipped', files: [{ path: 'data.jsonl' }], format: 'jsonl', adapter: 'columns', columns: { id: 'id', vars: { question: 'question' }, reference: 'label', choices: ['yes', 'no'] } },
+      prompt: { templateFile: 'prompt.txt', maxTokens: 1 },
+      references: 'label',
+      metrics: { main: 'exact_match' },
+      split: 'test',
+      lowerIsBetter: false,
+      deidentification: 'never',
+    }),
+  );
+  return folder;
 }
 
 export interface ServerProcess {

@@ -8,47 +8,27 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openApp, type App } from '../app';
 import { localCaller, Operations } from '../operations';
 import { PACKAGE_ROOT } from '../paths';
 import { requestRun } from '../runs/engine';
-import { argFlag, argNumber, benchHome, startServerProcess } from './harness';
+import { argFlag, argNumber, benchHome, startServerProcess, writeSyntheticDefinition } from './harness';
 
 const PER_WORKER = 16;
 const BENCHMARK = 'scale_synthetic';
 
 /** A public benchmark of `rows` synthetic multiple-choice questions (JSON lines, streamed to disk). */
 async function writeBenchmark(dir: string, rows: number): Promise<void> {
-  const folder = join(dir, BENCHMARK);
-  mkdirSync(folder, { recursive: true });
+  const folder = writeSyntheticDefinition(dir, BENCHMARK, 'Scale benchmark (synthetic)');
   const out = createWriteStream(join(folder, 'data.jsonl'));
   for (let i = 0; i < rows; i++) {
     const line = JSON.stringify({ id: `q${i}`, question: `Synthetic question ${i}: is ${i % 7} less than 4?`, label: i % 7 < 4 ? 'yes' : 'no' }) + '\n';
     if (!out.write(line)) await new Promise<void>((r) => out.once('drain', () => r()));
   }
   await new Promise<void>((r) => out.end(() => r()));
-  writeFileSync(join(folder, 'prompt.txt'), '{{question}}\n{{choices}}\nAnswer:');
-  writeFileSync(
-    join(folder, 'benchmark.json'),
-    JSON.stringify({
-      id: BENCHMARK,
-      version: '1.0.0',
-      displayName: 'Scale benchmark (synthetic)',
-      category: 'Medical Research Assistance',
-      subcategory: 'Conducting Literature Research',
-      tier: 'public',
-      dataset: { origin: 'shipped', files: [{ path: 'data.jsonl' }], format: 'jsonl', adapter: 'columns', columns: { id: 'id', vars: { question: 'question' }, reference: 'label', choices: ['yes', 'no'] } },
-      prompt: { templateFile: 'prompt.txt', maxTokens: 1 },
-      references: 'label',
-      metrics: { main: 'exact_match' },
-      split: 'test',
-      lowerIsBetter: false,
-      deidentification: 'never',
-    }),
-  );
 }
 
 /** A worker as deployed (deploy/): its own process, with the bounded V8 heap of the unit and image. */

@@ -9,12 +9,12 @@
  *   - no worker process died of anything but our SIGKILLs
  * Correctness only: nothing here asserts a duration.
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { type App, openApp } from '../../src/app';
 import { startModelServer, type ModelServer } from '../../src/demo/model-server';
-import { freePort } from '../../src/bench/harness';
+import { freePort, writeSyntheticDefinition } from '../../src/bench/harness';
 import { localCaller, Operations } from '../../src/operations';
 import { executeRun, requestRun } from '../../src/runs/engine';
 import { makeHome, type TestHome } from '../helpers/home';
@@ -44,31 +44,11 @@ function random(seed: number): () => number {
 
 /** A public benchmark of synthetic yes/no questions, each with the marker and a unique number. */
 function writeBenchmark(dir: string): void {
-  const folder = join(dir, BENCHMARK);
-  mkdirSync(folder, { recursive: true });
+  const folder = writeSyntheticDefinition(dir, BENCHMARK, 'Reliability benchmark (synthetic)');
   const rows = Array.from({ length: N }, (_, i) =>
     JSON.stringify({ id: `r${i}`, question: `${MARKER}-${i} synthetic question: is ${(i * 7919) % 97} below 50?`, label: (i * 7919) % 97 < 50 ? 'yes' : 'no' }),
   );
   writeFileSync(join(folder, 'data.jsonl'), rows.join('\n') + '\n');
-  writeFileSync(join(folder, 'prompt.txt'), '{{question}}\n{{choices}}\nAnswer:');
-  writeFileSync(
-    join(folder, 'benchmark.json'),
-    JSON.stringify({
-      id: BENCHMARK,
-      version: '1.0.0',
-      displayName: 'Reliability benchmark (synthetic)',
-      category: 'Medical Research Assistance',
-      subcategory: 'Conducting Literature Research',
-      tier: 'public',
-      dataset: { origin: 'shipped', files: [{ path: 'data.jsonl' }], format: 'jsonl', adapter: 'columns', columns: { id: 'id', vars: { question: 'question' }, reference: 'label', choices: ['yes', 'no'] } },
-      prompt: { templateFile: 'prompt.txt', maxTokens: 1 },
-      references: 'label',
-      metrics: { main: 'exact_match' },
-      split: 'test',
-      lowerIsBetter: false,
-      deidentification: 'never',
-    }),
-  );
 }
 
 /**
