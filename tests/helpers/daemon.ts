@@ -30,6 +30,9 @@ export interface TestDaemon {
   ids: Record<string, Identity>;
   /** An HTTPS call to the daemon as `who` (a principal with a certificate, or explicit TLS material). */
   call(who: string | Identity, method: string, path: string, body?: unknown, raw?: { body: string; contentType?: string }): Promise<{ status: number; json: any }>;
+  /** Stops the daemon, app and model server but keeps the data directory (logs, witnesses) to inspect. */
+  stop(): Promise<void>;
+  /** Stops (if not yet stopped) and removes the data directory and store. */
   close(): Promise<void>;
 }
 
@@ -126,6 +129,15 @@ export async function startTestDaemon(opts: DaemonOptions = {}): Promise<TestDae
   const caFile = join(pkiDir, 'ca.pem');
   const ca = readFileSync(caFile, 'utf8');
   const agents = new Map<string, Agent>();
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await daemon.close();
+    await Promise.all([...agents.values()].map((a) => a.close()));
+    await app.close();
+    await server.close();
+  };
 
   return {
     app,
@@ -158,11 +170,9 @@ export async function startTestDaemon(opts: DaemonOptions = {}): Promise<TestDae
       }
       return { status: res.status, json };
     },
+    stop,
     async close() {
-      await daemon.close();
-      await Promise.all([...agents.values()].map((a) => a.close()));
-      await app.close();
-      await server.close();
+      await stop();
       await home.cleanup();
     },
   };

@@ -529,7 +529,6 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
     let siteCsv = '';
     let brokenCsv = '';
     let started: TestDaemon | undefined;
-    let closed = false;
     try {
       if (omopRecords.length > 0) {
         omop = await createOmopSource(process.env.TEST_DATABASE_URL as string, omopRecords);
@@ -722,10 +721,9 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
         [runId],
       );
 
-      // Close the daemon and app (seals the trail, flushes the log), then read the files left behind.
+      // Stop the daemon and app (seals the trail, flushes the log), then read the files left behind.
       const home = t.home.home;
-      closed = true;
-      await t.close();
+      await t.stop();
       for (const restore of writes) restore();
       for (const spy of spies) spy.mockRestore();
       const logFiles = filesUnder(join(home, 'logs'));
@@ -810,7 +808,7 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
     } finally {
       for (const restore of writes) restore();
       for (const spy of spies) spy.mockRestore();
-      if (started && !closed) await started.close();
+      await started?.close();
       delete process.env[OMOP_ENV];
       await omop?.drop();
     }
