@@ -171,7 +171,8 @@ export class ModelClient {
         if (!(failure instanceof ModelCallError) || !failure.retryable || attempt > this.opts.maxRetries) throw failure;
         const wait = this.backoff(attempt, err);
         if (wait === undefined) throw failure;
-        await this.sleep(wait);
+        // A caller that stops (cancel, shutdown) does not wait out a long Retry-After.
+        await untilAborted(this.sleep(wait), hooks.signal, () => new ModelCallError('model.aborted', `endpoint ${this.endpoint.id}: call aborted`, false));
       } finally {
         link?.unlink();
         release?.();
@@ -262,6 +263,22 @@ function linkSignal(parent: AbortSignal | undefined): { signal: AbortSignal; unl
   const forward = () => child.abort(parent.reason);
   parent.addEventListener('abort', forward, { once: true });
   return { signal: child.signal, unlink: () => parent.removeEventListener('abort', forward) };
+}
+
+/** Waits for `wait` unless `signal` aborts first, then rejects with `aborted()`; leaves no listener behind. */
+async function untilAborted(wait: Promise<void>, signal: AbortSignal | undefined, aborted: () => Error): Promise<void> {
+  if (!signal) return wait;
+  if (signal.aborted) throw aborted();
+  let onAbort: (() => void) | undefined;
+  const stopped = new Promise<never>((_, reject) => {
+    onAbort = () => reject(aborted());
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    await Promise.race([wait, stopped]);
+  } finally {
+    signal.removeEventListener('abort', onAbort as () => void);
+  }
 }
 
 function findCause<T>(err: unknown, test: (e: unknown) => e is T): T | undefined {

@@ -135,6 +135,33 @@ describe('model client', () => {
     );
   });
 
+  it('stops backing off when the caller\'s signal aborts, instead of waiting out Retry-After', async () => {
+    const server = await startModelServer({
+      certPem: readFileSync(join(home.home, 'keys', 'demo-model-server.pem'), 'utf8'),
+      keyPem: readFileSync(join(home.home, 'keys', 'demo-model-server.key.pem'), 'utf8'),
+      port: home.port,
+      behaviour: () => ({ kind: 'status', status: 429, retryAfter: '3600' }),
+    });
+    const transport = createEndpointTransport(endpoint, { timeoutMs: 2000 });
+    let backingOff: () => void = () => undefined;
+    const entered = new Promise<void>((resolve) => (backingOff = resolve));
+    // A back-off that never ends by itself: only the abort can end this call.
+    const client = new ModelClient(endpoint, transport, { timeoutMs: 1500, maxRetries: 3, maxBackoffMs: 3_600_000, sleep: () => (backingOff(), new Promise<void>(() => undefined)) });
+    try {
+      const controller = new AbortController();
+      const call = client.complete(request, { signal: controller.signal });
+      await entered;
+      controller.abort();
+      const err = await call.catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ModelCallError);
+      expect((err as ModelCallError).code).toBe('model.aborted');
+      expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    } finally {
+      await transport.close();
+      await server.close();
+    }
+  });
+
   it('still aborts a call in flight through the caller\'s signal', async () => {
     await withServer(
       () => ({ kind: 'hang' }),
