@@ -1,20 +1,28 @@
 /**
- * De-identification of one text: detect (known identifiers first, then the detectors), replace, and
- * scan what is left. Used by the run pipeline's stage and by `ehrbench deid`.
+ * De-identification of one text, in explicit stages:
+ *   fold (normalise Unicode variants, keeping the way back) -> words and their vocabulary facts ->
+ *   detectors (shapes and labels, dates, names, places, structured extracts) + known identifiers ->
+ *   overlapping spans resolved -> offsets mapped back to the original -> replacement -> residual scan.
+ * Used by the run pipeline's stage and by `ehrbench deid`. The records of one subject share evidence:
+ * a name found in one of them is looked for in the others (`harvest`, then `evidence` on each input).
  */
 import type { KnownIdentifiers } from '../catalog/types';
 import { defaultDetectors, detect, type Detector, textInfo } from './detect';
 import { KnownMatcher } from './known';
+import { fold, originalRange } from './normalize';
 import { replaceAll, SubjectSurrogates } from './replace';
 import { type Finding, residualScan } from './residual';
 import type { DeidSettings } from './settings';
-import type { Span } from './types';
+import type { Detection, Span } from './types';
+import { vocabulary } from './vocabulary';
 
 export interface DeidInput {
   text: string;
   known?: KnownIdentifiers;
   /** Whose identifiers these are: one surrogate map and date shift per subject. */
   subject: string;
+  /** Name words found in the subject's other records (see `harvest`). */
+  evidence?: ReadonlySet<string>;
 }
 
 export interface DeidOutput {
@@ -37,17 +45,55 @@ export class Deidentifier {
     this.detectors = detectors ?? defaultDetectors();
   }
 
+  /** Detections with offsets into the original text and the folded value of each. */
+  private detections(text: string, known: KnownIdentifiers | undefined, evidence: ReadonlySet<string> | undefined, matcher = new KnownMatcher(known)): Detection[] {
+    const folded = fold(text);
+    const info = textInfo(folded.text, evidence);
+    const found = detect(folded.text, this.detectors, info, matcher.find(folded.text, info.tokens));
+    if (!folded.changed) return found;
+    return found.map((d) => ({ ...d, ...originalRange(folded, d.start, d.end), value: folded.text.slice(d.start, d.end) }));
+  }
+
+  /** The identifiers in a text with the rule that found each (reports and the benchmark; never the text). */
+  explain(text: string, known?: KnownIdentifiers, evidence?: ReadonlySet<string>): (Span & { rule: string })[] {
+    return this.detections(text, known, evidence).map(({ start, end, type, rule, source }) => ({ start, end, type, rule: rule ?? (source === 'known' ? 'known' : 'other') }));
+  }
+
   /** The identifiers in a text, without replacing them. */
-  find(text: string, known?: KnownIdentifiers): Span[] {
-    const matcher = new KnownMatcher(known);
-    const info = textInfo(text);
-    return detect(text, this.detectors, info, matcher.find(text, info.tokens)).map(({ start, end, type }) => ({ start, end, type }));
+  find(text: string, known?: KnownIdentifiers, evidence?: ReadonlySet<string>): Span[] {
+    return this.detections(text, known, evidence).map(({ start, end, type }) => ({ start, end, type }));
+  }
+
+  /**
+   * The name words found in a text that should be looked for in the subject's other records:
+   * lowercase, three letters or more, words the vocabularies do not explain as ordinary words.
+   */
+  harvest(text: string, known?: KnownIdentifiers): string[] {
+    const folded = fold(text).text;
+    const v = vocabulary();
+    const out = new Set<string>();
+    for (const d of this.detections(folded, known, undefined)) {
+      if (d.type !== 'NAME') continue;
+      for (const w of folded.slice(d.start, d.end).toLowerCase().match(/[a-z][a-z'-]{2,}/g) ?? []) {
+        const cls = v.facts(w).cls;
+        if (cls === 'name' || cls === 'unknown' || cls === 'ambiguous') out.add(w);
+      }
+    }
+    return [...out];
+  }
+
+  /**
+   * The identifiers of several records, the records of one subject judged together: the names found
+   * in any of them are looked for in all of them (as a run and `ehrbench deid` do).
+   */
+  findAll(records: { text: string; subject: string; known?: KnownIdentifiers }[]): (Span & { rule: string })[][] {
+    const evidence = subjectEvidence(records, (r) => this.harvest(r.text, r.known));
+    return records.map((r) => this.explain(r.text, r.known, evidence.get(r.subject)));
   }
 
   run(input: DeidInput): DeidOutput {
     const matcher = new KnownMatcher(input.known);
-    const info = textInfo(input.text);
-    const detections = detect(input.text, this.detectors, info, matcher.find(input.text, info.tokens));
+    const detections = this.detections(input.text, input.known, input.evidence, matcher);
     let surrogates: SubjectSurrogates | undefined;
     const subject = () => (surrogates ??= new SubjectSurrogates(this.secret(), input.subject, this.settings, knownWords(input.known)));
     const replaced = replaceAll(input.text, detections, this.settings, subject);
@@ -57,6 +103,19 @@ export class Deidentifier {
       residual: residualScan(replaced.text, replaced.regions, matcher),
     };
   }
+}
+
+/** Subject -> the name words harvested from all its records. */
+export function subjectEvidence<R extends { subject: string }>(records: R[], harvest: (r: R) => string[]): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const r of records) {
+    const words = harvest(r);
+    if (words.length === 0) continue;
+    let set = out.get(r.subject);
+    if (!set) out.set(r.subject, (set = new Set()));
+    for (const w of words) set.add(w);
+  }
+  return out;
 }
 
 /** Every word of a known identifier: no surrogate may be one of them. */

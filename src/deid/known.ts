@@ -7,6 +7,7 @@
 import type { KnownIdentifiers } from '../catalog/types';
 import { monthNumber } from './detect/dates';
 import { lexicons } from './lexicons';
+import { foldValue } from './normalize';
 import { tokenize, type Token } from './text';
 import { type DateParts, type Detection, PRIORITY, type SpanType } from './types';
 
@@ -105,6 +106,12 @@ function nameParts(name: string): string[] {
     .filter((p) => /[a-z]/.test(p));
 }
 
+function foldKnown(k: KnownIdentifiers): KnownIdentifiers {
+  const out: KnownIdentifiers = {};
+  for (const [kind, values] of Object.entries(k) as [keyof KnownIdentifiers, string[] | undefined][]) if (values) out[kind] = values.map(foldValue);
+  return out;
+}
+
 export class KnownMatcher {
   private readonly literals: Literal[] = [];
   /** Name part (lowercase, >= 2 letters) -> the full parts of the names it belongs to. */
@@ -117,7 +124,8 @@ export class KnownMatcher {
   readonly empty: boolean;
 
   constructor(known: KnownIdentifiers | undefined) {
-    const k = known ?? {};
+    // Values from structured data are matched in the detection view: folded like the text (NFKC, no accents).
+    const k = foldKnown(known ?? {});
     for (const name of k.names ?? []) {
       const parts = nameParts(name);
       for (const part of parts) {

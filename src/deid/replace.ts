@@ -8,7 +8,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { caseLike } from './detect/dates';
-import { lexicons } from './lexicons';
+import { lexicons, type WordLookup } from './lexicons';
 import type { DeidSettings } from './settings';
 import { tokenize } from './text';
 import type { DateParts, Detection } from './types';
@@ -119,7 +119,7 @@ let lastCache: string[] | undefined;
 let placeCache: string[] | undefined;
 
 /** Fakes are ordinary-looking names that are not also English words or clinical terms. */
-function plainNames(set: ReadonlySet<string>): string[] {
+function plainNames(set: WordLookup): string[] {
   const { english, clinical } = lexicons();
   return [...set].filter((n) => n.length >= 3 && n.length <= 10 && !english.has(n) && !clinical.has(n)).sort();
 }
@@ -164,7 +164,7 @@ export function replaceAll(text: string, detections: Detection[], settings: Deid
   const ref = settings.mode === 'surrogate' ? reference(detections) : { year: 2000, month: 1 };
   for (const d of detections) {
     out += text.slice(pos, d.start);
-    const original = text.slice(d.start, d.end);
+    const original = d.value ?? text.slice(d.start, d.end);
     const fake = settings.mode === 'tag' ? tag(d) : surrogate(original, d, settings, subject(), ref);
     regions.push({ start: out.length, end: out.length + fake.length });
     out += fake;

@@ -47,6 +47,10 @@ export interface Detection extends Span {
   date?: { parts: DateParts; render: (p: Required<DateParts>) => string };
   /** For known names: the canonical (lowercase) name part a variant stands for, so misspellings get the same surrogate. */
   canonical?: string[];
+  /** The rule that found it (name.title, place.cue, pattern.phone...), for reports; never the text. */
+  rule?: string;
+  /** The identifier as the detectors read it (Unicode variants folded), when the original differs: surrogates derive from it. */
+  value?: string;
 }
 
 export const PRIORITY: Record<SpanType, number> = {

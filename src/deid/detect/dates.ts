@@ -78,8 +78,11 @@ function detection(start: number, text: string, parts: DateParts, render: (p: Re
 }
 
 // Words that make m/d a score, a grade, a ratio or a dose rather than a date.
-const BEFORE_NOT_DATE = /(?:pain|scale|score[sd]?|rated?|rates|rating|strength|motor|power|grade[sd]?|gcs|apgar|bp|sbp|dbp|pressure|ratio|murmur|pulses?|reflexes|dtrs?|vision|acuity|fio2?|o2|peep|vent|tv|ie|i:e|sem|hsm|holosystolic|systolic|diastolic|dose|tabs?|x|of|out of|level|lvl|stage|class|tanner|gravida|para|ps|cpap|bipap|settings?|on)\s*[:=]?\s*$/i;
-const AFTER_NOT_DATE = /^\s*(?:pain|murmur|sem|hsm|systolic|diastolic|holosystolic|strength|scale|ratio|tabs?|tablets?|caps?|capsules?|pills?|doses?|ns|normal|mg|mcg|g|gm|ml|cc|l|units?|inch(?:es)?|cm|mm|miles?|blocks?|flights?|hours?|hrs?|days?|cups?|glass(?:es)?|ppd|packs?|of|bottles?|pulses?|reflexes|times|vision|mmhg|mm hg|on|bilat|bilaterally|throughout|x|\+|th|strength|power|motor|lobes?)\b/i;
+const BEFORE_NOT_DATE = /\b(?:pain|scale|score[sd]?|rated?|rates|rating|strength|motor|power|grade[sd]?|gcs|apgar|bp|sbp|dbp|pressure|ratio|murmur|pulses?|reflexes|dtrs?|vision|acuity|fio2?|o2|peep|vent|tv|ie|i:e|sem|hsm|holosystolic|systolic|diastolic|dose|tabs?|x|of|out of|level|lvl|stage|class|tanner|gravida|para|ps|cpap|bipap|settings?|psv|epap|ipap|abg|vbg|pupils?|perrla?|fraction|approx|about|around|nodes?|took|takes|take)\s*[:=]?\s*$/i;
+const AFTER_NOT_DATE = /^\s*(?:pain|murmur|sem|hsm|systolic|diastolic|holosystolic|strength|scale|ratio|tabs?|tablets?|caps?|capsules?|pills?|doses?|ns|normal|mg|mcg|g|gm|ml|cc|l|units?|inch(?:es)?|cm|mm|miles?|blocks?|flights?|hours?|hrs?|days?|cups?|glass(?:es)?|ppd|packs?|of|bottles?|pulses?|reflexes|times|vision|mmhg|mm hg|bilat|bilaterally|throughout|x|\+|th|strength|power|motor|lobes?|nodes?|positive|negative|pos|neg|brisk|sluggish|nrb|nc|strength|teaspoons?|tsp|tbsp|sliding|ss|saline|str|concentration)\b/i;
+/** What may follow a date: a time (13:05, 0900, 2pm, 1:30 pm), a range to another date, a comma or the end. */
+const TIME_AFTER = /^\s*(?:@\s*)?(?:\d{1,2}:\d{2}|[01]\d[0-5]\d|2[0-3][0-5]\d|\d{1,2}\s?(?:am|pm|a|p)\b)/i;
+const RANGE_AFTER = /^\s*(?:-|–|to|thru|through|until|till)\s*\d{1,2}\/\d{1,2}\b/i;
 
 /** m/d without a year, unless the words around it say it is a measurement. */
 function bareMonthDay(text: string, out: Detection[]): void {
@@ -99,8 +102,9 @@ function bareMonthDay(text: string, out: Detection[]): void {
     if (day === 10 && month <= 10 && /pain|scale|rate|score|discomfort|ache|nausea|anxiety/.test(near)) continue;
     if (day === 5 && month <= 5 && /strength|motor|power|grip|ue|le|extremit/.test(near)) continue;
     if ((day === 4 || day === 6) && /murmur|pulse|sem|hsm|grade/.test(near)) continue;
-    // "on 1/2 tab" and similar fractions of a dose
-    if (/^\s*-?\s*\d/.test(after) && !/^-\d{1,2}\/\d/.test(after)) continue;
+    if (day <= 4 && month <= 4 && /\b(?:tabs?|tablets?|pills?|caps?|doses?|strength|ns|saline|nodes?|lobes?|way)\b/.test(near)) continue;
+    // "1/2 - 1 tab", "1/2 2 tabs": a fraction of a dose. A time or another date may follow a date.
+    if (/^\s*-?\s*\d/.test(after) && !TIME_AFTER.test(after) && !RANGE_AFTER.test(after)) continue;
     const [mText, dText] = [m[1] as string, m[2] as string];
     out.push(detection(start, m[0], { month, day }, (p) => `${padLike(mText, p.month)}/${padLike(dText, p.day)}`));
   }
@@ -114,15 +118,58 @@ function numericDates(text: string, out: Detection[]): void {
     // year-first dates are written zero-padded by the systems that write them
     out.push(detection(m.index, m[0], { year: +y, month: +mo, day: +d }, (p) => `${p.year}${sep}${pad(p.month, mo.length)}${sep}${pad(p.day, d.length)}`));
   }
-  // US order with a year: 7/22/2104, 7-22-04, 07.22.2104
+  // With a year, month first (7/22/2104, 7-22-04, 07.22.2104) or day first (22/07/2104, 14.03.1946): a
+  // first number above 12 says day first; otherwise the US order is read (either way it is a date).
   for (const m of text.matchAll(/(?<![\d/.-])(\d{1,2})([-/.])(\d{1,2})\2(\d{4}|\d{2})(?![\d/]|\.\d|-\d)/g)) {
-    const [mo, sep, d, y] = [m[1] as string, m[2] as string, m[3] as string, m[4] as string];
+    const [a, sep, b, y] = [m[1] as string, m[2] as string, m[3] as string, m[4] as string];
+    const dayFirst = +a > 12 && validMonth(+b);
+    const [mo, d] = dayFirst ? [b, a] : [a, b];
     if (!validMonth(+mo) || !validDay(+d)) continue;
     if (sep === '.' && y.length === 2) continue; // 1.5.20 is more often a version or a dose
     const year = fullYear(y);
-    out.push(detection(m.index, m[0], { year, month: +mo, day: +d }, (p) => `${padLike(mo, p.month)}${sep}${padLike(d, p.day)}${sep}${yearLike(y, p.year)}`));
+    out.push(
+      detection(m.index, m[0], { year, month: +mo, day: +d }, (p) =>
+        dayFirst ? `${padLike(d, p.day)}${sep}${padLike(mo, p.month)}${sep}${yearLike(y, p.year)}` : `${padLike(mo, p.month)}${sep}${padLike(d, p.day)}${sep}${yearLike(y, p.year)}`,
+      ),
+    );
+  }
+  // Month and year: 12/2023, 4/2024, 2026-11
+  for (const m of text.matchAll(/(?<![\d/.-])(0?[1-9]|1[0-2])([/-])((?:19|20)\d\d)(?![\d/-])/g)) {
+    const [mo, sep, y] = [m[1] as string, m[2] as string, m[3] as string];
+    out.push(detection(m.index, m[0], { year: +y, month: +mo }, (p) => `${padLike(mo, p.month)}${sep}${p.year}`));
+  }
+  for (const m of text.matchAll(/(?<![\d/.-])((?:19|20)\d\d)-(0[1-9]|1[0-2])(?![\d/-])/g)) {
+    const [y, mo] = [m[1] as string, m[2] as string];
+    out.push(detection(m.index, m[0], { year: +y, month: +mo }, (p) => `${p.year}-${pad(p.month, 2)}`));
   }
   bareMonthDay(text, out);
+  years(text, out);
+}
+
+/** Words before a year that say it dates an event: "in 2009", "since 98", "quit in 89", "(2021)". */
+const YEAR_CUE = /(?:\b(?:in|since|circa|ca\.?|during|from|until|till|til|by|quit|retired|diagnosed|dx|dx'd|implanted|placed|born|married|widowed|moved|divorced|immigrated|arrived|graduated|year|yr|back\s+in|as\s+of|summer|winter|spring|fall|autumn|early|late|mid|mid-|before|after|prior\s+to|last|molst|polst|ecog)(?:\s+(?:of|the|in))?\s*|\(\s*)$/i;
+/** Words just before "in 87" that make it a value: "sats in 98", "HR in 90s", "K in 4". */
+const VALUE_BEFORE = /\b(?:hr|rr|bp|sbp|dbp|map|sats?|spo2|o2|temp|t|fs|bs|glucose|sugars?|k|na|cr|bun|hgb|hct|plt|wbc|inr|ph|pco2|po2|peep|fio2|tv|vt|ve|rate|rates|range|ranging|pressures?|values?|levels?|numbers?|counts?|output|uo|i\/o|weight|wt|score|gcs|rass|cpot|cvp|pap|icp|cpp|pain|lactate|goals?|mid|high|low|upper|lower|the)\s+(?:in|since|from|of|to)\s*(?:the\s+)?$/i;
+/** After a year: not a unit, a decimal, a percentage, a time or "s" (the 90s are values). */
+const NOT_YEAR_AFTER = /^(?:['’]?s\b|\.\d|%|\s*(?:%|mg|mcg|ml|cc|l\b|units?|hrs?|hours?|h\b|min|mins|minutes|kg|lbs?|cm|mm|bpm|beats|breaths|mmhg|x\b|times|pack|pk|meq|mmol|-\d|:\d|\/\d|cal|kcal|calories|steps|ft|feet|meters|m\b|yo\b|y\/o|years?\s+old|year-old))/i;
+
+/** A year alone, where the words before it say it dates an event. Four digits 1900-2099, or two after "in"/"since". */
+function years(text: string, out: Detection[]): void {
+  for (const m of text.matchAll(/(?<![\d/.,:'’-])((?:19|20)\d\d|\d\d)(?![\d/.,:-]\d|\d)/g)) {
+    const y = m[1] as string;
+    const before = text.slice(Math.max(0, m.index - 24), m.index);
+    const after = text.slice(m.index + y.length, m.index + y.length + 14);
+    if (NOT_YEAR_AFTER.test(after)) continue;
+    if (!YEAR_CUE.test(before) || VALUE_BEFORE.test(before)) continue;
+    if (y.length === 2) {
+      // two digits only after "in", "since", "quit (in)", "retired (in)", "widowed (in)": "in 87", "since 02"
+      if (!/\b(?:in|since|quit(?:\s+in)?|retired(?:\s+in)?|widowed(?:\s+in)?|married(?:\s+in)?|back\s+in)\s*$/i.test(before)) continue;
+      if (/^\s*(?:\w+\s+)?(?:min|minutes|hours?|hrs?|days?|weeks?|wks?|months?|mos?|years?|yrs?)\b/i.test(after)) continue;
+    } else if (/\bat\s*$|@\s*$/.test(before)) continue; // "at 2000" is a time
+    else if (/\b(?:from|until|till|til|by|before|after|since|last)\s*$/i.test(before) && /(?:00|15|30|45)$/.test(y)) continue; // "until 1900", "since 2000": a clock
+    else if (/^\s*(?:-|to|until)\s*\d{4}\b/.test(after) && /[0-5]0$/.test(y)) continue; // "2000-0800" is a shift
+    out.push(detection(m.index, y, { year: fullYear(y) }, (p) => yearLike(y, p.year)));
+  }
 }
 
 const ORD = '(?:st|nd|rd|th)';
@@ -140,7 +187,9 @@ function monthNameDates(text: string, out: Detection[], caps: boolean): void {
   const md = new RegExp(`\\b(${MONTH_ALT})(\\.?)(\\s+)(\\d{1,2})(${ORD})?(?:(\\s*[-–]\\s*)(\\d{1,2})(${ORD})?)?\\b(?:(,?\\s*)(\\d{4}\\b|['’]\\d{2}\\b))?`, 'gi');
   for (const m of text.matchAll(md)) {
     const [mon, dot, sep, d, suf, rangeSep, d2, suf2, ysep, y] = [m[1] as string, m[2] as string, m[3] as string, m[4] as string, m[5] ?? '', m[6] ?? '', m[7], m[8] ?? '', m[9] ?? '', m[10]];
-    if (!isMonth(mon) || !validDay(+d)) continue;
+    // "on may 2", "til may 10": a lowercase "may" is a month after a word of time
+    const cued = /\b(?:on|by|til|till|until|since|from|before|after|around|of|thru|through|next|last|this|due|is|in)\s+$/i.test(text.slice(Math.max(0, m.index - 10), m.index));
+    if (!(isMonth(mon) || (cued && monthNumber(mon) !== undefined)) || !validDay(+d)) continue;
     const end = m.index + m[0].length;
     if (!y && /^\s*(?:mg|mcg|ml|cc|units?|kg|lbs?|%)/i.test(text.slice(end, end + 6))) continue;
     const style = monthStyle(mon + dot);
@@ -161,7 +210,7 @@ function monthNameDates(text: string, out: Detection[], caps: boolean): void {
   for (const m of text.matchAll(dm)) {
     const [d, suf, sep, mon, dot, ysep, y] = [m[1] as string, m[2] ?? '', m[3] as string, m[4] as string, m[5] as string, m[6] ?? '', m[7]];
     if (!isMonth(mon) || !validDay(+d)) continue;
-    if (y && y.length === 2 && ysep !== '-') continue; // "22 Jul 45 mg" is not a year
+    if (y && y.length === 2 && ysep !== '-' && /^\s*(?:mg|mcg|ml|cc|units?|kg|lbs?|%|x\b|tabs?|doses?)/i.test(text.slice(m.index + m[0].length, m.index + m[0].length + 8))) continue; // "22 Jul 45 mg" is not a year
     if (sep === '-' && !y && !/^\s/.test(text.slice(m.index + m[0].length, m.index + m[0].length + 1) || ' ')) continue;
     const style = monthStyle(mon + dot);
     const year = y ? fullYear(y.replace(/^['’]/, '')) : undefined;
@@ -205,14 +254,23 @@ function monthNameDates(text: string, out: Detection[], caps: boolean): void {
 // Nouns after "the 5th" that make it a rib, a space or a dose rather than a day of the month.
 const ORDINAL_NOT_DAY = /^\s*(?:-|\s)?(?:intercostal|ics|rib|ribs|metatarsal|metacarpal|digit|finger|toe|percentile|ventricle|nerve|cranial|floor|grade|dose|doses|day|days|week|weeks|month|months|year|years|time|times|degree|lumbar|cervical|thoracic|sacral|vertebra|cycle|generation|trimester|birthday|decade|visit|attempt|session|line|place|position|edition|street|st|avenue|ave|division|stage|lobe|segment|hour|round|course|admission|episode|pregnancy|child|sibling|grader|fraction|interspace|costal|gestational|postoperative|post-operative|postop|hospital|pod|life|minute|second|breath|beat|cm|mm|toe|centile|percent)\b/i;
 
+const WEEKDAY = '(?:mon|tues?|wed|weds|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday)?\\.?';
+
 function ordinalDays(text: string, out: Detection[]): void {
+  // "monday 18th", "thurs the 14th": a weekday with a day of the month
+  const withDay = new RegExp(`\\b(${WEEKDAY},?\\s+(?:the\\s+)?)(\\d{1,2})(${ORD})\\b`, 'gi');
+  for (const m of text.matchAll(withDay)) {
+    const [head, d, suf] = [m[1] as string, m[2] as string, m[3] as string];
+    if (!validDay(+d)) continue;
+    out.push(detection(m.index, m[0], { day: +d }, (p) => `${head}${p.day}${suffixLike(suf, p.day)}`));
+  }
   const re = new RegExp(`\\b(the\\s+)(\\d{1,2})(${ORD})\\b`, 'gi');
   for (const m of text.matchAll(re)) {
     const [the, d, suf] = [m[1] as string, m[2] as string, m[3] as string];
     if (!validDay(+d)) continue;
     const after = text.slice(m.index + m[0].length, m.index + m[0].length + 20);
     if (ORDINAL_NOT_DAY.test(after)) continue;
-    if (/^\s+of\s+/i.test(after)) continue; // "the 22nd of July" is found whole by the month forms
+    if (new RegExp(`^\\s+of\\s+(?:${MONTH_ALT})\\b`, 'i').test(after)) continue; // "the 22nd of July" is found whole by the month forms
     // "the 3rd and 4th metacarpals", "the 20th, 25th, and 50th percentiles": a list of ordinals is a count
     if (/^\s*(?:,|and|or|-|to|through)\s*(?:and\s+)?\d{1,3}(?:st|nd|rd|th)\b/i.test(after)) continue;
     out.push(detection(m.index, m[0], { day: +d }, (p) => `${the}${p.day}${suffixLike(suf, p.day)}`));

@@ -1,7 +1,10 @@
 /** All detectors over one text, and the resolution of overlapping spans into one list. */
 import { isAllCaps, type Token, tokenize } from '../text';
+import { vocabulary, type WordFacts } from '../vocabulary';
 import type { Detection } from '../types';
 import { detectDates } from './dates';
+import { detectAddresses } from './addresses';
+import { detectExtracts } from './extracts';
 import { LocationDetector } from './locations';
 import { NameDetector } from './names';
 import { detectPatterns } from './patterns';
@@ -13,10 +16,16 @@ export interface TextInfo {
   /** Written in ALL CAPS (ICU shorthand), where case says nothing. */
   caps: boolean;
   tokens: Token[];
+  /** What the vocabularies say of each token. */
+  facts: WordFacts[];
+  /** Name words found in the subject's other records. */
+  evidence?: ReadonlySet<string>;
 }
 
-export function textInfo(text: string): TextInfo {
-  return { caps: isAllCaps(text), tokens: tokenize(text) };
+export function textInfo(text: string, evidence?: ReadonlySet<string>): TextInfo {
+  const tokens = tokenize(text);
+  const v = vocabulary();
+  return { caps: isAllCaps(text), tokens, facts: tokens.map((t) => v.facts(t.lower)), ...(evidence ? { evidence } : {}) };
 }
 
 /** A detector: text -> detections. */
@@ -28,8 +37,10 @@ export function defaultDetectors(): Detector[] {
   return [
     (t) => detectPatterns(t),
     (t, i) => detectDates(t, i.caps),
-    (t, i) => names.detect(t, i.caps, i.tokens),
-    (t, i) => places.detect(t, i.caps, i.tokens),
+    (t, i) => names.detect({ text: t, tokens: i.tokens, facts: i.facts, caps: i.caps, ...(i.evidence ? { evidence: i.evidence } : {}) }),
+    (t, i) => places.detect({ text: t, tokens: i.tokens, facts: i.facts, caps: i.caps }),
+    (t, i) => detectAddresses(t, i.caps),
+    (t) => detectExtracts(t),
   ];
 }
 
@@ -49,7 +60,7 @@ export function resolve(detections: Detection[]): Detection[] {
     // NAME); between spans that only overlap, the stronger type wins.
     const contains = members.find((m) => m.start === cur!.start && m.end === cur!.end);
     const best = contains && members.every((m) => m === contains || (m.end - m.start < contains.end - contains.start)) ? contains : members.reduce((a, b) => (b.priority > a.priority || (b.priority === a.priority && b.end - b.start > a.end - a.start) ? b : a));
-    const merged: Detection = { start: cur.start, end: cur.end, type: best.type, priority: best.priority, source: members.some((m) => m.source === 'known') ? 'known' : 'detector' };
+    const merged: Detection = { start: cur.start, end: cur.end, type: best.type, priority: best.priority, source: members.some((m) => m.source === 'known') ? 'known' : 'detector', ...(best.rule ? { rule: best.rule } : {}) };
     const date = members.find((m) => m.date && m.start === merged.start && m.end === merged.end);
     if (merged.type === 'DATE' && date?.date) merged.date = date.date;
     const canonical = members.flatMap((m) => m.canonical ?? []);

@@ -1,267 +1,342 @@
 /**
- * Personal names of patients, relatives, household members and clinicians. Evidence, strongest first:
- *   - a title before ("Dr. Falkenrath", "Mrs. Hollis", "dr smith")
- *   - a credential after ("R. Sandoval, RN", "Tobias Renwick, MD")
- *   - a relation or role before or after ("wife Mary", "Wendell (husband)", "HO Kwame", "son GIDEON")
- *   - a label or a verb of contact ("Attending:", "Patient:", "spoke with", "per", "Dear", "This is")
- *   - the name lexicons (SSA first names, Census surnames) with capitalisation, where the word is not
- *     also a common English word or clinical term (Foley, Glasgow and MAE stay)
- * A name found by any of these is widened over neighbouring initials and capitalised name words
- * ("Marguerite E. Hollis", "Abernathy-Quist"). In ALL-CAPS notes capitalisation says nothing, so
- * lexicon evidence alone must be stronger there.
+ * Personal names of patients, relatives, household members and clinicians, found by the
+ * safe-vocabulary backstop: every word is classed by the vocabularies (vocabulary.ts: safe, ambiguous,
+ * name, misspelt, unknown), and the words around it decide. Evidence, each a named rule:
+ *   name.title        after a title: "Dr. Falkenrath", "dr kowal", "Mrs. Hunt"
+ *   name.credential   before a credential: "R. Sandoval, RN", "OKONKWO RN"
+ *   name.relation     after or before a relation: "wife ann", "son GIDEON", "Wendell (husband)"
+ *   name.role         after a care-team role: "HO Kwame", "covering NP kowal", "RN Dana"
+ *   name.contact      after a verb of contact: "per Okafor", "d/w halvorsen", "paged Ng"
+ *   name.label        after a label: "Patient: Rose Hunt", "Pt Anna Kerr", "Dear Dr", "Thanks, Dana"
+ *   name.right-cue    before a word that says a person was meant: "Kowal aware", "okafor updated"
+ *   name.inverted     "KERR, ANNA" or "Kerr, Anna 54F" where a header or an age and sex says so
+ *   name.lexicon      a capitalised word the name lists know and the safe vocabulary does not
+ *   name.backstop     a capitalised word no vocabulary explains, inside a sentence of mixed case
+ *   name.signature    a note's closing initials: "-K.", "JS RN"
+ *   name.recurrence   a word found as a name once is a name wherever it recurs in the note, and in the
+ *                     subject's other notes (the evidence the caller passes)
+ * A name found is widened over adjacent initials, particles and name words ("Marguerite E. Hollis",
+ * "van de Berg"). Which words may carry a name depends on the strength of the cue: a title or a
+ * relation takes a lowercase word no vocabulary explains, a weak cue ("by", "with") only a
+ * capitalised one, and no cue takes a safe word. In ALL-CAPS notes capitalisation says nothing.
  */
-import { lexicons } from '../lexicons';
-import { gap, sentenceInitial, type Token, tokenize } from '../text';
+import { vocabulary, type WordFacts } from '../vocabulary';
+import { gap, sentenceInitial, type Token } from '../text';
 import { type Detection, PRIORITY } from '../types';
+import { lexicons } from '../lexicons';
+import { nameShape } from '../name-shape';
+import {
+  CLOSING,
+  COMMA_CREDENTIALS,
+  CONTACT_CUES,
+  CREDENTIALS,
+  EPONYM_HEADS,
+  FUNCTION_WORDS,
+  LABEL_CUES,
+  MEDICAL_SUFFIX,
+  MONTHS_DAYS,
+  PARTICLES,
+  PERSON_LABELS,
+  QUOTED_NAME_CUE,
+  RELATIONS,
+  RIGHT_CUES,
+  ROLES,
+  SELF_INTRODUCTION,
+  FIRST_PERSON,
+  SERVICES,
+  STRONG_TITLES,
+  TITLES,
+  WEAK_PERSON_CUES,
+} from './cues';
 
-const TITLES = new Set(['dr', 'doctor', 'mr', 'mrs', 'ms', 'miss', 'mx', 'prof', 'professor', 'rev', 'reverend', 'nurse', 'sister', 'father', 'pastor', 'rabbi', 'chaplain', 'judge', 'officer', 'det', 'detective', 'capt', 'captain']);
-const CREDENTIALS = new Set([
-  'rn', 'md', 'np', 'pa', 'pa-c', 'pac', 'cnm', 'crna', 'lpn', 'lvn', 'phd', 'pharmd', 'rph', 'msw', 'licsw', 'lcsw', 'lmhc', 'rrt', 'dpt',
-  'dds', 'dmd', 'facp', 'facs', 'facc', 'mph', 'aprn', 'fnp', 'anp', 'acnp', 'cns', 'cna', 'rd', 'ldn', 'slp', 'ccc-slp', 'od', 'dpm', 'bsn', 'msn', 'do',
-]);
-/** Credentials that are also ordinary abbreviations: only after a comma ("Lee, PT", not "PT IS"). */
-const COMMA_CREDENTIALS = new Set(['pt', 'ot', 'do', 'ma', 'np', 'pa']);
-const RELATIONS = new Set([
-  'wife', 'husband', 'son', 'daughter', 'mother', 'mom', 'father', 'dad', 'brother', 'sister', 'sibling', 'aunt', 'uncle', 'niece', 'nephew',
-  'cousin', 'grandson', 'granddaughter', 'grandmother', 'grandfather', 'grandma', 'grandpa', 'grandchild', 'partner', 'fiance', 'fiancee',
-  'fiancé', 'fiancée', 'boyfriend', 'girlfriend', 'spouse', 'friend', 'neighbor', 'neighbour', 'roommate', 'caregiver', 'caretaker', 'hcp', 'proxy',
-  'poa', 'guardian', 'stepson', 'stepdaughter', 'stepmother', 'stepfather', 'dil', 'sil', 'son-in-law', 'daughter-in-law', 'sister-in-law',
-  'brother-in-law', 'mother-in-law', 'father-in-law', 'companion', 'housemate', 'landlord', 'employer', 'boss', 'coworker', 'sponsor', 'godmother',
-  'godfather', 'stepbrother', 'stepsister', 'ex-wife', 'ex-husband', 'widow', 'widower', 'twin', 'child', 'kids', 'children', 'sons', 'daughters',
-]);
-const ROLES = new Set([
-  'attending', 'resident', 'intern', 'fellow', 'pcp', 'ho', 'np', 'pa', 'rn', 'nurse', 'md', 'physician', 'surgeon', 'doctor', 'provider', 'covering',
-  'hospitalist', 'intensivist', 'cardiologist', 'nephrologist', 'oncologist', 'neurologist', 'consultant', 'therapist', 'pharmacist', 'sw',
-  'cm', 'chaplain', 'midwife', 'interpreter', 'translator', 'anesthesiologist', 'radiologist', 'pathologist', 'psychiatrist', 'psychologist',
-  'dentist', 'podiatrist', 'optometrist', 'counselor', 'coordinator', 'manager', 'aide', 'pca', 'cna', 'tech', 'technician', 'dietitian',
-  'nutritionist', 'vna', 'rep', 'representative', 'scribe', 'preceptor', 'student', 'clinician', 'oncall', 'moonlighter',
-]);
-/** Verbs and labels after which a lexicon name is a name even if it is also an English word. */
-const CONTACT_CUES = new Set([
-  'called', 'paged', 'spoke', 'discussed', 'notified', 'informed', 'updated', 'per', 'seen', 'evaluated', 'examined', 'signed', 'dictated',
-  'transcribed', 'cosigned', 'reviewed', 'contacted', 'met', 'accompanied', 'visited', 'cc', 'attn', 'dear', 'hi', 'hello', 'thanks', 'regards',
-  'sincerely', 'name', 'patient', 'pt', 'author', 'from', 'to', 'contact', 'referring', 'ordering', 'referred', 'requested', 'reported', 'read',
-  'surgeon', 'assistant', 'anesthesia', 'this', 'signature', 'cosigner', 'talked', 'consulted', 'phoned', 'texted', 'emailed', 'messaged',
-]);
-/** Cues strong enough to take an unknown capitalised word as a name ("Attending: Okonkwo"). */
-const LABEL_CUES = new Set(['name', 'patient', 'attending', 'pcp', 'author', 'signed', 'dictated', 'cosigned', 'ordering', 'referring', 'dear', 'hi', 'hello', 'surgeon', 'cc', 'signature', 'cosigner', 'provider', 'physician', 'resident', 'fellow', 'nurse', 'contact', 'guardian', 'interpreter', 'consultant']);
-/** Lowercase words that follow "dr" in shorthand and are not names. */
-const FUNCTION_WORDS = new Set([
-  'a', 'an', 'the', 'to', 'at', 'in', 'on', 'and', 'or', 'is', 'was', 'has', 'had', 'will', 'would', 'can', 'may', 'be', 'by', 'for', 'from', 'of',
-  'with', 'who', 'that', 'this', 'aware', 'notified', 'called', 'paged', 'here', 'office', 'note', 'ordered', 'said', 'says', 'wants', 'recs',
-  're', 'regarding', 'team', 'service', 'saw', 'seen', 'came', 'did', 'does', 'gave', 'placed', 'ok', 'okd', 'agrees', 'agreed', 'not', 'no',
-  'also', 'then', 'please', 'pls', 'order', 'orders', 'visit', 'in', 'out', 'up', 'as', 'if', 'so', 'but', 'all', 'any', 'his', 'her', 'their',
-  'our', 'my', 'your', 'its', 'it', 'he', 'she', 'they', 'we', 'you', 'me', 'him', 'them', 'us', 'am', 'pm', 'hospital', 'clinic', 'patient',
-  'could', 'should', 'must', 'shall', 'were', 'are', 'have', 'went', 'left', 'there', 'visited', 'visiting', 'brought', 'bring', 'brings',
-  'states', 'stated', 'reports', 'reported', 'present', 'updated', 'spoke', 'feels', 'felt', 'asked', 'asks', 'given', 'took', 'took', 'both',
-  'each', 'every', 'some', 'many', 'more', 'most', 'much', 'very', 'well', 'just', 'only', 'now', 'today', 'tonight', 'tomorrow', 'yesterday',
-  'again', 'still', 'yet', 'per', 'via', 'into', 'onto', 'over', 'under', 'after', 'before', 'since', 'until', 'while', 'when', 'where', 'why',
-  'how', 'what', 'which', 'about', 'above', 'below', 'near', 'off', 'than', 'too', 'plan', 'home', 'bedside', 'phone', 'call', 'number',
-]);
-/** Verbs after which "with" or "about" introduces a person: "follow up with", "writing about". */
-const PERSON_VERBS = new Set(['up', 'f/u', 'fu', 'spoke', 'speak', 'discussed', 'discuss', 'met', 'meet', 'talked', 'talk', 'appointment', 'appt', 'visit', 'consulted', 'conferred', 'writing', 'calling', 'asking', 'emailing', 'messaging', 'concerned', 'worried']);
-const PARTICLES = new Set(['van', 'von', 'de', 'der', 'den', 'la', 'le', 'da', 'di', 'du', 'del', 'della', 'dos', 'das', 'ter', 'ten', 'bin', 'ibn', 'al', 'el', 'y', 'zu', 'vander', 'st']);
-const MONTHS_DAYS = new Set([
-  'january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december',
-  'jan', 'feb', 'mar', 'apr', 'jun', 'jul', 'aug', 'sep', 'sept', 'oct', 'nov', 'dec',
-  'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday', 'mon', 'tue', 'tues', 'wed', 'thu', 'thur', 'thurs', 'fri', 'sat', 'sun',
-]);
+export const NAME_RULES = [
+  'name.title',
+  'name.credential',
+  'name.relation',
+  'name.role',
+  'name.contact',
+  'name.label',
+  'name.right-cue',
+  'name.inverted',
+  'name.lexicon',
+  'name.backstop',
+  'name.signature',
+  'name.recurrence',
+  'name.widened',
+] as const;
+export type NameRule = (typeof NAME_RULES)[number];
 
-/** Nouns after which a capitalised word is an eponym ("Brown-Sequard syndrome", "Murphy's sign"), not a person. */
-const EPONYM_HEADS = new Set(
-  `syndrome syndromes disease sign signs test tests score scale criteria fracture malformation reflex maneuver manoeuvre position catheter drain
-  tube classification procedure operation repair node nodes lesion lesions cell cells body bodies phenomenon palsy ulcer triad law equation formula
-  index stain staining hernia cyst tumor tumour sarcoma lymphoma anomaly deformity contracture neuroma neuralgia aneurysm effect rule method
-  technique approach incision shunt valve canal duct space pouch membrane gland glands nodule nodules spots ring rings grade grading stage staging
-  type variant block encephalopathy psychosis dementia ataxia dystrophy thyroiditis anemia granulomatosis arteritis tenosynovitis purpura
-  coma collar filter mask boots stockings device pump clamp forceps retractor needle solution agar medium media sphincter ligament muscle nerve
-  artery vein fissure fossa foramen loop tract pathway zone phase cycle disorder deficiency anomaly plexus crisis angina esophagus diverticulum
-  class rod plate visual field system lens cannula scan view projection procedure fixation frame splint cast traction`.split(/\s+/),
-);
+/** How strongly a cue says "a person follows": what kinds of word it can turn into a name. */
+type Strength = 'title' | 'relation' | 'strong' | 'weak';
 
-/** Lowercase medical words after a capitalised one make it an eponym: "Bruton agammaglobulinemia", "Mohs surgery". */
-const MEDICAL_SUFFIX = /(?:emia|aemia|itis|osis|oma|pathy|ectomy|plasty|otomy|ostomy|scopy|graphy|gram|plasia|trophy|algia|ism|reflexes|exercises|surgery|smear|curve|stain|procedure)$/;
-
-interface Facts {
-  first: boolean;
-  last: boolean;
-  english: boolean;
-  clinical: boolean;
-  city: boolean;
+/** What the name detector reads: the folded text, its words, their facts, and evidence from elsewhere. */
+export interface NameInput {
+  text: string;
+  tokens: Token[];
+  facts: WordFacts[];
+  caps: boolean;
+  /** Lowercase name words found in the subject's other records. */
+  evidence?: ReadonlySet<string>;
 }
 
+/** Slash cues the tokenizer splits: "d/w Okafor", "s/w kowal", "c/w dana". */
+const SLASH_CONTACT = /(?:\b[dsc]\/w|\bw\/|\bf\/u\s+w(?:ith|\/)?|\bspoke\s+w\/?|\bper)\s*$/i;
+/** "Kerr, Anna 54F", "OKAFOR, CHIDI (DOB ...)": an age and sex, a date of birth or an MRN after an inverted name. */
+const AFTER_INVERTED = /^\s*(?:\(?\d{1,3}\s?(?:y\/?o|yo|yrs?)?\s?[MFmf]\b|\(?(?:dob|d\.o\.b|mrn|mr#|#|age|sex|[MF]\/\d)|[,;(]\s*\d)/i;
+/** A grade, stage or score after a word makes it a classification: "Clark IV", "Fitzpatrick II", "Breslow 1.3 mm", "Morse 55". */
+const CLASSIFICATION_AFTER = /^[\s-]*(?:[IVX]{1,4}\b|[A-D]\d?\b(?![a-z])|\d|\(?grade|\(?class|\(?stage|\(?score)/;
+/** How name-like an unknown capitalised word must read (name-shape.ts) before the backstop takes it alone. */
+const BACKSTOP_SHAPE = 0.3;
+/** A dash signature: "-K.", "- dlw", "-will rn", "-m. dacosta rrt", "-Ruth" at the end of a line or before "(". */
+const DASH_SIGNATURE = /(?:^|\n|[.;!?)]\s+)[-–~]\s?((?:[A-Za-z]\.\s?)?[A-Za-z][A-Za-z'-]*(?:\s[A-Za-z][A-Za-z'-]*)?)\.?(?:\s*,?\s*(RN|rn|MD|md|NP|np|RRT|rrt|LPN|lpn|PT|pt|OT|ot|SLP|slp|CM|cm|SW|sw|PA|pa|MSW|msw|LCSW|lcsw|CNA|cna)\b\.?)?[ \t]*(?=\(|\n|$)/g;
+
+/** A company after a word makes it a maker, not a person ("Sandoz Corporation", "Alexa Fluor®"). */
+const COMPANY_AFTER = /^[\s\w-]{0,25}?(?:®|™|\b(?:Inc|Corp|Corporation|Ltd|GmbH|LLC|Co\.|Company|Pharmaceuticals?|Laboratories|Scientific|Medical Systems|Lifesciences|Instruments|Biosciences|Diagnostics)\b)|^\s*et al\b/;
+
 export class NameDetector {
-  private readonly lex = lexicons();
-  private readonly cache = new Map<string, Facts>();
+  detect(input: NameInput): Detection[] {
+    return new NameScan(input).run();
+  }
+}
 
-  /** McAllister, MacArthur, O'Rourke: the shape alone says surname. */
-  private static readonly SURNAME_SHAPE = /^(?:Mc|Mac|O['’])[A-Z][a-z]+$|^(?:MC|MAC|O['’])[A-Z]{3,}$/;
+/** One text's scan: the marks per word and the rule that made each. */
+class NameScan {
+  private readonly rule: (NameRule | undefined)[];
+  private readonly text: string;
+  private readonly tokens: Token[];
+  private readonly facts: WordFacts[];
+  private readonly caps: boolean;
 
-  factsOf(t: Token): Facts {
-    const f = this.facts(t.lower);
-    return !f.last && NameDetector.SURNAME_SHAPE.test(t.text) ? { ...f, last: true } : f;
+  constructor(private readonly input: NameInput) {
+    this.text = input.text;
+    this.tokens = input.tokens;
+    this.facts = input.facts;
+    this.caps = input.caps;
+    this.rule = new Array(input.tokens.length);
   }
 
-  facts(lower: string): Facts {
-    let f = this.cache.get(lower);
-    if (f) return f;
-    const { firstNames, surnames, english, clinical, cities } = this.lex;
-    const parts = lower.includes('-') ? lower.split('-') : [lower];
-    const any = (set: ReadonlySet<string>) => set.has(lower) || (parts.length > 1 && parts.some((p) => p.length > 1 && set.has(p)));
-    f = {
-      first: any(firstNames),
-      last: any(surnames),
-      english: english.has(lower) || (parts.length > 1 && parts.every((p) => english.has(p))),
-      clinical: clinical.has(lower) || MONTHS_DAYS.has(lower) || (parts.length > 1 && parts.some((p) => clinical.has(p))),
-      city: cities.has(lower),
-    };
-    if (this.cache.size < 50_000) this.cache.set(lower, f);
-    return f;
+  run(): Detection[] {
+    const n = this.tokens.length;
+    for (let i = 0; i < n; i++) this.cuesAt(i);
+    for (let i = 0; i < n; i++) this.withoutCue(i);
+    this.signatures();
+    this.recurring();
+    this.widen();
+    return this.spans();
   }
 
-  detect(text: string, caps: boolean, tokens: Token[] = tokenize(text)): Detection[] {
-    const marked = new Uint8Array(tokens.length);
-    const mark = (i: number) => {
-      marked[i] = 1;
-    };
-    for (let i = 0; i < tokens.length; i++) {
-      const t = tokens[i] as Token;
-      const lower = t.lower;
-      const colon = /^\s?:/.test(text.slice(t.end, t.end + 3));
-      if (colon && (ROLES.has(lower) || LABEL_CUES.has(lower) || CONTACT_CUES.has(lower) || RELATIONS.has(lower))) this.forward(text, tokens, i, 'label', caps, mark);
-      else if (TITLES.has(lower) && this.titleUse(text, tokens, i, caps)) this.forward(text, tokens, i, 'title', caps, mark);
-      else if (RELATIONS.has(lower)) {
-        this.forward(text, tokens, i, 'relation', caps, mark);
-        this.relationAfter(text, tokens, i, caps, mark);
-      } else if (ROLES.has(lower) && (t.shape !== 'lower' || lower.length > 2)) this.forward(text, tokens, i, 'role', caps, mark);
-      else if (lower === 'you' && i > 0 && (tokens[i - 1] as Token).lower === 'thank') this.forward(text, tokens, i, 'label', caps, mark);
-      else if (['thanks', 'regards', 'sincerely'].includes(lower)) this.forward(text, tokens, i, 'label', caps, mark);
-      else if ((lower === 'with' || lower === 'about') && i > 0 && PERSON_VERBS.has((tokens[i - 1] as Token).lower)) this.forward(text, tokens, i, 'contact', caps, mark);
-      else if (CONTACT_CUES.has(lower) && !(['from', 'to', 'name', 'patient', 'pt', 'author', 'contact', 'read'].includes(lower) && !/^\s*:/.test(text.slice(t.end, t.end + 3)))) this.forward(text, tokens, i, LABEL_CUES.has(lower) && /^\s*:/.test(text.slice(t.end, t.end + 3)) ? 'label' : 'contact', caps, mark);
-      else if (LABEL_CUES.has(lower)) this.forward(text, tokens, i, /^\s*:/.test(text.slice(t.end, t.end + 3)) ? 'label' : 'contact', caps, mark);
-      if (this.isCredential(text, tokens, i)) this.backward(text, tokens, i, caps, mark);
-      if (t.possessive && i + 1 < tokens.length && RELATIONS.has((tokens[i + 1] as Token).lower)) this.possessiveRelation(text, tokens, i, caps, mark);
-    }
-    this.lexiconCores(text, tokens, caps, mark);
-    this.recurring(text, tokens, marked);
-    this.widen(text, tokens, marked, caps);
-    return this.spans(tokens, marked);
+  private t(i: number): Token {
+    return this.tokens[i] as Token;
+  }
+
+  private f(i: number): WordFacts {
+    return this.facts[i] as WordFacts;
+  }
+
+  private mark(i: number, rule: NameRule): void {
+    if (this.rule[i] === undefined) this.rule[i] = rule;
+  }
+
+  /** Capitalised where capitals mean something: a mixed-case text, a word not in lowercase. */
+  private capitalised(i: number): boolean {
+    const s = this.t(i).shape;
+    return s === 'title' || s === 'upper' || s === 'initial';
   }
 
   /**
-   * A name found once is a name wherever it recurs in the same text, in any case: "Patient Chidinma
-   * Okafor ... OKAFOR, CHIDINMA asked" (the second mention has no cue, and in capitals no lexicon
-   * evidence counts). Only capitalised words of four letters or more found as names pass it on, and
-   * only if they are neither English nor clinical words: "Rose" or "Mark" do not take the words
-   * elsewhere with them, nor does an acronym once misread as a name (EDS, ECMO); an eponym stays one.
+   * A word a cue never turns into a name: function words, months and weekdays, the cue words
+   * themselves, countries and states. After a title, or inside a name already begun, a surname that is
+   * also a cue word may stand ("Ms Ho", "mei-ling ho").
    */
-  private recurring(text: string, tokens: Token[], marked: Uint8Array): void {
-    const names = new Set<string>();
-    for (let i = 0; i < tokens.length; i++) {
-      const t = tokens[i] as Token;
-      if (!marked[i] || t.shape !== 'title' || t.lower.length < 4) continue;
-      const f = this.factsOf(t);
-      if (!f.english && !f.clinical && !FUNCTION_WORDS.has(t.lower)) names.add(t.lower);
+  private reserved(i: number, inside = false): boolean {
+    const t = this.t(i);
+    const l = t.lower;
+    if (FUNCTION_WORDS.has(l) || RIGHT_CUES.has(l) || lexicons().regions.has(l)) return true;
+    if (MONTHS_DAYS.has(l)) return !(inside && t.shape !== 'lower' && this.f(i).first);
+    if (TITLES.has(l) || RELATIONS.has(l) || ROLES.has(l) || (CREDENTIALS.has(l) && t.shape === 'upper')) return !(inside && this.f(i).last && !CREDENTIALS.has(l));
+    return false;
+  }
+
+  /** Whether word i can be (part of) a name after a cue of this strength. */
+  private personLike(i: number, strength: Strength, inside = false): boolean {
+    const t = this.t(i);
+    const f = this.f(i);
+    if (t.shape === 'initial') return strength !== 'weak' || !this.caps;
+    if (this.reserved(i, inside || strength === 'title') || this.glued(t)) return false;
+    // "EU-trained", "non-tender": a lowercase word after a hyphen makes a compound word, not a name
+    if (/-[a-z]/.test(t.text) && t.text.split('-').slice(1).some((p) => /^[a-z]/.test(p) && vocabulary().isSafe(p))) return false;
+    // a surname that is also a clinical word goes on a name already begun: "Brianna Stokes"
+    if (inside && f.last && t.shape !== 'lower' && (!this.caps || t.shape === 'upper')) return true;
+    const cap = this.capitalised(i) && (!this.caps || t.shape === 'title');
+    const capsText = this.caps && t.shape === 'upper';
+    // In mixed-case text a word in capitals after "per", "to" or a role is an acronym ("per MOLST", "to LIWS")
+    // unless a name list knows it or it reads like a name: "RN KOWAL".
+    if (!this.caps && t.shape === 'upper' && (strength === 'weak' || strength === 'strong') && !inside) {
+      if (!(f.cls === 'name' && t.text.length >= 3) && !(f.cls === 'unknown' && t.text.length >= 4 && nameShape(t.lower) >= 0.5)) return false;
     }
-    if (names.size === 0) return;
-    for (let i = 0; i < tokens.length; i++) {
-      const t = tokens[i] as Token;
-      if (!marked[i] && (t.shape === 'title' || t.shape === 'upper') && names.has(t.lower) && !this.eponym(text, tokens, i)) marked[i] = 1;
+    switch (f.cls) {
+      case 'name':
+        return strength !== 'weak' || cap || capsText;
+      case 'unknown':
+        if (strength === 'weak') return cap;
+        // "discussed paratransit": a lowercase coinage after a verb must at least read like a name
+        if (strength === 'strong' && t.shape === 'lower' && !inside) return nameShape(t.lower) >= 0.2;
+        return true;
+      case 'misspelt':
+        return strength === 'weak' ? false : cap || capsText || strength === 'title' || strength === 'relation';
+      case 'ambiguous':
+        // "Dr. Foley", "supervisor Ray": a clinical word that is also a first name, capitalised after a cue
+        if (f.clinical) return (strength === 'title' || (strength !== 'weak' && f.first)) && (cap || capsText);
+        if (strength === 'weak') return false;
+        if (cap || capsText) return true;
+        // lowercase: "dr hunt" after a title; after a relation only a first name ("wife rose", not "wife first")
+        return strength === 'title' || (strength === 'relation' && f.first);
+      case 'safe':
+        if (f.clinical) return strength === 'title' && (cap || capsText);
+        // "Dr. Strange", "Patient: Hope": a capitalised common word starts a name after a strong cue; it
+        // continues one only after a title ("June Merriweather Subject:" ends before "Subject")
+        return (strength === 'title' || (strength === 'relation' && !inside)) && cap && !this.caps;
     }
   }
 
-  /** "Dr." or "dr" followed by a word; "Father" and "Sister" only when capitalised before a capitalised word. */
-  private titleUse(text: string, tokens: Token[], i: number, caps: boolean): boolean {
-    const t = tokens[i] as Token;
-    const next = tokens[i + 1];
-    if (!next || /\n/.test(gap(text, t, next))) return false;
-    // "MR angiography", "ms (Figure)": in mixed-case text a title is written "Dr"/"Mrs" (or "dr" in shorthand)
-    if (!caps && t.shape === 'upper') return false;
-    if (t.shape === 'lower' && t.lower !== 'dr') return false;
-    if (['dr', 'doctor', 'mr', 'mrs', 'ms', 'prof', 'rev', 'capt', 'det', 'mx'].includes(t.lower)) return true;
+  /** "PaCO2", "3Smith": a word glued to digits is a formula or a code, not a name. */
+  private glued(t: Token): boolean {
+    return /\d/.test(this.text.charAt(t.end)) || /\d/.test(this.text.charAt(t.start - 1));
+  }
+
+  private followedByColon(t: Token): boolean {
+    return /^\s?:/.test(this.text.slice(t.end, t.end + 3));
+  }
+
+  /** The cues at word i and the names they introduce. */
+  private cuesAt(i: number): void {
+    const t = this.t(i);
+    const l = t.lower;
+    const colon = this.followedByColon(t);
+    if (TITLES.has(l) && this.titleUse(i)) this.forward(i, 'title', 'name.title');
+    else if (colon && PERSON_LABELS.has(l) && !(l === 'pt' && t.shape === 'upper' && !this.caps)) this.forward(i, 'relation', 'name.label');
+    else if (RELATIONS.has(l)) {
+      this.forward(i, 'relation', 'name.relation');
+      this.relationAfter(i);
+    } else if (ROLES.has(l) && (t.shape !== 'lower' || l.length > 2)) this.forward(i, 'strong', 'name.role');
+    else if (CONTACT_CUES.has(l)) this.forward(i, 'strong', 'name.contact');
+    else if (LABEL_CUES.has(l)) this.forward(i, l === 'pt' || l === 'patient' ? 'weak' : 'relation', 'name.label');
+    else if (WEAK_PERSON_CUES.has(l)) this.forward(i, 'weak', 'name.contact');
+    else if (l === 'w' && SLASH_CONTACT.test(this.text.slice(Math.max(0, t.end - 12), t.end))) this.forward(i, 'strong', 'name.contact');
+    if ((SERVICES.has(l) || ROLES.has(l)) && /^\s?\([A-Za-z]/.test(this.text.slice(t.end, t.end + 3)) && i + 1 < this.tokens.length && ['name', 'unknown'].includes(this.f(i + 1).cls)) this.introduce(i + 1, 'strong', 'name.role');
+    const before = this.text.slice(Math.max(0, t.start - 40), t.start);
+    if (SELF_INTRODUCTION.test(before)) this.introduce(i, 'relation', 'name.label');
+    else if (FIRST_PERSON.test(before)) this.introduce(i, 'strong', 'name.label');
+    if (this.closingAt(i, before)) this.introduce(i, 'relation', 'name.signature', true);
+    if (/"\s?$/.test(before) && QUOTED_NAME_CUE.test(before.replace(/"\s?$/, ''))) this.quoted(i);
+    if (this.isCredential(i)) this.backward(i);
+    if (i + 1 < this.tokens.length && RELATIONS.has(this.t(i + 1).lower)) {
+      if (t.possessive) this.possessor(i);
+      else if (/s$/.test(l) && this.f(i).cls !== 'safe' && this.facts[i] && lexicons().firstNames.has(l.slice(0, -1)) && gap(this.text, t, this.t(i + 1)) === ' ') this.mark(i, 'name.relation'); // "annas daughter"
+    }
+    if (RIGHT_CUES.has(l) && i > 0) this.rightCue(i);
+  }
+
+  /** Word i just after a closing ("thanks so much", "Best,") near the end of the text or of its line. */
+  private closingAt(i: number, before: string): boolean {
+    if (!CLOSING.test(before)) return false;
+    const t = this.t(i);
+    const lineEnd = this.text.indexOf('\n', t.end);
+    return this.text.length - t.start < 240 || /^[\s\w.'-]{0,40}$/.test(this.text.slice(t.end, lineEnd < 0 ? undefined : lineEnd));
+  }
+
+  /** A quoted word after 'name is', 'goes by', 'calling out for': 'name is "Will"', 'wrote "BILL"'. */
+  private quoted(i: number): void {
+    let j = i;
+    for (let count = 0; j < this.tokens.length && count < 3; j++, count++) {
+      const t = this.t(j);
+      if (count > 0 && !this.nameGap(gap(this.text, this.t(j - 1), t), this.t(j - 1))) break;
+      // a quoted word after "name is" is the name, even one that is also a word ("Will", "Mark")
+      if (this.glued(t) || (t.shape === 'lower' && !['name', 'unknown'].includes(this.f(j).cls)) || (count > 0 && this.reserved(j, true))) break;
+      this.mark(j, 'name.label');
+      if (/^["”]/.test(this.text.slice(t.end, t.end + 1))) break;
+    }
+  }
+
+  /** "Dr." or "dr" before a word; "Father" and "Sister" only capitalised before a capitalised word. */
+  private titleUse(i: number): boolean {
+    const t = this.t(i);
+    const next = this.tokens[i + 1];
+    if (!next || /\n/.test(gap(this.text, t, next))) return false;
+    // "MR angiography", "MS (Figure)": in mixed-case text a title is written "Dr"/"Mrs" (or "dr" in shorthand)
+    if (!this.caps && t.shape === 'upper') return false;
+    if (t.shape === 'lower' && t.lower !== 'dr' && t.lower !== 'dra') return false;
+    if (STRONG_TITLES.has(t.lower) || t.lower === 'doctor') return true;
     return t.shape !== 'lower' && next.shape !== 'lower';
   }
 
-  private nameLike(t: Token, caps: boolean, strength: 'strong' | 'lexicon'): boolean {
-    const f = this.factsOf(t);
-    if (t.shape === 'initial') return true;
-    if (t.shape === 'lower') return false;
-    if (FUNCTION_WORDS.has(t.lower)) return false;
-    if (f.clinical && !(f.first || f.last)) return false;
-    if (f.clinical && strength === 'lexicon') return false;
-    if (caps || t.shape === 'upper') {
-      // In capitals a word says nothing by its case: it must not be a plain English word unless a lexicon knows it.
-      if (f.english && !(f.first || f.last)) return false;
-      if (t.text.length < 2) return false;
-      return true;
-    }
-    if (strength === 'strong') return !(f.english && !(f.first || f.last));
-    return f.first || f.last || !f.english;
+  /** Marks up to four name words after a cue at word i. */
+  private forward(i: number, strength: Strength, rule: NameRule): void {
+    const cue = this.t(i);
+    let j = i + 1;
+    const first = this.tokens[j];
+    if (!first) return;
+    const between = gap(this.text, cue, first);
+    if (/\n/.test(between) && rule !== 'name.label') return;
+    // "Rev code 0651": a capitalised title takes a lowercase word only if no vocabulary explains it (or a particle: "Dr. van Dijk")
+    if (strength === 'title' && cue.shape !== 'lower' && first.shape === 'lower' && !(this.f(j).cls === 'name' || this.f(j).cls === 'unknown') && !PARTICLES.has(first.lower)) return;
+    // "MD, FAAFP", "WOUND RN, BLACK": after a role a comma ends the phrase, but for an apposition ("the nurse, Anatole, came")
+    if (rule === 'name.role' && between.includes(',') && !(this.capitalised(j) && /^,/.test(this.text.slice(first.end, first.end + 1)) && ['name', 'unknown', 'ambiguous'].includes(this.f(j).cls))) return;
+    if (!/^[\s.,:;(\-#'"]*$/.test(between) || between.length > 6) return;
+    // Only a title's own dot may stand between a cue and the name ("Dr. X"); a sentence end may not ("doctor. After").
+    if (between.includes('.') && !(strength === 'title' && /^\.\s{0,2}$/.test(between))) return;
+    if (between.includes(',') && strength === 'weak') return;
+    // "wife is Ann", "son named Eli", "with Dr. X" (the title takes it from there)
+    while (j < this.tokens.length && j - i <= 2 && ['is', 'named', 'name', 'was', 'the', 'her', 'his', 'their', 'a'].includes(this.t(j).lower) && strength === 'relation') j++;
+    if (j < this.tokens.length && TITLES.has(this.t(j).lower)) return;
+    // "mother is a minor": after "is", "a" only a word no vocabulary explains, or a capitalised one
+    if (j > i + 1 && j < this.tokens.length && this.t(j).shape === 'lower' && !['name', 'unknown'].includes(this.f(j).cls)) return;
+    if (j > i + 1 && /\n/.test(gap(this.text, this.t(j - 1), this.t(j)))) return;
+    this.introduce(j, strength, rule);
   }
 
-  /** Marks up to four name words after a cue at index i. */
-  private forward(text: string, tokens: Token[], i: number, cue: 'title' | 'relation' | 'role' | 'label' | 'contact', caps: boolean, mark: (i: number) => void): void {
-    let j = i + 1;
-    const cueToken = tokens[i] as Token;
-    // Skip the short connective text a cue allows: "Dr.", "wife,", "son (", "name is", "wife - "
-    const first = tokens[j];
-    if (!first) return;
-    const between = gap(text, cueToken, first);
-    const closing = ['thanks', 'regards', 'sincerely', 'you', 'best'].includes(cueToken.lower);
-    if (/\n/.test(between) && cue !== 'label' && !closing) return;
-    if (!/^[\s.,:;(\-#'’"]*$/.test(between) || between.length > 6) return;
-    // Only a title's own dot may stand between a cue and the name ("Dr. X"); a sentence end may not ("doctor. After").
-    if (between.includes('.') && !(cue === 'title' && ['dr', 'mr', 'mrs', 'ms', 'prof', 'rev', 'capt', 'det', 'mx', 'st'].includes(cueToken.lower) && /^\.\s{0,2}$/.test(between))) return;
-    let k = j;
-    if (cue === 'relation' || cue === 'contact' || cue === 'label') {
-      while (k < tokens.length && ['is', 'named', 'name', 'was', 'with', 'by', 'to', 'dr', 'mr', 'mrs', 'ms', 'the'].includes((tokens[k] as Token).lower) && k - j < 2) {
-        if (['dr', 'mr', 'mrs', 'ms'].includes((tokens[k] as Token).lower)) break;
-        k++;
-      }
-      j = k;
-    }
+  /** Marks up to four name words from word j, the first a cue of this strength can take. */
+  private introduce(j: number, strength: Strength, rule: NameRule, acrossLine = false): void {
+    if (j >= this.tokens.length) return;
     let count = 0;
-    let prev = cueToken;
-    for (; j < tokens.length && count < 4; j++) {
-      const t = tokens[j] as Token;
-      const g = gap(text, prev, t);
-      if (count > 0 && !this.nameGap(g, prev) && !(count === 1 && (cue === 'label' || cue === 'title') && /^,\s$/.test(g) && t.shape === prev.shape && t.shape !== 'lower')) break;
-      if (count === 0 && /\n/.test(g) && cue !== 'label' && !closing) break;
-      const f = this.factsOf(t);
-      let ok: boolean;
-      if (cue === 'title') {
-        ok = t.shape !== 'lower' ? !(f.english && !(f.first || f.last) && (caps || t.shape === 'upper')) && !MONTHS_DAYS.has(t.lower) && !(FUNCTION_WORDS.has(t.lower) && (caps || t.shape === 'upper')) : count === 0 && cueToken.shape === 'lower' && !FUNCTION_WORDS.has(t.lower) && (f.last || f.first || !f.english) && !f.clinical;
-      } else if (cue === 'relation' || cue === 'label') {
-        ok = this.nameLike(t, caps, 'strong') && (t.shape === 'initial' ? count > 0 || this.initialOfName(text, tokens, j) : true) && !TITLES.has(t.lower);
-        if (ok && count === 0 && (this.eponym(text, tokens, j) || this.region(tokens, j) || this.glued(text, t))) ok = false;
-      } else {
-        // roles and verbs of contact: the word must be known as a name (or be an initial inside one)
-        // roles and verbs of contact: a word known as a name, an initial of one, or a capitalised word no lexicon knows
-        const known = f.first || f.last || !f.english;
-        ok = t.shape !== 'lower' && !f.clinical && !FUNCTION_WORDS.has(t.lower) && (t.shape === 'initial' ? count > 0 || this.initialOfName(text, tokens, j) : known) && !RELATIONS.has(t.lower) && !TITLES.has(t.lower) && !ROLES.has(t.lower);
-        if (ok && t.shape !== 'initial' && f.english && !caps && sentenceInitial(text, t)) ok = false;
-        if (ok && count === 0 && (this.eponym(text, tokens, j) || this.region(tokens, j))) ok = false;
-        if (ok && (caps || t.shape === 'upper') && f.english) ok = false;
-      }
-      if (!ok && t.shape === 'lower' && PARTICLES.has(t.lower) && count === 0 && cue === 'title') {
+    let prev: Token | undefined;
+    for (; j < this.tokens.length && count < 4; j++) {
+      const t = this.t(j);
+      if (prev) {
+        const g = gap(this.text, prev, t);
+        if (this.followedByColon(t)) break; // "Subject:", "MRN:" start a field
+        if (!this.nameGap(g, prev) && !(count === 1 && strength !== 'weak' && /^,\s$/.test(g) && t.shape === prev.shape && t.shape !== 'lower')) break;
+      } else if (acrossLine && /\n\s*\n/.test(this.text.slice(Math.max(0, t.start - 3), t.start))) break;
+      const ok = count === 0 ? (this.personLike(j, strength) || this.monthNamed(j, strength)) && !this.eponym(j) && !this.region(j) && !(t.shape === 'initial' && !this.initialOfName(j) && strength === 'weak') : this.personLike(j, strength === 'weak' ? 'weak' : strength, true);
+      if (!ok) {
         // "Dr. van den Velde"
-        let k = j;
-        while (k < tokens.length && PARTICLES.has((tokens[k] as Token).lower)) k++;
-        const after = tokens[k];
-        if (after && after.shape !== 'lower' && after.start - t.end < 12) {
-          for (let x = j; x <= k; x++) mark(x);
-          return;
-        }
+        if (count === 0 && strength === 'title' && PARTICLES.has(t.lower)) this.particlesAfterTitle(j, rule);
+        break;
       }
-      if (!ok) break;
-      mark(j);
+      this.mark(j, rule);
       count++;
       prev = t;
       if (t.possessive) break;
     }
   }
 
-  /** Gaps allowed inside one name: a space, an initial's dot, a hyphen, "Last, First". */
+  /** "From: June Merriweather", "this is april": a month that is a first name, before a surname or after a strong cue. */
+  private monthNamed(j: number, strength: Strength): boolean {
+    const t = this.t(j);
+    if (!MONTHS_DAYS.has(t.lower) || !this.f(j).first || strength === 'weak') return false;
+    const n = this.tokens[j + 1];
+    const surname = n && gap(this.text, t, n) === ' ' && n.shape === t.shape && (this.f(j + 1).cls === 'name' || this.f(j + 1).cls === 'unknown' || this.f(j + 1).last);
+    return !!surname || (strength === 'relation' && t.shape !== 'upper');
+  }
+
+  private particlesAfterTitle(j: number, rule: NameRule): void {
+    let k = j;
+    while (k < this.tokens.length && PARTICLES.has(this.t(k).lower)) k++;
+    const after = this.tokens[k];
+    if (after && after.shape !== 'lower' && after.start - this.t(j).end < 12) for (let x = j; x <= k; x++) this.mark(x, rule);
+  }
+
+  /** Gaps allowed inside one name: a space, an initial's dot, a hyphen. */
   private nameGap(g: string, prev: Token): boolean {
     if (g === ' ' || g === '  ') return true;
     if (prev.shape === 'initial' && /^\.\s?$/.test(g)) return true;
@@ -269,237 +344,329 @@ export class NameDetector {
     return false;
   }
 
-  /** "Wendell (husband)", "Colette, her daughter", "Joanne - sister" */
-  private relationAfter(text: string, tokens: Token[], i: number, caps: boolean, mark: (i: number) => void): void {
-    const rel = tokens[i] as Token;
+  /** "Wendell (husband)", "Colette, her daughter", "Joanne - sister", "ann (wife)". */
+  private relationAfter(i: number): void {
+    const rel = this.t(i);
     let j = i - 1;
-    let prev = tokens[j];
-    if (prev && ['her', 'his', 'their', 'the', 'pt', 'pts', 'patient', 'patients', 'a', 'our', 'my'].includes(prev.lower) && /^\s+$/.test(gap(text, prev, rel))) {
+    let prev = this.tokens[j];
+    if (prev && ['her', 'his', 'their', 'the', 'pt', 'pts', 'patient', 'patients', 'a', 'our', 'my'].includes(prev.lower) && /^\s+$/.test(gap(this.text, prev, rel))) {
       j--;
-      const before = tokens[j];
-      if (!before || !/^\s*[,(-]\s*$/.test(gap(text, before, prev))) return;
+      const before = this.tokens[j];
+      if (!before || !/^\s*[,(-]\s*$/.test(gap(this.text, before, prev))) return;
       prev = before;
-    } else if (!prev || !/^,\s*$|^\s+\($|^\s+-\s+$/.test(gap(text, prev, rel))) return;
-    let count = 0;
+    } else if (!prev || !/^,\s*$|^\s*\($|^\s+-\s+$|^\s*\/\s*$/.test(gap(this.text, prev, rel))) return;
     let right: Token | undefined;
-    for (; j >= 0 && count < 3; j--) {
-      const t = tokens[j] as Token;
-      if (right && !this.nameGap(gap(text, t, right), t)) break;
-      if (!this.nameLike(t, caps, 'strong') || t.shape === 'initial' && count === 0) break;
-      if (!caps && t.shape === 'title' && this.facts(t.lower).english && !this.facts(t.lower).first && !this.facts(t.lower).last) break;
-      mark(j);
-      count++;
+    for (let count = 0; j >= 0 && count < 3; j--, count++) {
+      const t = this.t(j);
+      if (right && !this.nameGap(gap(this.text, t, right), t)) break;
+      if (!this.personLike(j, 'strong') || (t.shape === 'initial' && count === 0)) break;
+      this.mark(j, 'name.relation');
       right = t;
     }
   }
 
   /** "Ruth Kessler's son": the possessor of a relation is a person. */
-  private possessiveRelation(text: string, tokens: Token[], i: number, caps: boolean, mark: (i: number) => void): void {
+  private possessor(i: number): void {
     let right: Token | undefined;
     for (let j = i, count = 0; j >= 0 && count < 3; j--, count++) {
-      const t = tokens[j] as Token;
-      if (right && !this.nameGap(gap(text, t, right), t)) break;
-      if (!this.nameLike(t, caps, 'strong') || t.shape === 'lower') break;
-      if (['pt', 'patient', 'the', 'his', 'her'].includes(t.lower)) break;
-      mark(j);
+      const t = this.t(j);
+      if (right && !this.nameGap(gap(this.text, t, right), t)) break;
+      if (!this.personLike(j, 'strong') || ['pt', 'patient', 'the', 'his', 'her'].includes(t.lower)) break;
+      this.mark(j, 'name.relation');
       right = t;
     }
   }
 
-  private isCredential(text: string, tokens: Token[], i: number): boolean {
-    const t = tokens[i] as Token;
-    if (t.shape === 'lower' && t.lower !== 'md') return false;
-    const prev = tokens[i - 1];
+  /** Word i a credential after a name: "RN", "M.D." (tokenised letter by letter), "PT" only after a comma. */
+  private isCredential(i: number): boolean {
+    const t = this.t(i);
+    if (t.shape === 'lower' && !['md', 'rn', 'np'].includes(t.lower)) return false;
+    const prev = this.tokens[i - 1];
     if (!prev) return false;
-    const g = gap(text, prev, t);
+    const g = gap(this.text, prev, t);
     let word = t.lower;
-    // M.D., R.N., D.O. are tokenised letter by letter
-    if (t.shape === 'initial' && text.charAt(t.end) === '.') {
-      const n = tokens[i + 1];
-      if (n && n.shape === 'initial' && text.charAt(t.end + 1) === n.text) word = (t.text + n.text).toLowerCase();
+    if (t.shape === 'initial' && this.text.charAt(t.end) === '.') {
+      const n = this.tokens[i + 1];
+      if (n && n.shape === 'initial' && this.text.charAt(t.end + 1) === n.text) word = (t.text + n.text).toLowerCase();
     }
     if (COMMA_CREDENTIALS.has(word) && !/^,\s*$/.test(g)) return false;
     if (!CREDENTIALS.has(word) && !COMMA_CREDENTIALS.has(word)) return false;
-    return /^,?\s{1,2}$|^\s*\($/.test(g);
+    // "Refill RN: Pilar" is a label; "Outback, MA plate" and "Q8H, DO NOT" are not credentials
+    const after = this.text.slice(t.end, t.end + 12);
+    if (/^\s?:/.test(after)) return false;
+    if (COMMA_CREDENTIALS.has(word) && !/^\s*(?:$|[,.;)\n]|\s+(?:[A-Z]{2,5}\b|\n))/.test(after)) return false;
+    return /^,?\s{1,2}$|^\s*\($|^\/$/.test(g);
   }
 
-  /** Name words before a credential: "R. Sandoval, RN", "B. OKONKWO RN", "Hanna Oyelaran-Birch, M.D." */
-  private backward(text: string, tokens: Token[], i: number, caps: boolean, mark: (i: number) => void): void {
-    let right = tokens[i] as Token;
+  /** Name words before a credential: "R. Sandoval, RN", "B. OKONKWO RN", "dana rn". */
+  private backward(i: number): void {
+    let right = this.t(i);
     for (let j = i - 1, count = 0; j >= 0 && count < 4; j--, count++) {
-      const t = tokens[j] as Token;
-      const g = gap(text, t, right);
-      if (count === 0 ? !/^,?\s{1,2}$|^\s*\($/.test(g) : !this.nameGap(g, t)) break;
-      const f = this.factsOf(t);
-      if (t.shape === 'lower') break;
-      if (!caps && t.shape !== 'upper' && f.english && !(f.first || f.last)) break;
-      if ((caps || t.shape === 'upper') && f.english && !(f.first || f.last)) break;
-      if (f.clinical && !(f.first || f.last)) break;
-      if (['by', 'this', 'the', 'your', 'per', 'pt', 'patient'].includes(t.lower)) break;
-      mark(j);
+      const t = this.t(j);
+      const g = gap(this.text, t, right);
+      if (count === 0 ? !/^,?\s{1,2}$|^\s*\($|^\/$/.test(g) : !this.nameGap(g, t)) break;
+      if (['by', 'this', 'the', 'your', 'per', 'pt', 'patient', 'and', 'or', 'to', 'with', 'primary', 'charge', 'night', 'day'].includes(t.lower)) break;
+      // "ABACI, RN": the word just before a comma and a credential is a name, whatever else it is
+      const beforeComma = count === 0 && /^,\s*$/.test(g) && t.shape !== 'lower' && !this.f(j).clinical && !this.reserved(j);
+      if (!this.personLike(j, 'strong', count > 0) && !(t.shape !== 'lower' && (this.f(j).cls === 'ambiguous' || this.f(j).cls === 'misspelt')) && !beforeComma) break;
+      this.mark(j, 'name.credential');
       right = t;
     }
   }
 
-  /** Names known to the lexicons, without a cue. */
-  private lexiconCores(text: string, tokens: Token[], caps: boolean, mark: (i: number) => void): void {
-    for (let i = 0; i < tokens.length; i++) {
-      const t = tokens[i] as Token;
-      if (t.shape === 'lower' || t.shape === 'initial') continue;
-      const f = this.factsOf(t);
-      if (f.clinical || f.english) {
-        // A first name that is also a word ("Rose", "Mark") counts when a surname follows it.
-        if (!caps && !f.clinical && f.first && t.shape === 'title' && !sentenceInitial(text, t)) {
-          const n = tokens[i + 1];
-          if (n && gap(text, t, n) === ' ' && n.shape === 'title') {
-            const nf = this.facts(n.lower);
-            if (nf.last && !nf.english && !nf.clinical) {
-              mark(i);
-              mark(i + 1);
-            }
-          }
-        }
-        continue;
-      }
-      if (!(f.first || f.last)) continue;
-      if (t.text.length < 3 || this.eponym(text, tokens, i) || this.region(tokens, i)) continue;
-      if (this.glued(text, t) || this.company(text, t)) continue;
-      if (caps || t.shape === 'upper') {
-        if (t.text.length < 4) continue;
-        // In capitals a lone surname is too often a drug or a device; in mixed-case text a word in capitals
-        // is an acronym (ALTA, TIMI). A first name followed by a surname is needed (or a cue, above).
-        const n = tokens[i + 1];
-        const pair = n && gap(text, t, n) === ' ' && n.shape === t.shape && this.facts(n.lower).last && !this.facts(n.lower).english && !this.facts(n.lower).clinical;
-        if ((caps && f.first) || (f.first && pair)) {
-          mark(i);
-          if (pair) mark(i + 1);
-        }
-        continue;
-      }
-      mark(i);
+  /** "Kowal aware", "okafor updated", "Dana (daughter) called": the words before a right cue. */
+  private rightCue(i: number): void {
+    let j = i - 1;
+    let right = this.t(i);
+    // "Kowal is aware", "okafor was updated"
+    if (['is', 'was', 'were', 'has', 'been', 'made', 'also', 'now'].includes(this.t(j).lower) && /^\s+$/.test(gap(this.text, this.t(j), right))) {
+      right = this.t(j);
+      j--;
+    }
+    for (let count = 0; j >= 0 && count < 3; j--, count++) {
+      const t = this.t(j);
+      const g = gap(this.text, t, right);
+      if (count === 0 ? !/^\s{1,2}$/.test(g) : !this.nameGap(g, t)) break;
+      const f = this.f(j);
+      if (!this.caps && t.shape === 'upper' && t.text.length >= 2 && f.cls !== 'name') break; // "OPO notified", "ICU aware"
+      const ok = f.cls === 'name' || f.cls === 'unknown' ? !this.reserved(j) && !this.glued(t) && (count > 0 || t.lower.length >= 3) : (f.cls === 'ambiguous' || f.cls === 'misspelt') && this.capitalised(j) && !this.caps && !sentenceInitial(this.text, t) && !this.reserved(j);
+      if (!ok || this.eponym(j)) break;
+      this.mark(j, 'name.right-cue');
+      right = t;
     }
   }
 
-  /** "Murphy's sign", "Brown-Sequard syndrome", "Stevens-Johnson", "anti-Jo", "Kaplan Meier curve" */
-  private eponym(text: string, tokens: Token[], i: number): boolean {
-    const t = tokens[i] as Token;
+  /** Evidence without a cue: the name lists, the backstop, and inverted "SURNAME, Given" headers. */
+  private withoutCue(i: number): void {
+    if (this.rule[i]) return;
+    const t = this.t(i);
+    if (t.shape === 'lower' || t.shape === 'initial' || this.reserved(i) || this.glued(t)) return;
+    const f = this.f(i);
+    if (this.inverted(i)) return;
+    if (this.region(i)) return;
+    if (f.cls === 'name') this.lexicon(i);
+    else if (f.cls === 'unknown' && !this.caps && t.shape === 'title' && t.text.length >= 3) this.backstop(i);
+  }
+
+  /** A name-list word, capitalised: in mixed case alone, in capitals only as first name + surname. */
+  private lexicon(i: number): void {
+    const t = this.t(i);
+    const f = this.f(i);
+    if (t.text.length < 3 || this.eponym(i) || this.company(t) || this.classification(t)) return;
+    if (this.caps || t.shape === 'upper') {
+      if (t.text.length < 4) return;
+      // In capitals a lone surname is too often a drug or a device; in mixed-case text a word in capitals
+      // is an acronym (ALTA, TIMI). A first name followed by a surname is needed (or a cue).
+      const n = this.tokens[i + 1];
+      const pair = n && gap(this.text, t, n) === ' ' && n.shape === t.shape && this.f(i + 1).last && (this.f(i + 1).cls === 'name' || this.f(i + 1).cls === 'unknown');
+      if ((this.caps && f.first) || (f.first && pair)) {
+        this.mark(i, 'name.lexicon');
+        if (pair) this.mark(i + 1, 'name.lexicon');
+      }
+      return;
+    }
+    this.mark(i, 'name.lexicon');
+  }
+
+  /**
+   * The backstop: a capitalised word no vocabulary explains, inside a sentence of a mixed-case text, is
+   * taken as a name (or a place, which the place detector types). At the start of a sentence
+   * capitals say nothing, so there it needs a name word next to it.
+   */
+  private backstop(i: number): void {
+    const t = this.t(i);
+    if (this.eponym(i) || this.company(t) || this.classification(t)) return;
+    if (nameShape(t.lower) < BACKSTOP_SHAPE) return;
+    if (/^[\s(]*[-+=<>~/\\]/.test(this.text.slice(t.end, t.end + 3)) && !/^\s*-\s*[A-Z]/.test(this.text.slice(t.end, t.end + 4))) return; // "Xyz-> 5", "Abc/Def" are shorthand
+    if (sentenceInitial(this.text, t)) {
+      const n = this.tokens[i + 1];
+      const nextName = n && gap(this.text, t, n) === ' ' && n.shape === 'title' && (this.f(i + 1).cls === 'name' || this.f(i + 1).cls === 'unknown');
+      if (!nextName) return;
+    }
+    this.mark(i, 'name.backstop');
+  }
+
+  /** "KERR, ANNA", "Kerr, Anna 54F", "Re: OKAFOR, Chidi": a surname, a comma, a given name, where a header or an age says so. */
+  private inverted(i: number): boolean {
+    const t = this.t(i);
+    const n = this.tokens[i + 1];
+    if (!n || !/^,\s?$/.test(gap(this.text, t, n)) || n.shape === 'lower' || n.shape === 'initial') return false;
+    if (!(t.shape === n.shape || (t.shape === 'upper' && n.shape === 'title'))) return false;
+    const surname = this.f(i);
+    const given = this.f(i + 1);
+    const nameish = (f: WordFacts) => f.cls === 'name' || f.cls === 'unknown' || (f.cls === 'ambiguous' && (f.first || f.last));
+    if (!nameish(surname) || !nameish(given) || this.reserved(i) || this.reserved(i + 1)) return false;
+    // "Best, Henrietta", "Atentamente, Hector": a closing, not a surname
+    if (CLOSING.test(t.text)) return false;
+    // in capitals a word that is also a common word is not a surname without more ("SHELTER, WINTER COAT")
+    if ((this.caps || t.shape === 'upper') && surname.cls === 'ambiguous' && given.cls === 'ambiguous') return false;
+    if (!(surname.cls === 'name' || given.first || surname.cls === 'unknown')) return false;
+    const before = this.text.slice(Math.max(0, t.start - 12), t.start);
+    const atHead = /(?:^|\n)[ \t]*$|:\s*$|\bre\s*:?\s*$|\bpatient\s*$|\bpt\s*$|\bname\s*$/i.test(before);
+    let k = i + 2;
+    while (k < this.tokens.length && this.t(k).shape === 'initial' && k - i < 4) k++;
+    const lastGiven = this.t(k - 1);
+    const afterText = this.text.slice(lastGiven.end, lastGiven.end + 24);
+    if (!atHead && !AFTER_INVERTED.test(afterText)) return false;
+    for (let x = i; x < k; x++) this.mark(x, 'name.inverted');
+    return true;
+  }
+
+  /** Dash signatures: "-K.", "- dlw", "-will rn", "-m. dacosta rrt" at the end of a line or before "(". */
+  private signatures(): void {
+    for (const m of this.text.matchAll(DASH_SIGNATURE)) {
+      let value = m[1] as string;
+      let credential = m[2] !== undefined;
+      // "-K. RN": the word after the initial is the credential
+      const tail = /\s+([A-Za-z]{2,5})$/.exec(value);
+      if (tail && (CREDENTIALS.has((tail[1] as string).toLowerCase()) || COMMA_CREDENTIALS.has((tail[1] as string).toLowerCase()))) {
+        value = value.slice(0, value.length - tail[0].length).replace(/\.$/, '');
+        credential = true;
+      }
+      const start = m.index + m[0].indexOf(value);
+      const first = this.tokens.findIndex((t) => t.start === start);
+      if (first < 0) continue;
+      const words: number[] = [];
+      for (let k = first; k < this.tokens.length && this.t(k).end <= start + value.length; k++) words.push(k);
+      const initials = value.replace(/[^A-Za-z]/g, '').length <= 3 && words.length === 1;
+      const ok = words.every((k) => {
+        const f = this.f(k);
+        if (this.t(k).shape === 'initial') return true;
+        if (FUNCTION_WORDS.has(this.t(k).lower) && !credential) return false;
+        return credential || initials || f.cls === 'name' || f.cls === 'unknown' || (f.cls === 'ambiguous' && f.first);
+      });
+      if (ok) for (const k of words) this.mark(k, 'name.signature');
+    }
+  }
+
+  /** "Murphy's sign", "Brown-Sequard syndrome", "Swan catheter", "anti-Jo". */
+  private eponym(i: number): boolean {
+    const t = this.t(i);
     // "Post-masectomy", "Non-Hodgkin": a prefix, not a double-barrelled name
-    if (/-[a-z]/.test(t.text) || /^(?:post|pre|non|anti|semi|sub|co|re|mid|pseudo|para|peri|hyper|hypo)-/i.test(t.text)) return true;
-    for (let k = i + 1; k < Math.min(tokens.length, i + 5); k++) {
-      const n = tokens[k] as Token;
-      // The head of an eponym follows its name in the same phrase. Past a clause break (a comma too) or
-      // just inside a parenthesis, a head word belongs to something else: "Daughter: Mary Smith, cell
-      // 617-..." and "daughter Ama Okonkwo (cell ...)" are people, not eponyms (the PHI canary sent both
-      // names to the model). "Wolff-Parkinson-White (WPW) syndrome" still finds its head after the ")".
-      const g = gap(text, tokens[k - 1] as Token, n);
+    if (/^(?:post|pre|non|anti|semi|sub|co|re|mid|pseudo|para|peri|hyper|hypo|intra|inter|extra|trans|ultra|multi|bi|tri)-/i.test(t.text)) return true;
+    // in capitals every word looks alike: there the head must follow the name directly ("MURPHY'S SIGN")
+    const reach = this.caps || t.shape === 'upper' ? 2 : 5;
+    for (let k = i + 1; k < Math.min(this.tokens.length, i + reach); k++) {
+      const n = this.t(k);
+      // Past a clause break or just inside a parenthesis a head word belongs to something else:
+      // "Daughter: Mary Smith, cell 617-..." is a person; "Wolff-Parkinson-White (WPW) syndrome" an eponym.
+      const g = gap(this.text, this.t(k - 1), n);
       if (/[.;:,\n]/.test(g)) break;
       if (!g.includes('(') && (EPONYM_HEADS.has(n.lower) || (n.shape === 'lower' && MEDICAL_SUFFIX.test(n.lower)))) return true;
-      if (n.shape === 'lower' && !['and', 'or', 'of'].includes(n.lower)) break;
+      if (n.shape === 'lower' && !['and', 'or', 'of', "'s"].includes(n.lower)) break;
     }
-    const p = tokens[i - 1];
-    if (p && /^anti$/i.test(p.lower) && t.start - p.end <= 2) return true;
-    return false;
+    const p = this.tokens[i - 1];
+    return !!p && /^anti$/i.test(p.lower) && t.start - p.end <= 2;
   }
 
-  /** "T. Corsten": an initial followed by a capitalised word. */
-  private initialOfName(text: string, tokens: Token[], j: number): boolean {
-    const t = tokens[j] as Token;
-    const n = tokens[j + 1];
-    return t.shape === 'initial' && !!n && /^\.\s?$/.test(gap(text, t, n)) && n.shape !== 'lower' && n.shape !== 'initial' ? true : t.shape === 'initial' && !!n && n.shape === 'initial';
+  /** "T. Corsten": an initial followed by a capitalised word, or by another initial. */
+  private initialOfName(j: number): boolean {
+    const t = this.t(j);
+    const n = this.tokens[j + 1];
+    if (t.shape !== 'initial' || !n) return false;
+    return (/^\.\s?$/.test(gap(this.text, t, n)) && n.shape !== 'lower' && n.shape !== 'initial') || n.shape === 'initial';
   }
 
-  /** "PaCO2", "3Smith": a word glued to digits is a formula or a code, not a name. */
-  private glued(text: string, t: Token): boolean {
-    return /\d/.test(text.charAt(t.end)) || /\d/.test(text.charAt(t.start - 1));
+  private classification(t: Token): boolean {
+    return CLASSIFICATION_AFTER.test(this.text.slice(t.end, t.end + 8));
   }
 
-  /** "Sandoz Corporation", "Varian Instruments Inc", "Alexa Fluor®": makers, not people. */
-  private company(text: string, t: Token): boolean {
-    return /^[\s\w-]{0,25}?(?:®|™|\b(?:Inc|Corp|Corporation|Ltd|GmbH|LLC|Co\.|Company|Pharmaceuticals?|Laboratories|Scientific|Medical Systems|Lifesciences|Instruments|Biosciences|Diagnostics)\b)/.test(text.slice(t.end, t.end + 40)) || /\bet al\b/.test(text.slice(t.end, t.end + 12));
-  }
-
-  /** A country, continent or state (Safe Harbor lets these stay), possibly of two or three words. */
-  private region(tokens: Token[], i: number): boolean {
-    const { regions, placeFirstWords } = this.lex;
-    for (let k = Math.max(0, i - 2); k <= i; k++) {
-      if (!placeFirstWords.has((tokens[k] as Token).lower)) continue;
-      let phrase = '';
-      for (let n = 0; n < 3 && k + n < tokens.length; n++) {
-        phrase += (n ? ' ' : '') + (tokens[k + n] as Token).lower;
-        if (k + n >= i && regions.has(phrase)) return true;
-      }
+  /** A country, continent or state of two or three words ("El Salvador", "South Africa"): Safe Harbor lets these stay. */
+  private region(i: number): boolean {
+    const { regions, placeFirstWords } = lexicons();
+    if (!placeFirstWords.has(this.t(i).lower)) return false;
+    let phrase = this.t(i).lower;
+    for (let n = 1; n < 3 && i + n < this.tokens.length; n++) {
+      phrase += ' ' + this.t(i + n).lower;
+      if (regions.has(phrase)) return true;
     }
     return false;
   }
 
-  /** Widens every marked run over adjacent initials and capitalised name words on the same line. */
-  private widen(text: string, tokens: Token[], marked: Uint8Array, caps: boolean): void {
-    const joinable = (t: Token) => {
-      if (t.shape === 'lower') return false;
-      if (t.shape === 'initial') return true;
-      const f = this.factsOf(t);
-      if (this.lex.regions.has(t.lower)) return false;
-      if (f.clinical || FUNCTION_WORDS.has(t.lower) || TITLES.has(t.lower) || CREDENTIALS.has(t.lower) || RELATIONS.has(t.lower) || ROLES.has(t.lower)) return false;
-      if (caps || t.shape === 'upper') return (f.first || f.last || !f.english) && t.text.length >= 2;
-      return f.first || f.last || !f.english;
+  private company(t: Token): boolean {
+    return COMPANY_AFTER.test(this.text.slice(t.end, t.end + 40));
+  }
+
+  /**
+   * A name found once is a name wherever it recurs in the text, in any case ("Patient Chidinma Okafor
+   * ... OKAFOR, CHIDINMA asked"), and so are the subject's names found in its other records. Only words
+   * of three letters or more pass it on, and a safe word only where it is capitalised: "Rose" found
+   * after "wife" does not take "rose" in "BP rose" with it.
+   */
+  private recurring(): void {
+    const names = new Set<string>(this.input.evidence ?? []);
+    for (let i = 0; i < this.tokens.length; i++) {
+      const t = this.t(i);
+      if (this.rule[i] && t.shape !== 'initial' && t.lower.length >= 3 && !this.f(i).clinical && !this.reserved(i)) names.add(t.lower);
+    }
+    if (names.size === 0) return;
+    for (let i = 0; i < this.tokens.length; i++) {
+      if (this.rule[i]) continue;
+      const t = this.t(i);
+      if (!names.has(t.lower) || this.reserved(i) || this.eponym(i)) continue;
+      const f = this.f(i);
+      const lowerOk = f.cls === 'name' || f.cls === 'unknown';
+      if (t.shape === 'lower' && !lowerOk) continue;
+      if (t.shape === 'upper' && !this.caps && (f.cls === 'safe' || f.cls === 'ambiguous') && t.lower.length < 4) continue;
+      this.mark(i, 'name.recurrence');
+    }
+  }
+
+  /** Widens every marked run over adjacent initials, particles and name words on the same line. */
+  private widen(): void {
+    const joinable = (j: number, from: number) => {
+      const t = this.t(j);
+      const s = this.t(from);
+      if (t.shape === 'initial') return !(/^[AI]$/.test(t.text) && this.text.charAt(t.end) !== '.');
+      if (this.reserved(j) || this.glued(t) || this.f(j).clinical) return false;
+      // case must agree: "Hollis" does not take "CXR", "OKAFOR" does not take "Stable"
+      if (t.shape === 'lower' && s.shape !== 'lower') return false;
+      if ((t.shape === 'upper') !== (s.shape === 'upper') && !this.caps && s.shape !== 'initial') return false;
+      const f = this.f(j);
+      if (f.cls === 'name' || f.cls === 'unknown') return true;
+      if (f.cls === 'ambiguous' || f.cls === 'misspelt') return t.shape !== 'lower' && (f.first || f.last || f.cls === 'misspelt') && !sentenceInitial(this.text, t);
+      return false;
     };
     for (let pass = 0; pass < 2; pass++) {
-      for (let i = 0; i < tokens.length; i++) {
-        if (!marked[i]) continue;
-        const t = tokens[i] as Token;
-        const n = tokens[i + 1];
-        if (n && !marked[i + 1] && !t.possessive && this.nameGap(gap(text, t, n), t) && joinable(n) && !(n.shape === 'initial' && /^[AI]$/.test(n.text) && text.charAt(n.end) !== '.')) {
-          if (!(n.shape === 'upper' && t.shape === 'title') && !(n.shape === 'title' && t.shape === 'upper')) marked[i + 1] = 1;
-        }
-        const p = tokens[i - 1];
-        if (p && !marked[i - 1] && !p.possessive && this.nameGap(gap(text, p, t), p) && joinable(p)) {
-          if (!(p.shape === 'upper' && t.shape === 'title') && !(p.shape === 'title' && t.shape === 'upper')) {
-            const pf = this.facts(p.lower);
-            if (p.shape === 'initial' || !sentenceInitial(text, p) || pf.first || pf.last) marked[i - 1] = 1;
-          }
-        }
+      for (let i = 0; i < this.tokens.length; i++) {
+        if (!this.rule[i]) continue;
+        const t = this.t(i);
+        const n = this.tokens[i + 1];
+        if (n && !this.rule[i + 1] && !t.possessive && this.nameGap(gap(this.text, t, n), t) && joinable(i + 1, i)) this.rule[i + 1] = 'name.widened';
+        const p = this.tokens[i - 1];
+        if (p && !this.rule[i - 1] && !p.possessive && this.nameGap(gap(this.text, p, t), p) && joinable(i - 1, i)) this.rule[i - 1] = 'name.widened';
         // "Sanne van Dijk", "Maria de la Cruz": particles between name words
-        if (n && !marked[i + 1] && PARTICLES.has(n.lower) && gap(text, t, n) === ' ') {
+        if (n && !this.rule[i + 1] && PARTICLES.has(n.lower) && gap(this.text, t, n) === ' ') {
           let k = i + 1;
-          while (k + 1 < tokens.length && PARTICLES.has((tokens[k + 1] as Token).lower) && gap(text, tokens[k] as Token, tokens[k + 1] as Token) === ' ') k++;
-          const after = tokens[k + 1];
-          if (after && gap(text, tokens[k] as Token, after) === ' ' && after.shape !== 'lower' && joinable(after)) for (let x = i + 1; x <= k + 1; x++) marked[x] = 1;
+          while (k + 1 < this.tokens.length && PARTICLES.has(this.t(k + 1).lower) && gap(this.text, this.t(k), this.t(k + 1)) === ' ') k++;
+          const after = this.tokens[k + 1];
+          if (after && gap(this.text, this.t(k), after) === ' ' && after.shape !== 'lower' && joinable(k + 1, i)) for (let x = i + 1; x <= k + 1; x++) this.rule[x] = 'name.widened';
         }
-        // "... van de Berg": particles before a name word, after a capitalised one
-        if (p && !marked[i - 1] && PARTICLES.has(p.lower) && p.shape === 'lower' && gap(text, p, t) === ' ') {
-          let k = i - 1;
-          while (k - 1 >= 0 && PARTICLES.has((tokens[k - 1] as Token).lower) && gap(text, tokens[k - 1] as Token, tokens[k] as Token) === ' ') k--;
-          const head = tokens[k - 1];
-          if (head && gap(text, head, tokens[k] as Token) === ' ' && head.shape !== 'lower' && joinable(head)) for (let x = k - 1; x < i; x++) marked[x] = 1;
-        }
-        // "Hollis, Marguerite": a surname, a comma and a first name
-        if (n && !marked[i + 1] && /^,\s$/.test(gap(text, t, n)) && n.shape === t.shape && n.shape !== 'initial' && this.facts(n.lower).first && !this.facts(n.lower).english && !this.facts(n.lower).clinical) marked[i + 1] = 1;
-        if (p && !marked[i - 1] && /^,\s$/.test(gap(text, p, t)) && p.shape === t.shape && p.shape !== 'initial' && this.facts(t.lower).first && (this.facts(p.lower).last || !this.facts(p.lower).english) && !this.facts(p.lower).clinical) {
-          // only when the pair stands alone as a name (a label or line start before it)
-          const pp = tokens[i - 2];
-          if (!pp || /[:\n]\s*$/.test(gap(text, pp, p)) || LABEL_CUES.has(pp.lower)) marked[i - 1] = 1;
-        }
+        // "Hollis, Marguerite": a surname, a comma and a first name of the same case
+        if (n && !this.rule[i + 1] && /^,\s$/.test(gap(this.text, t, n)) && n.shape === t.shape && n.shape !== 'initial' && this.f(i + 1).first && (this.f(i + 1).cls === 'name' || this.f(i + 1).cls === 'ambiguous') && !this.reserved(i + 1)) this.rule[i + 1] = 'name.widened';
       }
     }
   }
 
-  private spans(tokens: Token[], marked: Uint8Array): Detection[] {
+  private spans(): Detection[] {
     const out: Detection[] = [];
     let i = 0;
-    while (i < tokens.length) {
-      if (!marked[i]) {
+    while (i < this.tokens.length) {
+      if (!this.rule[i]) {
         i++;
         continue;
       }
-      const first = tokens[i] as Token;
+      const first = this.t(i);
       let last = first;
       let j = i + 1;
-      while (j < tokens.length && marked[j] && !last.possessive && (tokens[j] as Token).start - last.end <= 3) {
-        last = tokens[j] as Token;
+      while (j < this.tokens.length && this.rule[j] && !last.possessive && this.t(j).start - last.end <= 3 && !/\n/.test(gap(this.text, last, this.t(j)))) {
+        last = this.t(j);
         j++;
       }
-      // A lone initial is not a name.
-      if (!(first === last && first.shape === 'initial')) out.push({ start: first.start, end: last.end, type: 'NAME', priority: PRIORITY.NAME, source: 'detector' });
+      // A lone initial is a name only where a signature or a cue put it.
+      const lone = first === last && first.shape === 'initial';
+      const rule = this.rule[i] as NameRule;
+      if (!lone || rule === 'name.signature' || rule === 'name.credential' || rule === 'name.title') out.push({ start: first.start, end: last.end, type: 'NAME', priority: PRIORITY.NAME, source: 'detector', rule });
       i = j;
     }
     return out;

@@ -12,29 +12,34 @@ function push(out: Detection[], type: SpanType, start: number, end: number): voi
 }
 
 const SUFFIX = String.raw`(?:\s*(?:id|number|num|no\.?|nbr|#)){0,2}`;
-const VALUE = String.raw`\s*(?:[:#=]|is)?\s*#?\s*((?=[A-Z0-9./-]*\d)[A-Z0-9](?:[A-Z0-9./-]*[A-Z0-9])?(?:[ -](?=[A-Z0-9]*\d)[A-Z0-9]{2,})*)`;
+// A value: a code with a digit, optionally after a short letter prefix ("GSI 55-0098124-02", "AMG 38817702 11", "IMP-CP 571309"),
+// and further groups that carry digits ("7719 4420 01").
+const VALUE = String.raw`\s*(?:[:#=]|is)?\s*#?\s*((?:[A-Z]{2,5}(?:-[A-Z]{1,5})?[ -](?=[A-Z0-9./-]*\d))?(?=[A-Z0-9./-]*\d)[A-Z0-9](?:[A-Z0-9./-]*[A-Z0-9])?(?:[ -](?=[A-Z0-9]*\d)[A-Z0-9]{2,})*)`;
 
 /** Labels that introduce an identifier, by type; a label followed by a value with a digit is an identifier. */
 const LABELS: [SpanType, string][] = [
   ['MRN', String.raw`mrn|mr\s*#|mr\s*no\.?|med(?:ical)?\s*rec(?:ord)?s?(?:\s*(?:number|no\.?|#))?|unit\s*(?:number|no\.?|#)|hospital\s*(?:number|no\.?|#)|chart\s*(?:number|no\.?|#)|patient\s*id|pt\s*id|emr\s*(?:number|#|id)`],
   ['SSN', String.raw`ssn|ss\s*#|soc(?:ial)?\s*sec(?:urity)?(?:\s*(?:number|no\.?|#))?`],
-  ['HEALTH_PLAN', String.raw`medicare|medicaid|masshealth|mbi|hicn|insurance|insurer|health\s*plan|plan\s*(?:id|#|number)|member\s*(?:id|#|number|no\.?)|subscriber|policy\s*(?:id|#|number|no\.?)|group\s*(?:#|number|no\.?)|beneficiary|bcbs|blue\s*cross|aetna|cigna|humana|tricare|united\s*health(?:care)?`],
+  ['HEALTH_PLAN', String.raw`medicare|medicaid|medigap|masshealth|mbi|hicn|insurance|insurer|health\s*plan|plan\s*(?:id|#|number)|member\s*(?:id|#|number|no\.?)|subscriber(?:\s*id)?|policy\s*(?:id|#|number|no\.?)|group\s*(?:#|number|no\.?)|grp|beneficiary|bcbs|blue\s*cross|aetna|cigna|humana|tricare|united\s*health(?:care)?|ppo\s*id|hmo\s*id`],
   ['ACCOUNT', String.raw`account|acct|acc\s*#|billing|fin|har|csn|encounter\s*(?:id|#|number|no\.?)|visit\s*(?:id|#|number|no\.?)|invoice|claim`],
   ['LICENSE', String.raw`licen[cs]e|lic\.?\s*#|dea|npi|certificate|cert\.?\s*#|registration|driver'?s?\s*lic(?:ense)?|dl\s*#|board\s*cert(?:ification)?`],
-  ['VEHICLE', String.raw`vin|vehicle(?:\s*identification)?|license\s*plate|plate\s*(?:#|number|no\.?)|tag\s*#`],
-  ['DEVICE', String.raw`serial|s\/n|sn|device(?:\s*id)?|model\s*(?:#|number|no\.?)|lot\s*(?:#|number|no\.?)?|udi|implant\s*id|imei|pacemaker|icd`],
+  ['VEHICLE', String.raw`vin|vehicle(?:\s*identification)?|licen[cs]e\s*plate|(?:motorcycle\s+)?plates?(?:\s*(?:#|number|no\.?))?|tag\s*#|(?:[A-Z]{2}\s+)?reg(?:istration)?\s*(?:plate|#|no\.?)?`],
+  ['DEVICE', String.raw`serial|s\/n|sn|device(?:\s*id)?|model\s*(?:#|number|no\.?)|lot\s*(?:#|number|no\.?)?|udi|implant\s*id|imei|iccid|pacemaker|icd|asset(?:\s*tag)?|tx|transmitter|receiver\s*id`],
   ['BIOMETRIC', String.raw`(?:finger\s*print|retina(?:l)?\s*scan|iris\s*scan|voice\s*print|palm\s*print|biometric|face\s*(?:print|id)|dna\s*profile)(?:\s+(?:template|hash|scan|record|sample))?`],
-  ['ID', String.raw`job|accession|specimen|order|case|ref(?:erence)?|requisition|study|sample|ticket|confirmation|report|dictation|document|batch|id`],
+  ['ID', String.raw`job|accession|specimen|order|case|ref(?:erence)?|requisition|study|sample|ticket|confirmation|report|dictation|document|batch|policy|badge|alias|export(?:_|\s)?id|id`],
 ];
 
 /** One pass for every label: the group that matched names the type. */
-const LABEL_RE = new RegExp(String.raw`\b(?:${LABELS.map(([, label]) => `(${label})`).join('|')})${SUFFIX}${VALUE}`, 'gi');
+const LABEL_RE = new RegExp(String.raw`\b(?:${LABELS.map(([, label]) => `(${label})`).join('|')})(?![a-z])${SUFFIX}${VALUE}`, 'gi');
 
 function labelled(text: string, out: Detection[]): void {
   for (const m of text.matchAll(LABEL_RE)) {
     const groupIndex = LABELS.findIndex((_, g) => m[g + 1] !== undefined);
     const type = (LABELS[groupIndex] as [SpanType, string])[0];
     const value = m[LABELS.length + 1] as string;
+    // a letter prefix belongs to the code only in capitals ("GSI 55-0098124-02"); "was 15" is prose
+    const prefix = /^([A-Za-z]{2,5}(?:-[A-Za-z]{1,5})?)[ -]/.exec(value)?.[1];
+    if (prefix && prefix !== prefix.toUpperCase()) continue;
     const digits = value.replace(/\D/g, '').length;
     if (value.length < 4 || digits < 2) continue;
     if (/^[\d.\s-]+$/.test(value) && value.includes('.')) continue; // 11.5-14.5 is a reference range
@@ -43,6 +48,24 @@ function labelled(text: string, out: Detection[]): void {
     const start = m.index + m[0].length - value.length;
     push(out, type, start, start + value.length);
   }
+}
+
+const TLDS = 'com|net|org|edu|gov|mil|int|io|co|us|uk|ca|au|de|fr|nl|es|it|ch|at|be|se|no|dk|fi|ie|nz|za|in|jp|cn|kr|vn|br|mx|ar|info|biz|me|health|care|app|online|email|mail';
+/** "jo dot kerr22 at fastpost dot co dot uk", "faith.adeyemi at gmail-ish dot com", "jo(at)mail.com": an address spelled out. */
+const SPELLED_EMAIL = new RegExp(String.raw`(?<![\w.-])[a-z0-9][a-z0-9_-]{0,40}(?:\s*(?:\.|\bdot\b|\[dot\]|\(dot\))\s*[a-z0-9_-]{1,40}){0,5}\s*(?:\bat\b|\[at\]|\(at\)|\{at\})\s*[a-z0-9][a-z0-9-]{0,40}(?:\s*(?:\.|\bdot\b|\[dot\]|\(dot\))\s*[a-z0-9-]{1,40}){0,4}\s*(?:\.|\bdot\b|\[dot\]|\(dot\))\s*(?:${TLDS})\b`, 'gi');
+
+function spelledEmails(text: string, out: Detection[]): void {
+  if (!/\bdot\b|\[dot\]|\(dot\)|\[at\]|\(at\)/i.test(text)) return;
+  for (const m of text.matchAll(SPELLED_EMAIL)) {
+    // an address spells out at least its "at" or its dots
+    if (!/\bdot\b|\[dot\]|\(dot\)|\[at\]|\(at\)|\{at\}/i.test(m[0])) continue;
+    push(out, 'EMAIL', m.index, m.index + m[0].length);
+  }
+}
+
+/** GS1 unique device identifiers: "(01)00763000412298(17)270831(21)VTR604418K". */
+function deviceIdentifiers(text: string, out: Detection[]): void {
+  for (const m of text.matchAll(/\(\d{2,4}\)[A-Za-z0-9-]{2,30}(?:\(\d{2,4}\)[A-Za-z0-9-]{1,30}){1,6}/g)) push(out, 'DEVICE', m.index, m.index + m[0].length);
 }
 
 /** E-mail addresses, found from their "@" (a regex scanning every word for one is slow). */
@@ -61,6 +84,8 @@ const TLD = /\.(?:com|org|net|edu|gov|io|us|info|health|care|biz)\b/i;
 
 function contact(text: string, out: Detection[]): void {
   emails(text, out);
+  spelledEmails(text, out);
+  deviceIdentifiers(text, out);
   for (const m of text.matchAll(/\b(?:https?|ftp|sftp):\/\/[^\s<>"')\]]+|\bwww\.[^\s<>"')\]]+/gi)) push(out, 'URL', m.index, m.index + m[0].length - (/[.,;:]$/.test(m[0]) ? 1 : 0));
   const domains = TLD.test(text) ? text.matchAll(/(?<![@\w.-])[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.(?:com|org|net|edu|gov|io|us|info|health|care|biz)\b(?:\/[^\s<>"')\]]*)?/gi) : [];
   for (const m of domains) {
@@ -73,25 +98,59 @@ function contact(text: string, out: Detection[]): void {
     const full = groups.length === 8 && groups.every((g) => g.length > 0);
     if ((full || m[0].includes('::')) && (/[a-f]/i.test(m[0]) || m[0].includes('::'))) push(out, 'IP', m.index, m.index + m[0].length);
   }
-  // Phone and fax: (508) 555-0187, 508-555-0187, 508.555.0187, +1 508 555 0187, with an extension
-  const phone = /(?<![\w-])(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?:\s*(?:x|ext\.?|extension)\s*\d{1,5})?(?![\w-])/gi;
-  for (const m of text.matchAll(phone)) push(out, phoneType(text, m.index), m.index, m.index + m[0].length);
-  // 555-0187 with a phone word before it
-  for (const m of text.matchAll(/(?<![\w-])\d{3}[-.]\d{4}(?![\w-])/g)) {
-    if (/(?:phone|tel|telephone|call|cell|mobile|home|work|number|contact|reach|ph|fax|pager|beeper|[pchwf])\s*[:#.]?\s*(?:at|is)?\s*$/i.test(text.slice(Math.max(0, m.index - 20), m.index))) {
-      push(out, phoneType(text, m.index), m.index, m.index + m[0].length);
-    }
-  }
-  // Pagers and extensions: pager 4-7721, x4321, ext. 55
-  for (const m of text.matchAll(/\b(?:pager|pgr|beeper|bpr|ext\.?|extension|x)\s*#?\s*:?\s*(\d(?:[\d-]{2,8}\d))(?![\w-])/gi)) {
-    const value = m[1] as string;
-    push(out, 'PHONE', m.index + m[0].length - value.length, m.index + m[0].length);
-  }
-  // SSN: 123-45-6789 (the shape is distinctive enough on its own)
-  for (const m of text.matchAll(/(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])/g)) push(out, 'SSN', m.index, m.index + m[0].length);
-  for (const m of text.matchAll(/\b(?:ssn|ss#|social security(?: number| no\.?| #)?)\s*[:#]?\s*(\d{3}[ -]?\d{2}[ -]?\d{4})\b/gi)) {
+  phones(text, out);
+  // SSN: 123-45-6789, 123 45 6789, 123.45.6789, 123/45/6789, split by a line wrap: one separator repeated
+  for (const m of text.matchAll(/(?<![\w./-])\d{3}([ ./-])[ \t]?(?:\n[ \t]*)?\d{2}\1[ \t]?(?:\n[ \t]*)?\d{4}(?![\w-]|[./]\d)/g)) push(out, 'SSN', m.index, m.index + m[0].length);
+  for (const m of text.matchAll(/(?<![\w./-])\d{3}-\s{0,2}\d{2}-\s{0,2}\d{4}(?![\w-])/g)) push(out, 'SSN', m.index, m.index + m[0].length);
+  for (const m of text.matchAll(/\b(?:ssn|ss#|social security(?: number| no\.?| #)?)(?:\s+on\s+file)?\s*[:#]?\s*(\d{3}[\s./-]{0,3}\d{2}[\s./-]{0,3}\d{4})\b/gi)) {
     const value = m[1] as string;
     push(out, 'SSN', m.index + m[0].length - value.length, m.index + m[0].length);
+  }
+}
+
+/** Words before a number that say it is a telephone: any run of digit groups after them is one. */
+const PHONE_CUE = /(?:\b(?:phone|ph|tel|telephone|cell|cellphone|mobile|mob|home|work|wk|number|num|contact|reach|call|callback|call\s+back|pager|pgr|page|paged|beeper|bpr|fax|whatsapp|text|line|hotline|direct|office|landline|ext|extension|x|t|f|m|h|w|c|p)\b\.?|#)\s*[:#.]?\s*(?:(?:is|at|to|on|of|was|changed|now)\s+){0,2}(?:\([a-z\s]+\)\s*)?[:#]?\s*$/i;
+
+/** Telephone and fax numbers in the shapes notes write them (North American, international, with a cue). */
+function phones(text: string, out: Detection[]): void {
+  const seen = new Set<number>();
+  const add = (start: number, end: number) => {
+    if (seen.has(start)) return;
+    seen.add(start);
+    push(out, phoneType(text, start), start, end);
+  };
+  // North American: (508) 555-0187, 508-555-0187, 508.555.0187, 508/555-0187, (404)5550183, +1 508 555 0187,
+  // a separator possibly followed by a line wrap, an extension after it
+  const nanp = /(?<![\w-])(?:\+?1[\s.-]?)?(?:\(\d{3}\)[ \t]?|\d{3}[ \t]?[\s./-][ \t]?(?:\n[ \t]*)?)\d{3}[ \t]?[\s.-]?[ \t]?(?:\n[ \t]*)?\d{4}(?:\s*(?:x|ext\.?|extension)\s*\d{1,5})?(?![\w-]|\.\d)/gi;
+  for (const m of text.matchAll(nanp)) {
+    const digits = m[0].replace(/\D/g, '').replace(/^1(?=\d{10})/, '');
+    if (digits.length < 10) continue;
+    // "3 555 0187 mg" and a bare run of ten digits without a cue are something else
+    if (!/[\s()./-]/.test(m[0].replace(/^\+1/, '')) && !PHONE_CUE.test(text.slice(Math.max(0, m.index - 24), m.index))) continue;
+    add(m.index, m.index + m[0].length);
+  }
+  // International: +44 7700 900482, +49 (0)30 5550 8821, 0049 151 5550 4418, +27 11 555 0192
+  for (const m of text.matchAll(/(?<![\w+])(?:\+|00)[1-9]\d{0,2}[ \t.-]?(?:\(0\)[ \t]?)?\(?\d{1,5}\)?(?:[ \t.-]?\d{2,6}){1,4}(?![\w-]|\.\d)/g)) {
+    const digits = m[0].replace(/\D/g, '').length;
+    // "00384157" after "MRN:" is a record number: an international number is written in groups
+    if (digits >= 8 && digits <= 15 && /[\s.()-]/.test(m[0])) add(m.index, m.index + m[0].length);
+  }
+  // After a word of telephone: 555-0187, 714 5550 188, 626 555 01 88, page 4-7731, x4321, beeper 12345
+  for (const m of text.matchAll(/(?<![\w.,/-])\d(?:[\d]|[ .\/-](?=\d)){3,16}\d(?![\w-]|[.,]\d)/g)) {
+    const digits = m[0].replace(/\D/g, '').length;
+    if (digits < 4 || digits > 15) continue;
+    const before = text.slice(Math.max(0, m.index - 30), m.index);
+    if (!PHONE_CUE.test(before)) continue;
+    // a time, a dose, a date or a count after the cue word is not a number to call
+    if (/^\d{1,2}\/\d{1,2}(?:\/\d{2,4})?$/.test(m[0]) || /^\s*(?:am|pm|mg|mcg|ml|cc|units?|min|mins|minutes|hrs?|hours|days?|times|x\b|%)/i.test(text.slice(m.index + m[0].length, m.index + m[0].length + 8))) continue;
+    if (digits === 4 && !/(?:pager|pgr|page|paged|beeper|bpr|ext|extension|\bx)\s*[:#.]?\s*$/i.test(before)) continue;
+    if (/\b(?:call|called|calling|home|work|line|text|office|direct|number|m|h|w|c|t|f|p)\s*[:#.]?\s*$/i.test(before) && digits < 7 && !/-/.test(m[0])) continue;
+    add(m.index, m.index + m[0].length);
+  }
+  // Extensions glued to their word: x4321, ext.55
+  for (const m of text.matchAll(/\b(?:x|ext\.?)(\d{3,5})\b/gi)) {
+    const value = m[1] as string;
+    add(m.index + m[0].length - value.length, m.index + m[0].length);
   }
 }
 
@@ -110,7 +169,7 @@ function zips(text: string, out: Detection[]): void {
     const value = m[1] as string;
     push(out, 'ZIP', m.index + m[0].length - value.length, m.index + m[0].length);
   }
-  for (const m of text.matchAll(/\b(?:zip|zip\s*code|postal\s*code|zipcode)\s*[:#]?\s*(\d{5}(?:-\d{4})?)(?![\d-])/gi)) {
+  for (const m of text.matchAll(/\b(?:zip|zip\s*code|postal\s*code|zipcode|postcode)\s*[:#]?\s*(\d{4,5}(?:-\d{4})?)(?![\d-])/gi)) {
     const value = m[1] as string;
     push(out, 'ZIP', m.index + m[0].length - value.length, m.index + m[0].length);
   }
@@ -122,7 +181,11 @@ const OLD = (n: number) => n >= 90 && n <= 130;
 function ages(text: string, out: Detection[]): void {
   const forms = [
     /\b(\d{2,3})(?:\s*|-)(?:y\/?o\b|yo\b|y\.o\.?|yrs?\.?[- ]old\b|years?[- ]old\b|-?year-old\b|yo[mf]\b|y\/o[mf]?\b|years? of age\b|yr\b)/dgi,
-    /\b(?:age|aged|age:|ages)\s*:?\s*(\d{2,3})\b/dgi,
+    /\b(?:age|aged|ages)(?:\s*\/\s*sex)?["'\s:=>]{0,5}(\d{2,3})\b/dgi,
+    /(?<![\w.])(?<!\b(?:temp|t|tmax|tcurrent|febrile|fever|temperature|°)\s{0,3}:?\s{0,3})(?<!\d\s?°?\s?C\s?\(\s?)(\d{2,3})\s?(?:M|F)\b(?!\s*°)(?=\s*(?:\)|,|;|\bDOB\b|\bMRN\b|$))/dgm,
+    /\b(?:[MF]|male|female|man|woman)\s*[,/]\s*(\d{2,3})\b(?!\s*(?:%|mg|kg|lbs?|cm|\.\d))/dg,
+    /\b(\d{2,3})\s+(?:\w+\s+)?(?:years|yrs)\b(?!\s+(?:ago|later|earlier|prior|before))(?=[^.\n]{0,30}(?:life|lived|old|plenty|enough|good|long|of\s+age|young))/dgi,
+    /\b(?:had|lived|live|living|is|am|turn(?:ed|s|ing)?)\s+(\d{2,3})\s+(?:\w+\s+)?years\b(?!\s+ago)/dgi,
     /\b(?:she|he|pt|patient|mom|mother|dad|father|husband|wife|grandmother|grandfather|who|they)\s+(?:is|was|turned|turns|will be)\s+(\d{2,3})\b(?!\s*(?:%|mg|kg|lbs?|mmhg|bpm|\/|\.\d|cm|ml|units|beats|breaths|degrees|minutes|min|hours|days|seconds|years ago|pounds|points))/dgi,
     /\b(\d{2,3})\s*(?:M|F)\b(?=\s*(?:w\/|with|who|admitted|presents|presenting|pmh|hx|s\/p|,))/dg,
   ];
