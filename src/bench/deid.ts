@@ -70,11 +70,17 @@ function printEvaluation(title: string, e: Evaluation): void {
   for (const [type, f] of Object.entries(e.bySubtype)) if (f.gold) w(`  ${type.padEnd(22)} ${String(f.gold).padStart(5)}  ${pct(f.recall)}\n`);
   w(`all            ${' '.repeat(5)}  ${pct(e.recall)}  ${' '.repeat(9)}  ${pct(e.precision).padStart(9)}\n`);
   w(`masked ${pct(e.maskedShare)} of the text (${pct(e.overMaskedShare)} outside the gold); look-alikes untouched ${pct(e.lookalikes.survival)} of ${e.lookalikes.total}\n`);
+  w(`false positives: ${e.falsePositives.length} (${((e.falsePositives.length / e.characters) * 1e4).toFixed(2)} per 10k characters: the figure that decides precision on notes with few identifiers)\n`);
 }
 
-function byStyle(deid: Deidentifier, docs: GoldRecord[]): Record<string, number | null> {
+function byStyle(deid: Deidentifier, docs: GoldRecord[]): Record<string, { recall: number | null; precision: number | null; falsePositivesPer10k: number }> {
   const styles = [...new Set(docs.map((d) => d.style ?? ''))].sort();
-  return Object.fromEntries(styles.map((s) => [s, score(deid, docs.filter((d) => (d.style ?? '') === s), false).recall]));
+  return Object.fromEntries(
+    styles.map((s) => {
+      const e = score(deid, docs.filter((d) => (d.style ?? '') === s), false);
+      return [s, { recall: e.recall, precision: e.precision, falsePositivesPer10k: +((e.falsePositives.length / e.characters) * 1e4).toFixed(2) }];
+    }),
+  );
 }
 
 /** Per rule: merged spans it typed, and how many touched gold. */
@@ -244,7 +250,7 @@ function bench(): void {
     result[name] = { withoutKnown: { ...plain, misses: undefined, falsePositives: undefined }, ...(known ? { withKnown: { recall: known.recall, precision: known.precision, maskedShare: known.maskedShare, nameRecall: known.byType.NAME?.recall ?? null } } : {}), recallByStyle: styles };
     if (json) return;
     printEvaluation(`${title}, without known identifiers`, plain);
-    process.stdout.write(`recall by style: ${Object.entries(styles).map(([s, v]) => `${s} ${pct(v)}`).join(', ')}\n`);
+    process.stdout.write(`by style (recall / precision / false positives per 10k chars):\n${Object.entries(styles).map(([s, v]) => `  ${s.padEnd(18)} ${pct(v.recall)} / ${pct(v.precision)} / ${v.falsePositivesPer10k.toFixed(2)}`).join('\n')}\n`);
     if (known) process.stdout.write(`with known identifiers: recall ${pct(known.recall)}, NAME recall ${pct(known.byType.NAME?.recall ?? null)}, precision ${pct(known.precision)}, masked ${pct(known.maskedShare)}\n`);
     if (misses) printMisses(deid, docs, plain);
   };

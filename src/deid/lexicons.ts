@@ -20,12 +20,13 @@ const FILES = {
   clinical: 'clinical-words.txt',
   regions: 'regions.txt',
   philter: 'safe-words-philter.txt',
+  ehrbench: 'safe-words-ehrbench.txt',
 } as const;
 
 export type LexiconName = keyof typeof FILES;
 
 /** Lists of several words a line; every other list has one entry a line (which may hold spaces: "new york"). */
-const WORDS_A_LINE: ReadonlySet<LexiconName> = new Set(['clinical']);
+const WORDS_A_LINE: ReadonlySet<LexiconName> = new Set(['clinical', 'ehrbench']);
 
 export interface WordLookup extends Iterable<string> {
   has(word: string): boolean;
@@ -42,7 +43,9 @@ export interface Lexicons {
   regions: WordLookup;
   /** Philter's clinical safe-word list (BSD-3, UCSF): English, medical and pharmacy words, names removed. */
   philter: WordLookup;
-  /** The safe vocabulary: Philter's list, the English words and the clinical collisions together. */
+  /** ehrbench's own safe words: shorthand, recent brands, programs, vehicles (safe-words-ehrbench.txt). */
+  ehrbench: WordLookup;
+  /** The safe vocabulary: Philter's list, ehrbench's, the English words and the clinical collisions together. */
   safe: WordLookup;
   /** First words of multi-word cities and regions, for a quick "could a place start here?" test. */
   placeFirstWords: ReadonlySet<string>;
@@ -78,14 +81,15 @@ export function lexicons(): Lexicons {
     if (commonFirstNames.size >= 1000) break;
     commonFirstNames.add(n);
   }
-  const { philter, english, clinical } = sets;
+  const { philter, english, clinical, ehrbench } = sets;
   const safe: WordLookup = {
-    has: (w) => philter.has(w) || english.has(w) || clinical.has(w),
-    size: philter.size + english.size + clinical.size,
+    has: (w) => philter.has(w) || english.has(w) || clinical.has(w) || ehrbench.has(w),
+    size: philter.size + english.size + clinical.size + ehrbench.size,
     [Symbol.iterator]: function* () {
       yield* philter;
       yield* english;
       yield* clinical;
+      yield* ehrbench;
     },
   };
   loaded = { ...sets, safe, placeFirstWords, commonFirstNames, hashes };

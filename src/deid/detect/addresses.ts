@@ -107,7 +107,8 @@ class Addresses {
       const lowerCity = kept.toLowerCase();
       if (ambiguous.has(state) && !zip && !this.lex.cities.has(lowerCity)) continue;
       if ((state === 'MD' || state === 'PA' || state === 'DO' || state === 'NP' || state === 'PT') && !zip) continue;
-      if (this.lex.clinical.has(lowerCity) || this.lex.regions.has(lowerCity)) continue;
+      // "Boston brace" and "Miami J" are devices, but a state after the word makes it the town
+      if ((this.lex.clinical.has(lowerCity) && !this.lex.cities.has(lowerCity)) || this.lex.regions.has(lowerCity)) continue;
       // a town no list knows, without a ZIP, must be a word no vocabulary explains ("Honda Odyssey, NJ" is a car)
       if (!zip && !this.lex.cities.has(lowerCity) && kept.split(/[ -]/).some((w) => this.lex.safe.has(w.toLowerCase()))) continue;
       if (caps && !this.lex.cities.has(lowerCity) && !zip) continue;

@@ -38,7 +38,7 @@ export const ROLES = words(`attending resident intern fellow pcp ho np pa rn nur
   anesthesiologist radiologist pathologist psychiatrist psychologist dentist podiatrist optometrist counselor coordinator manager aide pca cna
   tech technician dietitian nutritionist vna rep representative scribe preceptor student clinician oncall moonlighter charge rrt lpn crna
   casemanager socialworker supervisor registrar clerk agent adjuster officer sitter volunteer liaison navigator educator specialist
-  implanting interrogating programmer operator dispatcher caseworker advocate`);
+  implanting interrogating programmer operator dispatcher caseworker advocate worker intake homemaker`);
 
 /** Services and teams: a name follows them only in parentheses or after "per" ("per psych (AMSELEM)", "renal (Dr. Ng)"). */
 export const SERVICES = words(`cardiology cards neurology neuro renal nephrology surgery ortho orthopedics gi pulm pulmonary id psych psychiatry onc
@@ -112,6 +112,13 @@ export const MEDICAL_SUFFIX = /(?:emia|aemia|itis|osis|oma|pathy|ectomy|plasty|o
 /** Name particles ("van", "de la") inside a name. */
 export const PARTICLES = words('van von de der den la le da di du del della dos das ter ten bin ibn al el y zu vander st');
 
+/** Languages, nationalities and faiths: "speaks Cantonese, some English", "Pt Catholic". Never a name. */
+export const NATIONALITIES = words(`english spanish french german italian portuguese polish russian ukrainian chinese cantonese mandarin japanese
+  korean vietnamese thai khmer lao hmong tagalog filipino hindi urdu punjabi bengali gujarati tamil telugu arabic farsi persian dari pashto
+  turkish greek hebrew yiddish amharic somali swahili haitian creole kreyol cape verdean albanian armenian bosnian serbian croatian
+  american african asian hispanic latino latina caucasian catholic protestant christian jewish muslim hindu buddhist sikh mormon baptist
+  methodist lutheran orthodox episcopalian jehovah's jehovah`);
+
 export const MONTHS_DAYS = words(`january february march april may june july august september october november december jan feb mar apr jun jul aug
   sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun`);
 
@@ -133,7 +140,7 @@ export const CLINICAL_DESTINATIONS = words(`icu micu sicu ccu cvicu csru nicu pi
  * vocabularies cannot explain, or a known town.
  */
 export const STRONG_PLACE_CUE =
-  /\b(?:lives?|living|resides?|residing|moved|relocated|born|raised|grew\s+up|visiting|visit|vacation(?:ing)?|staying|stays|transferred|xferred|xfer(?:red)?|trans(?:ferred)?|transfer|tx(?:'d|d)?|admitted|adm|came|coming|returned|returning|discharged|d\/c(?:'d|d)?|dc(?:'d|d)?|sent|brought|drove|flew|travel(?:l?ed|ing)?|trip|works?|worked|working|employed|employee|retired|job|shelter|placement|placed|accepted|referred|seen|followed)\s+(?:back\s+)?(?:in|from|to|at|near)\s+(?:the\s+)?$/i;
+  /\b(?:lives?|living|resides?|residing|moved|relocated|born|raised|grew\s+up|visiting|visit|vacation(?:ing)?|staying|stays|transferred|xferred|xfer(?:red)?|trans(?:ferred)?|transfer|tx(?:'d|d)?|admitted|adm|came|coming|returned|returning|discharged|d\/c(?:'d|d)?|dc(?:'d|d)?|sent|brought|drove|flew|travel(?:l?ed|ing)?|trip|works?|worked|working|employed|employee|retired|job|shelter|placement|accepted|referred|seen|followed)\s+(?:back\s+)?(?:in|from|to|at|near)\s+(?:the\s+)?$/i;
 export const FROM_CUE = /\b(?:from|osh)\s+(?:the\s+)?$/i;
 export const WEAK_PLACE_CUE = /\b(?:in|at|near|to|outside)\s+(?:the\s+)?$/i;
 

@@ -78,8 +78,10 @@ function detection(start: number, text: string, parts: DateParts, render: (p: Re
 }
 
 // Words that make m/d a score, a grade, a ratio or a dose rather than a date.
-const BEFORE_NOT_DATE = /\b(?:pain|scale|score[sd]?|rated?|rates|rating|strength|motor|power|grade[sd]?|gcs|apgar|bp|sbp|dbp|pressure|ratio|murmur|pulses?|reflexes|dtrs?|vision|acuity|fio2?|o2|peep|vent|tv|ie|i:e|sem|hsm|holosystolic|systolic|diastolic|dose|tabs?|x|of|out of|level|lvl|stage|class|tanner|gravida|para|ps|cpap|bipap|settings?|psv|epap|ipap|abg|vbg|pupils?|perrla?|fraction|approx|about|around|nodes?|took|takes|take)\s*[:=]?\s*$/i;
-const AFTER_NOT_DATE = /^\s*(?:pain|murmur|sem|hsm|systolic|diastolic|holosystolic|strength|scale|ratio|tabs?|tablets?|caps?|capsules?|pills?|doses?|ns|normal|mg|mcg|g|gm|ml|cc|l|units?|inch(?:es)?|cm|mm|miles?|blocks?|flights?|hours?|hrs?|days?|cups?|glass(?:es)?|ppd|packs?|of|bottles?|pulses?|reflexes|times|vision|mmhg|mm hg|bilat|bilaterally|throughout|x|\+|th|strength|power|motor|lobes?|nodes?|positive|negative|pos|neg|brisk|sluggish|nrb|nc|strength|teaspoons?|tsp|tbsp|sliding|ss|saline|str|concentration)\b/i;
+const BEFORE_NOT_DATE = /\b(?:pain|scale|score[sd]?|rated?|rates|rating|strength|motor|power|grade[sd]?|gcs|apgar|bp|sbp|dbp|pressure|ratio|murmur|pulses?|reflexes|dtrs?|vision|acuity|fio2?|o2|peep|vent|tv|ie|i:e|sem|hsm|holosystolic|systolic|diastolic|dose|tabs?|x|of|out of|level|lvl|stage|class|tanner|gravida|para|ps|cpap|bipap|settings?|psv|epap|ipap|abg|vbg|pupils?|perrla?|fraction|approx|about|around|nodes?|took|takes|take|day|tof|bcx|cx|ucx|crackles|rales|rails|names|fingers|ha|headache|cp|tender(?:ness)?|sore(?:ness)?|weak|weakness|bottles?)\s*[:=]?\s*$/i;
+/** "last dose 2/2", "first dose 4/2": a dose with a word of time before it is dated, not measured. */
+const DATED_DOSE = /\b(?:last|first|next|final|prior|previous|loading|most\s+recent)\s+(?:clinic\s+)?dose\s*[:=]?\s*$/i;
+const AFTER_NOT_DATE = /^\s*(?:pain|murmur|sem|hsm|systolic|diastolic|holosystolic|strength|scale|ratio|tabs?|tablets?|caps?|capsules?|pills?|doses?|ns|normal|mg|mcg|g|gm|ml|cc|l|units?|inch(?:es)?|cm|mm|miles?|blocks?|flights?|hours?|hrs?|days?|cups?|glass(?:es)?|ppd|packs?|of|bottles?|pulses?|reflexes|times|vision|mmhg|mm hg|bilat|bilaterally|throughout|x|\+|th|strength|power|motor|lobes?|nodes?|brisk|sluggish|nrb|nc|strength|teaspoons?|tsp|tbsp|sliding|ss|saline|str|concentration|up|rails|objects|words|bottles|sets)\b/i;
 /** What may follow a date: a time (13:05, 0900, 2pm, 1:30 pm), a range to another date, a comma or the end. */
 const TIME_AFTER = /^\s*(?:@\s*)?(?:\d{1,2}:\d{2}|[01]\d[0-5]\d|2[0-3][0-5]\d|\d{1,2}\s?(?:am|pm|a|p)\b)/i;
 const RANGE_AFTER = /^\s*(?:-|–|to|thru|through|until|till)\s*\d{1,2}\/\d{1,2}\b/i;
@@ -95,14 +97,14 @@ function bareMonthDay(text: string, out: Detection[]): void {
     const end = start + m[0].length;
     const before = text.slice(Math.max(0, start - 30), start);
     const after = text.slice(end, end + 20);
-    if (BEFORE_NOT_DATE.test(before) && !/\b(?:on|of)\s*$/i.test(before)) continue;
+    if (BEFORE_NOT_DATE.test(before) && !/\b(?:on|of)\s*$/i.test(before) && !DATED_DOSE.test(before)) continue;
     if (AFTER_NOT_DATE.test(after)) continue;
     // "x/10" is a score when pain or rating words are near, and "5/5" when strength words are.
     const near = text.slice(Math.max(0, start - 60), Math.min(text.length, end + 30)).toLowerCase();
-    if (day === 10 && month <= 10 && /pain|scale|rate|score|discomfort|ache|nausea|anxiety/.test(near)) continue;
-    if (day === 5 && month <= 5 && /strength|motor|power|grip|ue|le|extremit/.test(near)) continue;
+    if (day === 10 && month <= 10 && /pain|scale|rate|score|discomfort|ache|nausea|anxiety|tender|sore|\bha\b|headache|\bcp\b|hurt|cramp|burn|itch|dyspnea|sob\b/.test(near)) continue;
+    if (day === 5 && month <= 5 && /strength|motor|power|grip|ue|le|extremit|weak|\bx4\b|bue|ble|rue|lue|rle|lle/.test(near)) continue;
     if ((day === 4 || day === 6) && /murmur|pulse|sem|hsm|grade/.test(near)) continue;
-    if (day <= 4 && month <= 4 && /\b(?:tabs?|tablets?|pills?|caps?|doses?|strength|ns|saline|nodes?|lobes?|way)\b/.test(near)) continue;
+    if (day <= 4 && month <= 4 && /\b(?:tabs?|tablets?|pills?|caps?|strength|ns|saline|nodes?|lobes?|way)\b/.test(near) && !DATED_DOSE.test(before)) continue;
     // "1/2 - 1 tab", "1/2 2 tabs": a fraction of a dose. A time or another date may follow a date.
     if (/^\s*-?\s*\d/.test(after) && !TIME_AFTER.test(after) && !RANGE_AFTER.test(after)) continue;
     const [mText, dText] = [m[1] as string, m[2] as string];
@@ -153,14 +155,26 @@ const VALUE_BEFORE = /\b(?:hr|rr|bp|sbp|dbp|map|sats?|spo2|o2|temp|t|fs|bs|gluco
 /** After a year: not a unit, a decimal, a percentage, a time or "s" (the 90s are values). */
 const NOT_YEAR_AFTER = /^(?:['’]?s\b|\.\d|%|\s*(?:%|mg|mcg|ml|cc|l\b|units?|hrs?|hours?|h\b|min|mins|minutes|kg|lbs?|cm|mm|bpm|beats|breaths|mmhg|x\b|times|pack|pk|meq|mmol|-\d|:\d|\/\d|cal|kcal|calories|steps|ft|feet|meters|m\b|yo\b|y\/o|years?\s+old|year-old))/i;
 
+const VEHICLE_AFTER = /^\s+(?:toyota|honda|subaru|ford|chevy|chevrolet|nissan|hyundai|kia|mazda|volkswagen|vw|bmw|mercedes|audi|lexus|jeep|dodge|ram|gmc|buick|cadillac|tesla|volvo|harley|harley-davidson|yamaha|kawasaki|ducati|acura|infiniti|chrysler|mitsubishi|porsche|jaguar|mini|fiat|suzuki|triumph|pontiac|saturn|scion|genesis|lincoln)\b/i;
+
 /** A year alone, where the words before it say it dates an event. Four digits 1900-2099, or two after "in"/"since". */
 function years(text: string, out: Detection[]): void {
+  // decades: "in the 1950s", "since the 90s"
+  for (const m of text.matchAll(/\b(?:in|since|during|from|by)\s+(?:the\s+)?(?:early\s+|late\s+|mid-?\s*)?((?:19|20)\d0)['’]?s\b/gi)) {
+    const y = m[1] as string;
+    const start = m.index + m[0].indexOf(y);
+    out.push(detection(start, text.slice(start, m.index + m[0].length), { year: +y }, (p) => `${p.year - (p.year % 10)}s`));
+  }
   for (const m of text.matchAll(/(?<![\d/.,:'’-])((?:19|20)\d\d|\d\d)(?![\d/.,:-]\d|\d)/g)) {
     const y = m[1] as string;
     const before = text.slice(Math.max(0, m.index - 24), m.index);
     const after = text.slice(m.index + y.length, m.index + y.length + 14);
     if (NOT_YEAR_AFTER.test(after)) continue;
-    if (!YEAR_CUE.test(before) || VALUE_BEFORE.test(before)) continue;
+    // "(2014 Honda Civic)": a model year names a car, not a day of the patient's life
+    if (VEHICLE_AFTER.test(after)) continue;
+    // "TKA 2011)", "SVD 2019 at 38w", "LSIL 2022,": a year after a procedure or finding written as an acronym
+    const afterAcronym = y.length === 4 && /\b[A-Z]{2,6}\s$/.test(before) && !/\b(?:AT|PER|BY|ON|TO|UOP|UO|IO|OUT|IN|HR|BP|TV|VT|RR|PEEP|FIO2|WBC|PLT|HCT|HGB|BNP|LDH|CK)\s$/.test(before) && /^(?:\s*[,;.)]|\s+(?:at|in|and|on|with|w\/|\(|\d+(?:\.\d+)?\s?(?:cm|mm)))/.test(after) && !/(?:00|30)$/.test(y);
+    if ((!YEAR_CUE.test(before) && !afterAcronym) || VALUE_BEFORE.test(before)) continue;
     if (y.length === 2) {
       // two digits only after "in", "since", "quit (in)", "retired (in)", "widowed (in)": "in 87", "since 02"
       if (!/\b(?:in|since|quit(?:\s+in)?|retired(?:\s+in)?|widowed(?:\s+in)?|married(?:\s+in)?|back\s+in)\s*$/i.test(before)) continue;
@@ -243,7 +257,8 @@ function monthNameDates(text: string, out: Detection[], caps: boolean): void {
     const cue = /\b(?:in|since|until|till|by|during|early|late|mid|last|next|this|of|from|through|thru|before|after|around|since early|since late|beginning of|end of)\s*-?\s*$/.test(before);
     const ambiguous = ['may', 'march', 'april', 'june', 'august', 'jan', 'mar', 'jun', 'aug'].includes(lower);
     if (!cue && (!full || ambiguous)) continue;
-    if (!caps && mon[0] !== mon[0]?.toUpperCase()) continue;
+    // lowercase only a full month name after a word of time ("til end of june"), never "may" or "march"
+    if (!caps && mon[0] !== mon[0]?.toUpperCase() && !(cue && full && lower !== 'may' && lower !== 'march')) continue;
     // "in August." ends a sentence: the dot belongs to an abbreviation only ("since Oct.")
     const keepDot = dot && !full;
     const style = monthStyle(mon + (keepDot ? dot : ''));

@@ -32,11 +32,12 @@ const words = (s: string): Set<string> => new Set(s.trim().split(/\s+/));
 const ORGANISATION_HEADS = words(`hospital hosp hospitals clinic clinics center centre ctr institute associates assoc group partners practice consultants
   services service solutions program programs society foundation court school elementary academy college university church parish temple
   synagogue mosque masjid house home homes apts apartments manor village gardens terrace lodge residence residences shelter hospice rehab
+  living rooms towers commons
   rehabilitation pharmacy labs laboratory laboratories imaging radiology dialysis infusion medicine health healthcare care medical physicians
   rheumatology urology dermatology endocrinology endocrine gastroenterology cardiology oncology neurology nephrology orthopaedics orthopedics
   orthopaedic orthopedic pediatrics paediatrics psychiatry ophthalmology otolaryngology pulmonology pulmonary neuro cardio ent ob obgyn gyn gi
   management oxygen respiratory supply supplies heart eye eyes retina kidney cancer digestive vascular spine joint dental dentistry orthodontics
-  chiropractic podiatry audiology therapy therapeutics recovery counseling behavioral transitional regional general memorial infirmary sanatorium
+  chiropractic podiatry audiology recovery counseling behavioral transitional regional general memorial infirmary sanatorium
   vamc va dept department pd fd police fire ems ambulance funeral mortuary cemetery parlor hall chapel cathedral congregation ministries
   systems inc llc ltd co corp corporation company industries logistics transit authority district agency bureau office offices market
   bakery cafe coffee restaurant diner grill pub tavern bar store stores shop salon spa gym fitness club studio farm farms factory mill mills
@@ -69,7 +70,24 @@ const GENERIC = words(`the a an our your his her their this that other another s
   gastroenterology pulmonology psychiatry neurosurgery orthopedics orthopaedics podiatry audiology dental oncology radiation medical
   medicine therapy therapeutics health healthcare clinics centers hospitals systems programs solutions consultants partners associates
   infirmary imaging labs i ii iii iv v st saint mt mount north south east west northern southern eastern western upper lower inner outer
-  greater metro metropolitan national international american united global world first second third main`);
+  greater metro metropolitan national international american united global world first second third main fracture falls fall transition
+  transitions device devices remote memory movement headache seizure epilepsy continence lipid lipids anticoagulation coumadin warfarin inr
+  arrhythmia pacemaker failure advanced complex chronic coordinated integrated comprehensive specialty specialist specialized multidisciplinary
+  research clinical telehealth virtual same-day walk-in express after-hours weekend night day evening magnetic resonance nuclear positron
+  emission tomography computed college association institutes society academy board federation council commission committee ethics`);
+
+/** An occupation before "at", "for", "with": "accountant at Lam & Chu CPAs", "roofer for Castellan Roofing". */
+const OCCUPATION_BEFORE = new RegExp(
+  String.raw`\b(?:${`accountant assistant associate attorney baker barista bartender cashier chef clerk consultant contractor cook dentist designer
+  developer director dispatcher driver electrician employee engineer farmer firefighter hygienist janitor laborer labourer lawyer librarian
+  machinist manager mechanic officer operator owner painter paralegal pharmacist plumber programmer professor receptionist roofer salesman
+  saleswoman salesperson scientist secretary server supervisor teacher technician trucker waiter waitress welder worker writer analyst aide
+  carpenter custodian guard instructor coach caretaker nanny housekeeper landscaper miner fisherman longshoreman stocker courier dishwasher
+  hostess realtor banker broker trader pilot attendant technologist phlebotomist coordinator administrator executive founder volunteer
+  intern foreman dockworker warehouseman forklift mover cleaner maid nurse aide cna paramedic emt hairdresser stylist barber tailor
+  butcher machinist builder framer mason bricklayer drywaller inspector adjuster underwriter auditor bookkeeper cook sous line`.trim().split(/\s+/).join('|')})s?(?:\s+(?:\w+\s+){0,2}years?)?\s+(?:for|at|with)\s+(?:the\s+)?$`,
+  'i',
+);
 
 /** Words that never continue a lowercase organisation's name. */
 const FUNCTION_WORD = /^(?:a|an|the|to|for|and|or|but|with|about|asked|likely|maybe|possible|possibly|will|would|should|could|may|might|is|was|be|been|has|had|have|not|no|if|then|so|as|by|from|in|into|at|on|of|her|his|their|our|my|your|its|this|that|these|those|pt|patient|family|we|he|she|they|it|i)$/;
@@ -79,6 +97,11 @@ const CREDENTIAL_BEFORE = /\b(?:MD|DO|RN|NP|PA|PA-C|PhD|MB\s?BCh|MBBS|FACP|FACS|
 
 /** Words before a company that say it pays, insures or carries: not a place ("insurer Pacific Mutual Auto"). */
 const PAYER_BEFORE = /\b(?:insurer|insurance|carrier|payer|payor|plan|policy|ins)\s*:?\s*(?:is\s+)?$/i;
+
+/** Acronyms of specialties and services: "from HF clinic", "to GI", "at EP lab" name a kind of care, not a place. */
+const SPECIALTY_ACRONYMS = words(`hf chf gi id ep ir ent ob gyn obgyn pt ot slp sw cm rt er ed icu ccu micu sicu nicu picu cvicu tsicu nsicu or pacu
+  pm&r pmr ms als ckd esrd copd ild cf sci tbi hiv aids onc heme bmt sot vad lvad ecmo psych neuro nsgy cts ct pulm renal uro derm endo rheum
+  geri ortho plastics vasc ems ama dnr`);
 
 /** After an acronym, a department says the acronym is a hospital: "HGH ED", "BMC ICU". */
 const DEPARTMENTS = words('ed er ew icu micu sicu ccu cvicu nicu picu or pacu cath clinic clinics floor hospital rehab ltac snf lab labs radiology er/ed');
@@ -158,9 +181,10 @@ class PlaceScan {
     let last = i;
     for (let k = i + 1; k < this.tokens.length && k - i < max; k++) {
       const g = gap(this.text, this.t(k - 1), this.t(k));
-      // a space or "&" joins; a dot only after an initial or "St."/"Mt." (a sentence ends there otherwise)
+      // a space, "&" or a possessive joins ("Children's Diabetes Program"); a dot only after an initial or
+      // "St."/"Mt." (a sentence ends there otherwise)
       const dotOk = /^\.\s?$/.test(g) && (this.t(k - 1).shape === 'initial' || ['st', 'mt', 'ft'].includes(this.t(k - 1).lower));
-      if (!/^(?:\s|\s?&\s?)$/.test(g) && !dotOk) break;
+      if (!/^(?:\s|\s?&\s?|['’][sS]\s)$/.test(g) && !dotOk) break;
       const t = this.t(k);
       const connector = ['of', 'the', 'and', 'de', 'del', 'la', 'da', 'on', 'at'].includes(t.lower) && t.shape === 'lower';
       if (connector) {
@@ -216,25 +240,31 @@ class PlaceScan {
     while (head > i && ORGANISATION_HEADS.has(this.t(head).lower)) head--;
     if (head === last || !ORGANISATION_HEADS.has(this.t(head + 1).lower)) return false;
     if (lowercase && !STRONG_HEADS.has(this.t(last).lower) && !STRONG_HEADS.has(this.t(head + 1).lower)) return false;
-    // "Clinic: PVH Device Clinic": a head before a colon is a label
-    if (/^\s?:/.test(this.text.slice(this.t(last).end, this.t(last).end + 2))) return false;
+    // "Clinic: PVH Device Clinic": a head before a colon is a label; "Hospital day 5" counts days
+    if (/^\s?:|^\s+day\b/i.test(this.text.slice(this.t(last).end, this.t(last).end + 6))) return false;
     const before = this.text.slice(Math.max(0, t.start - 30), t.start);
     // "MD, AGSF Geriatric Medicine": a credential, not an organisation, before a specialty
     if (t.shape === 'upper' && CREDENTIAL_BEFORE.test(before) && ORGANISATION_HEADS.has(this.t(i + 1).lower)) return false;
     if (PAYER_BEFORE.test(before)) return false;
     // capitals say nothing in an ALL-CAPS text: there a word the vocabularies cannot explain is needed
     const allowSafe = !lowercase && !this.caps;
+    const nameWord = (k: number) => !ORGANISATION_HEADS.has(this.t(k).lower) && (this.distinctive(k, allowSafe) || this.placePrefix(k));
     let first = i;
-    while (first <= head && !this.distinctive(first, allowSafe) && !this.placePrefix(first)) first++;
+    while (first <= head && !nameWord(first)) first++;
     if (first > head) return false;
     let strong = 0;
     let plain = 0;
-    for (let k = first; k <= head; k++) {
+    let words = 0;
+    for (let k = first; k <= last; k++) {
+      if (this.t(k).shape === 'lower' && !lowercase) continue;
+      words++;
+      if (k > head) continue;
       if (this.distinctive(k, false)) strong++;
-      else if (this.distinctive(k, allowSafe) || this.placePrefix(k)) plain++;
+      else if (nameWord(k)) plain++;
     }
-    // one common capitalised word before a head is a kind of service ("Fracture Service", "Falls Clinic"); two make a name ("Blue Ridge Urology")
-    if (strong === 0 && plain < 2) return false;
+    // one common capitalised word before a head is a kind of service ("Fracture Service", "Falls Clinic"); two
+    // make a name ("Blue Ridge Urology"), and so does one in a name of three words or more ("Sierra General Hospital")
+    if (strong === 0 && plain < 2 && !(plain === 1 && words >= 3)) return false;
     // the words of the name before its first distinctive one: "Polish Hill Family Medicine"
     while (first > i && !GENERIC.has(this.t(first - 1).lower) && !CREDENTIALS.has(this.t(first - 1).lower) && this.t(first - 1).shape === this.t(first).shape) first--;
     // "de Nijs Medical Center", "van der Meulen Rehabilitation Hospital": particles before the name
@@ -257,7 +287,7 @@ class PlaceScan {
     const the = /\bthe\s+$/i.test(before);
     const acronym = t.shape === 'upper' && t.text.length >= 2 && t.text.length <= 6 && !this.caps;
     // an acronym before a department: "HGH ED", "from BMC ICU"
-    if (acronym && !CLINICAL_DESTINATIONS.has(t.lower) && !this.f(i).clinical) {
+    if (acronym && !CLINICAL_DESTINATIONS.has(t.lower) && !this.f(i).clinical && !SPECIALTY_ACRONYMS.has(t.lower)) {
       const n = this.tokens[i + 1];
       if (n && /^\s$/.test(gap(this.text, t, n)) && DEPARTMENTS.has(n.lower) && (strong || from || weak)) {
         this.push(i, i, 'place.cue');
@@ -268,9 +298,10 @@ class PlaceScan {
     if (CLINICAL_DESTINATIONS.has(t.lower) || this.f(i).clinical) return false;
     if (acronym) {
       const cls = this.f(i).cls;
-      // "from POD 7", "at the LAA basis": a measure or a part, not a place
+      // "from POD 7", "at the LAA basis", "visit from SCI program": a measure, a part or a service, not a place
       const after = this.text.slice(t.end, t.end + 16);
-      if (/^\s*\d/.test(after) || (!strong && /^\s[a-z]+/.test(after) && !/^\s(?:now|today|yesterday|per|x|w|in|on|for|since|until|and|or)\b/.test(after))) return false;
+      if (SPECIALTY_ACRONYMS.has(t.lower)) return false;
+      if (/^\s*\d/.test(after) || (/^\s[a-z]+/.test(after) && !/^\s(?:now|today|yesterday|per|x|w|in|on|for|since|until|and|or|ed|er|icu|hospital|clinic|rehab|er\/ed)\b/.test(after))) return false;
       if (strong || (from && cls !== 'safe') || (/\bat\s+(?:the\s+)?$/i.test(before) && (cls === 'unknown' || cls === 'name'))) {
         this.push(i, i, 'place.cue');
         return true;
@@ -319,8 +350,10 @@ class PlaceScan {
   private employerAt(i: number): boolean {
     const t = this.t(i);
     const before = this.text.slice(Math.max(0, t.start - 50), t.start);
-    const label = /\b(?:employer|employed\s+by|work(?:place)?|job|occupation)\s*:\s*$/i.test(before);
-    if (!label && !EMPLOYER_CUE.test(before) && !/\b(?:owns|owner\s+of|starts\s+at|started\s+at|call\s+out\s+from|sales\s+for|teach(?:es)?\s+(?:\w+\s+){0,2}at|(?:he|she)'?s\s+with)\s+(?:the\s+)?$/i.test(before)) return false;
+    // "Employer: X" with a colon; "employer X" without one only in mixed case before a name ("Pt employer Northbrook Title")
+    const label = /\b(?:employer|employed\s+by|work(?:place)?|job|occupation)\s*:\s*$|\bemployed\s+by\s+$|\bformerly\s+$|\bemployer\s+plan,\s*$/i.test(before) || (/\bemployer\s+(?:is\s+)?$/i.test(before) && !this.caps && t.shape === 'title');
+    const job = OCCUPATION_BEFORE.test(before);
+    if (!label && !job && !EMPLOYER_CUE.test(before) && !/\b(?:owns|owner\s+of|starts\s+at|started\s+at|call\s+out\s+from|sales\s+for|teach(?:es)?\s+(?:\w+\s+){0,2}at|(?:he|she)'?s\s+with|job\s+at\s+the\s+\w+\s+\()\s*(?:the\s+)?$/i.test(before)) return false;
     if (CLINICAL_DESTINATIONS.has(t.lower) || ['home', 'work', 'school', 'night', 'nights', 'night shift', 'retired', 'unemployed', 'disabled', 'none', 'self'].includes(t.lower)) return false;
     const lowercase = t.shape === 'lower';
     if (lowercase && this.f(i).cls !== 'unknown' && this.f(i).cls !== 'name') return false;

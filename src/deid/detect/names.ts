@@ -35,6 +35,7 @@ import {
   LABEL_CUES,
   MEDICAL_SUFFIX,
   MONTHS_DAYS,
+  NATIONALITIES,
   PARTICLES,
   PERSON_LABELS,
   QUOTED_NAME_CUE,
@@ -151,7 +152,7 @@ class NameScan {
   private reserved(i: number, inside = false): boolean {
     const t = this.t(i);
     const l = t.lower;
-    if (FUNCTION_WORDS.has(l) || RIGHT_CUES.has(l) || lexicons().regions.has(l)) return true;
+    if (FUNCTION_WORDS.has(l) || RIGHT_CUES.has(l) || NATIONALITIES.has(l) || lexicons().regions.has(l)) return true;
     if (MONTHS_DAYS.has(l)) return !(inside && t.shape !== 'lower' && this.f(i).first);
     if (TITLES.has(l) || RELATIONS.has(l) || ROLES.has(l) || (CREDENTIALS.has(l) && t.shape === 'upper')) return !(inside && this.f(i).last && !CREDENTIALS.has(l));
     return false;
@@ -163,22 +164,29 @@ class NameScan {
     const f = this.f(i);
     if (t.shape === 'initial') return strength !== 'weak' || !this.caps;
     if (this.reserved(i, inside || strength === 'title') || this.glued(t)) return false;
+    // "MassHealth", "CaringBridge", "SafeLink": a capital inside a word makes a brand, unless a name's prefix
+    // puts it there ("McAllister", "DeShawn", "LaToya", "O'Brien", "VanHorn")
+    if (/[a-z][A-Z]/.test(t.text) && !/^(?:Mc|Mac|De|Di|Da|Du|La|Le|Van|Von|St|O'|D')[A-Z]/.test(t.text)) return false;
     // "EU-trained", "non-tender": a lowercase word after a hyphen makes a compound word, not a name
     if (/-[a-z]/.test(t.text) && t.text.split('-').slice(1).some((p) => /^[a-z]/.test(p) && vocabulary().isSafe(p))) return false;
-    // a surname that is also a clinical word goes on a name already begun: "Brianna Stokes"
+    // a surname that is also a clinical word goes on a name already begun: "Brianna Stokes", "kevin ng" in lowercase
     if (inside && f.last && t.shape !== 'lower' && (!this.caps || t.shape === 'upper')) return true;
+    if (inside && f.last && t.shape === 'lower' && i > 0 && this.t(i - 1).shape === 'lower' && ['name', 'unknown'].includes(this.f(i - 1).cls) && !FUNCTION_WORDS.has(t.lower)) return true;
     const cap = this.capitalised(i) && (!this.caps || t.shape === 'title');
     const capsText = this.caps && t.shape === 'upper';
     // In mixed-case text a word in capitals after "per", "to" or a role is an acronym ("per MOLST", "to LIWS")
     // unless a name list knows it or it reads like a name: "RN KOWAL".
     if (!this.caps && t.shape === 'upper' && (strength === 'weak' || strength === 'strong') && !inside) {
-      if (!(f.cls === 'name' && t.text.length >= 3) && !(f.cls === 'unknown' && t.text.length >= 4 && nameShape(t.lower) >= 0.5)) return false;
+      if (!(f.cls === 'name' && t.text.length >= 3) && !(strength === 'strong' && f.cls === 'unknown' && t.text.length >= 4 && nameShape(t.lower) >= 0.5)) return false;
     }
     switch (f.cls) {
       case 'name':
         return strength !== 'weak' || cap || capsText;
       case 'unknown':
-        if (strength === 'weak') return cap;
+        // after "by", "with", "to" a coinage must at least read like a name ("transferred by Medflight" does not)
+        if (strength === 'weak') return cap && (inside || nameShape(t.lower) >= 0.1);
+        // "HCP tmrw", "kids, facetimed": shorthand after a relation is not a name either
+        if (strength === 'relation' && t.shape === 'lower' && !inside) return nameShape(t.lower) >= 0.2;
         // "discussed paratransit": a lowercase coinage after a verb must at least read like a name
         if (strength === 'strong' && t.shape === 'lower' && !inside) return nameShape(t.lower) >= 0.2;
         return true;
@@ -232,7 +240,7 @@ class NameScan {
     if (this.isCredential(i)) this.backward(i);
     if (i + 1 < this.tokens.length && RELATIONS.has(this.t(i + 1).lower)) {
       if (t.possessive) this.possessor(i);
-      else if (/s$/.test(l) && this.f(i).cls !== 'safe' && this.facts[i] && lexicons().firstNames.has(l.slice(0, -1)) && gap(this.text, t, this.t(i + 1)) === ' ') this.mark(i, 'name.relation'); // "annas daughter"
+      else if (/s$/.test(l) && l.length >= 4 && ['name', 'unknown'].includes(this.f(i).cls) && lexicons().firstNames.has(l.slice(0, -1)) && gap(this.text, t, this.t(i + 1)) === ' ') this.mark(i, 'name.relation'); // "annas daughter"
     }
     if (RIGHT_CUES.has(l) && i > 0) this.rightCue(i);
   }
@@ -394,7 +402,7 @@ class NameScan {
     // "Refill RN: Pilar" is a label; "Outback, MA plate" and "Q8H, DO NOT" are not credentials
     const after = this.text.slice(t.end, t.end + 12);
     if (/^\s?:/.test(after)) return false;
-    if (COMMA_CREDENTIALS.has(word) && !/^\s*(?:$|[,.;)\n]|\s+(?:[A-Z]{2,5}\b|\n))/.test(after)) return false;
+    if (COMMA_CREDENTIALS.has(word) && !/^\s*(?:$|[,.;)\n])/.test(after) && !(/^\s*[,/]?\s*([A-Za-z]{2,6})\b/.test(after) && CREDENTIALS.has((/^\s*[,/]?\s*([A-Za-z]{2,6})/.exec(after)?.[1] ?? '').toLowerCase()))) return false;
     return /^,?\s{1,2}$|^\s*\($|^\/$/.test(g);
   }
 
@@ -406,6 +414,7 @@ class NameScan {
       const g = gap(this.text, t, right);
       if (count === 0 ? !/^,?\s{1,2}$|^\s*\($|^\/$/.test(g) : !this.nameGap(g, t)) break;
       if (['by', 'this', 'the', 'your', 'per', 'pt', 'patient', 'and', 'or', 'to', 'with', 'primary', 'charge', 'night', 'day'].includes(t.lower)) break;
+      if (this.reserved(j, count > 0)) break;
       // "ABACI, RN": the word just before a comma and a credential is a name, whatever else it is
       const beforeComma = count === 0 && /^,\s*$/.test(g) && t.shape !== 'lower' && !this.f(j).clinical && !this.reserved(j);
       if (!this.personLike(j, 'strong', count > 0) && !(t.shape !== 'lower' && (this.f(j).cls === 'ambiguous' || this.f(j).cls === 'misspelt')) && !beforeComma) break;

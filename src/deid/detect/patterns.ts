@@ -42,6 +42,8 @@ function labelled(text: string, out: Detection[]): void {
     if (prefix && prefix !== prefix.toUpperCase()) continue;
     const digits = value.replace(/\D/g, '').length;
     if (value.length < 4 || digits < 2) continue;
+    // "ID: TMAX 101.2" is a section and a temperature: an identifier has no decimal fraction
+    if (/\d\.\d{1,2}(?!\d)/.test(value) && type !== 'DEVICE') continue;
     if (/^[\d.\s-]+$/.test(value) && value.includes('.')) continue; // 11.5-14.5 is a reference range
     if (/^\d+(?:\.\d+)?\s?-\s?\d+(?:\.\d+)?$/.test(value) && value.replace(/\D/g, '').length <= 6) continue; // 20-32 too
     if (/^\d{1,3}$/.test(value) || /^\d+\.\d+$/.test(value) || /^(?:19|20|21)\d\d$/.test(value)) continue;
@@ -139,6 +141,8 @@ function phones(text: string, out: Detection[]): void {
   for (const m of text.matchAll(/(?<![\w.,/-])\d(?:[\d]|[ .\/-](?=\d)){3,16}\d(?![\w-]|[.,]\d)/g)) {
     const digits = m[0].replace(/\D/g, '').length;
     if (digits < 4 || digits > 15) continue;
+    // "T 98.4-99.4" is a temperature: a decimal fraction is never part of a telephone number
+    if (/\.\d{1,2}(?!\d)/.test(m[0])) continue;
     const before = text.slice(Math.max(0, m.index - 30), m.index);
     if (!PHONE_CUE.test(before)) continue;
     // a time, a dose, a date or a count after the cue word is not a number to call
@@ -214,8 +218,8 @@ function codes(text: string, out: Detection[]): void {
     const digits = w.replace(/\D/g, '').length;
     // VIN: 17 characters without I, O or Q
     if (w.length === 17 && /^[A-HJ-NPR-Z0-9]{17}$/.test(w)) push(out, 'VEHICLE', m.index, m.index + w.length);
-    // G3P1011 is obstetric history, 38x20x18 a size: neither is a code
-    else if (digits >= 5 && !/^G\d{1,2}P\d{1,5}$/i.test(w) && !/^\d+(?:x\d+)+$/i.test(w)) push(out, 'ID', m.index, m.index + w.length);
+    // G3P1011 is obstetric history, 38x20x18 a size, 100s-120s a range of vital signs: none is a code
+    else if (digits >= 5 && !/^G\d{1,2}P\d{1,5}$/i.test(w) && !/^\d+(?:x\d+)+$/i.test(w) && !/^\d{1,3}['’]?s?(?:-\d{1,3}['’]?s?)+$/i.test(w)) push(out, 'ID', m.index, m.index + w.length);
   }
   for (const m of text.matchAll(/(?<![\w-])\d{2,}(?:-\d{2,}){2,}(?![\w-])/g)) {
     if (m[0].replace(/\D/g, '').length >= 7) push(out, 'ID', m.index, m.index + m[0].length);
