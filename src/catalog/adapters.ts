@@ -6,7 +6,8 @@
  */
 import { UserError } from '../errors';
 import type { RawRecord } from './sources/records';
-import type { BenchmarkDefinition, ColumnMapping, Instance, KnownIdentifiers } from './types';
+import { combineIdentity, type Identity, readIdentity } from './identity';
+import type { BenchmarkDefinition, ColumnMapping, Instance } from './types';
 
 export interface AdapterContext {
   file: string;
@@ -40,18 +41,13 @@ function text(record: RawRecord, column: string, ctx: AdapterContext): string {
 
 /**
  * Structured identifiers travel with the instance to de-identification: those a source attaches to
- * the record (OMOP: person_source_value, birth date) and those in the columns the mapping names.
+ * the record (OMOP) and those in the columns the definition's mapping names (the site's names when it
+ * renamed them). The site binding's own identity columns are laid on top by the catalog.
  */
-function identity(record: RawRecord, mapping?: ColumnMapping, ctx?: AdapterContext): Pick<Instance, 'known' | 'subjectId'> {
-  const known: KnownIdentifiers = { ...(record.known ?? {}) };
-  if (mapping?.known && ctx) {
-    for (const [kind, columns] of Object.entries(mapping.known) as [keyof KnownIdentifiers, string[]][]) {
-      const values = columns.map((c) => text(record, c, ctx).trim()).filter((v) => v !== '');
-      if (values.length) known[kind] = [...(known[kind] ?? []), ...values];
-    }
-  }
-  const subject = mapping?.subject && ctx ? text(record, mapping.subject, ctx).trim() : record.subjectId;
-  return { ...(Object.keys(known).length > 0 ? { known } : {}), ...(subject ? { subjectId: subject } : {}) };
+function identity(record: RawRecord, mapping: ColumnMapping | undefined, ctx: AdapterContext): Identity {
+  const attached: Identity = { ...(record.known ? { known: record.known } : {}), ...(record.subjectId ? { subjectId: record.subjectId } : {}) };
+  const naming = { file: ctx.file, actual: (c: string) => ctx.rename?.[c] ?? c, label: (c: string) => columnLabel(c, ctx) };
+  return combineIdentity(attached, readIdentity(record, mapping ?? {}, naming));
 }
 
 function columnsAdapter(record: RawRecord, ctx: AdapterContext): Instance {
@@ -181,7 +177,7 @@ function mcqAdapter(record: RawRecord, ctx: AdapterContext): Instance {
   }
   const key = text(record, 'id', ctx);
   if (key.trim() === '') throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column ${columnLabel('id', ctx)} (the id) is empty`);
-  return { key, vars: { question: text(record, 'question', ctx) }, choices: options as string[], references: [options[index] as string], ...identity(record) };
+  return { key, vars: { question: text(record, 'question', ctx) }, choices: options as string[], references: [options[index] as string], ...identity(record, undefined, ctx) };
 }
 
 const ADAPTERS: Record<string, RecordAdapter> = {

@@ -14,6 +14,7 @@ import { UserError } from '../errors';
 import { getMetric } from '../metrics/registry';
 import { BUILTIN_BENCHMARK_DIR } from '../paths';
 import { adapterFor } from './adapters';
+import { combineIdentity, readIdentity, withIdentity } from './identity';
 import { judgesFor, loadSiteData, type SiteData } from './site-data';
 import { readOmopNotes } from './sources/omop';
 import { readRecords, type RawRecord } from './sources/records';
@@ -21,11 +22,11 @@ import { isSubcategoryOf } from './taxonomy';
 import { templateVariables } from './template';
 import type { Benchmark, BenchmarkDefinition, DataSource, Instance } from './types';
 
-export type { Benchmark, BenchmarkDefinition, ColumnMapping, DataRequirements, DataSource, Instance, JuryDefinition, KnownIdentifiers } from './types';
+export type { Benchmark, BenchmarkDefinition, ColumnMapping, DataRequirements, DataSource, Instance, JuryDefinition, KnownColumns, KnownIdentifiers } from './types';
 export { renderTemplate, renderChoices, templateVariables } from './template';
 export { CATEGORIES, TAXONOMY, isSubcategoryOf } from './taxonomy';
-export { loadSiteData, judgesFor, SITE_DATA_FILE_NAME, type SiteBinding, type SiteData } from './site-data';
-export { OMOP_NOTE_FIELDS } from './sources/omop';
+export { loadSiteData, judgesFor, OMOP_IDENTIFIER_TABLES, SITE_DATA_FILE_NAME, type OmopIdentifierTable, type SiteBinding, type SiteData } from './site-data';
+export { OMOP_NOTE_FIELDS } from './sources/omop-query';
 export { importHelmBenchmark, type HelmImportReport } from './helm-import';
 
 /** Variables each named adapter fills; `columns` declares its own in the definition. */
@@ -279,6 +280,18 @@ export async function* instancesOf(b: Benchmark, limit?: number, env?: NodeJS.Pr
     const instance = adapter(record, { file, definition: b.definition, ...(rename ? { rename } : {}) });
     if (instance === null) continue;
     count += 1;
-    yield instance;
+    yield siteIdentity(b, record, file, instance);
   }
+}
+
+/**
+ * Lays the site binding's subject and known-identifier columns on the adapter's instance, whatever the
+ * adapter: the site knows which of its columns identify a patient, the definition cannot.
+ */
+function siteIdentity(b: Benchmark, record: RawRecord, file: string, instance: Instance): Instance {
+  const site = b.site;
+  if (!site || (site.subject === undefined && !site.known)) return instance;
+  const where = `benchmarks.${b.definition.id}`;
+  const naming = { file, actual: (c: string) => c, label: (c: string, key: string) => `"${c}" (${where}.${key} in ${b.siteFile ?? 'the site data file'})` };
+  return withIdentity(instance, combineIdentity(instance, readIdentity(record, site, naming)));
 }

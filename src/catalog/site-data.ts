@@ -1,12 +1,14 @@
 /**
  * The site's data bindings (schemas/site-data.schema.json): for each benchmark whose data does not
  * ship, where this site keeps it (a CSV or JSONL file, or an OMOP CDM note table), how its columns are
- * named, EHRSQL's database, and which allowlisted endpoints judge the LLM-jury benchmarks. The file
- * holds paths and references only: connection strings come from an environment variable or a file.
+ * named, which columns hold each record's subject and known identifiers, EHRSQL's database, and which
+ * allowlisted endpoints judge the LLM-jury benchmarks. The file holds paths and references only:
+ * connection strings come from an environment variable or a file.
  */
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { readJsonFile, validateOrThrow } from '../config/validate';
+import type { KnownColumns } from './types';
 
 export interface FileSourceSpec {
   type: 'csv' | 'jsonl';
@@ -21,11 +23,23 @@ export interface OmopNoteSourceSpec {
   filter?: { noteTypeConceptIds?: number[]; noteClassConceptIds?: number[]; noteTitles?: string[] };
   labels?: { path: string; noteIdColumn?: string };
   batchSize?: number;
+  /** What person_source_value holds: the MRN (default), a pseudonym (a known "other" identifier), or nothing to use. */
+  personSourceValue?: 'mrn' | 'pseudonym' | 'ignore';
+  /** CDM tables besides note and person joined for known identifiers (default all of OMOP_IDENTIFIER_TABLES). */
+  identifierTables?: OmopIdentifierTable[];
 }
+
+/** CDM tables the OMOP source can join for known identifiers; a site may leave any out. */
+export const OMOP_IDENTIFIER_TABLES = ['location', 'care_site', 'provider', 'visit_occurrence'] as const;
+export type OmopIdentifierTable = (typeof OMOP_IDENTIFIER_TABLES)[number];
 
 export interface SiteBinding {
   source?: FileSourceSpec | OmopNoteSourceSpec;
   columns?: Record<string, string>;
+  /** The site's column naming the patient of each record; wins over the definition's and the source's. */
+  subject?: string;
+  /** The site's columns holding known identifiers, by kind; combined with the definition's and the source's. */
+  known?: KnownColumns;
   database?: string;
   jury?: { judges: string[] };
 }

@@ -46,8 +46,11 @@ export interface ColumnMapping {
   /** Column naming whose record this is (one surrogate map and date shift per subject). */
   subject?: string;
   /** Columns holding known identifiers from structured data, by kind; empty cells are skipped. */
-  known?: Partial<Record<keyof KnownIdentifiers, string[]>>;
+  known?: KnownColumns;
 }
+
+/** Columns holding known identifiers, by kind (a definition's mapping or a site binding). */
+export type KnownColumns = Partial<Record<keyof KnownIdentifiers, string[]>>;
 
 export interface DataRequirements {
   summary: string;
@@ -130,4 +133,9 @@ export interface Instance {
   known?: KnownIdentifiers;
   /** Subject whose identifiers these are; one surrogate map and date shift per subject. */
   subjectId?: string;
+  /**
+   * Name words de-identification found in the subject's other records of the same run, gathered while
+   * the run is planned and attached in the run store; looked for in this record too.
+   */
+  evidence?: string[];
 }

@@ -36,7 +36,7 @@ export interface ConfigFile {
     workers?: number;
     pollSeconds?: number;
   };
-  deid?: { mode?: 'surrogate' | 'tag'; maxShiftDays?: number; restrictedZip3?: string[]; secretFile?: string };
+  deid?: { mode?: 'surrogate' | 'tag'; maxShiftDays?: number; restrictedZip3?: string[]; secretFile?: string; siteLexicons?: Partial<Record<'staff' | 'facilities' | 'places' | 'streets', string>> };
 }
 
 /** A price in USD per million tokens, for an endpoint id or a model (the endpoint's model or deployment). */
@@ -82,7 +82,7 @@ export interface Config {
   /** Where `ehrbench pki` keeps the site CA and issued certificates. */
   pkiDir: string;
   /** De-identification; restrictedZip3 absent means the built-in 2000 Census list (src/deid). */
-  deid: { mode: 'surrogate' | 'tag'; maxShiftDays: number; restrictedZip3?: string[]; secretFile: string };
+  deid: { mode: 'surrogate' | 'tag'; maxShiftDays: number; restrictedZip3?: string[]; secretFile: string; siteLexicons?: Partial<Record<'staff' | 'facilities' | 'places' | 'streets', string>> };
 }
 
 export const CONFIG_FILE_NAME = 'config.json';
@@ -170,6 +170,7 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
       maxShiftDays: raw.deid?.maxShiftDays ?? 365,
       ...(raw.deid?.restrictedZip3 ? { restrictedZip3: raw.deid.restrictedZip3 } : {}),
       secretFile: raw.deid?.secretFile ? at(raw.deid.secretFile) : join(keysDir, 'deid-secret.hex'),
+      ...(raw.deid?.siteLexicons ? { siteLexicons: Object.fromEntries(Object.entries(raw.deid.siteLexicons).map(([k, v]) => [k, at(v as string)])) } : {}),
     },
   };
 }

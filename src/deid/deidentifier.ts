@@ -11,6 +11,7 @@ import { defaultDetectors, detect, type Detector, textInfo } from './detect';
 import { KnownMatcher } from './known';
 import { fold, originalRange } from './normalize';
 import { replaceAll, SubjectSurrogates } from './replace';
+import { SiteLexicons } from './site-lexicons';
 import { type Finding, residualScan } from './residual';
 import type { DeidSettings } from './settings';
 import type { Detection, Span } from './types';
@@ -35,6 +36,8 @@ export interface DeidOutput {
 
 export class Deidentifier {
   private readonly detectors: Detector[];
+  /** The site's staff, facility, place and street lists, read once. */
+  private readonly site: SiteLexicons;
 
   constructor(
     readonly settings: DeidSettings,
@@ -43,13 +46,14 @@ export class Deidentifier {
     detectors?: Detector[],
   ) {
     this.detectors = detectors ?? defaultDetectors();
+    this.site = SiteLexicons.load(settings.siteLexicons);
   }
 
   /** Detections with offsets into the original text and the folded value of each. */
   private detections(text: string, known: KnownIdentifiers | undefined, evidence: ReadonlySet<string> | undefined, matcher = new KnownMatcher(known)): Detection[] {
     const folded = fold(text);
     const info = textInfo(folded.text, evidence);
-    const found = detect(folded.text, this.detectors, info, matcher.find(folded.text, info.tokens));
+    const found = detect(folded.text, this.detectors, info, [...matcher.find(folded.text, info.tokens), ...this.site.find(folded.text, info.tokens, info.caps)]);
     if (!folded.changed) return found;
     return found.map((d) => ({ ...d, ...originalRange(folded, d.start, d.end), value: folded.text.slice(d.start, d.end) }));
   }

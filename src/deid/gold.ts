@@ -26,7 +26,7 @@ const TYPES = new Set<string>(SPAN_TYPES);
 const MARK = /\{\{([A-Z_]+)(?::([a-z-]+))?\|([^{}|]*)\}\}/g;
 
 /** One document's marked text -> plain text, gold spans and look-alikes. */
-function unmark(raw: string, where: () => string): Pick<GoldDocument, 'text' | 'spans' | 'lookalikes'> {
+function unmark(raw: string, where: () => string): Pick<GoldDocument, 'text' | 'spans'> & { lookalikes?: { start: number; end: number }[] } {
   const spans: GoldSpan[] = [];
   const lookalikes: { start: number; end: number }[] = [];
   let text = '';
@@ -43,7 +43,8 @@ function unmark(raw: string, where: () => string): Pick<GoldDocument, 'text' | '
   }
   text += raw.slice(pos);
   if (/\{\{|\}\}/.test(text)) throw new UserError('deid.gold-invalid', `${where()}: a mark is not closed or is malformed; write {{TYPE|text}}`);
-  return { text, spans, lookalikes };
+  // no SAFE marks: let eval take the look-alike shapes instead of reporting none
+  return { text, spans, ...(lookalikes.length ? { lookalikes } : {}) };
 }
 
 /** Marked text (see the header) -> gold documents. */
@@ -57,9 +58,12 @@ export function parseMarked(raw: string, file: string): GoldRecord[] {
   let subject: string | undefined;
   let known: KnownIdentifiers | undefined;
   let current: { id: string; style?: string; line: number; body: string[] } | undefined;
+  const ids = new Set<string>();
   const flush = () => {
     if (!current) return;
     const c = current;
+    if (ids.has(c.id)) throw new UserError('deid.gold-invalid', `${file}: line ${c.line}: note ${c.id} occurs more than once; ids must be unique`);
+    ids.add(c.id);
     const doc = unmark(c.body.join('\n').replace(/\n+$/, ''), () => `${file}: note ${c.id} (line ${c.line})`);
     docs.push({ id: c.id, ...doc, ...(c.style ? { style: c.style } : {}), ...(subject ? { subject } : {}), ...(known ? { known } : {}) });
     current = undefined;

@@ -67,8 +67,9 @@ export function parseKnownDate(value: string): Required<DateParts> | undefined {
   const v = value.trim();
   let m = /^(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ].*)?$/.exec(v);
   if (m) return { year: +(m[1] as string), month: +(m[2] as string), day: +(m[3] as string) };
-  m = /^(\d{1,2})[/-](\d{1,2})[/-](\d{4})$/.exec(v);
-  if (m) return { year: +(m[3] as string), month: +(m[1] as string), day: +(m[2] as string) };
+  m = /^(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})$/.exec(v);
+  // month first unless the first number cannot be a month (14/03/1946)
+  if (m) return +(m[1] as string) > 12 ? { year: +(m[3] as string), month: +(m[2] as string), day: +(m[1] as string) } : { year: +(m[3] as string), month: +(m[1] as string), day: +(m[2] as string) };
   m = /^([A-Za-z]+)\.?\s+(\d{1,2}),?\s+(\d{4})$/.exec(v);
   if (m && monthNumber(m[1] as string)) return { year: +(m[3] as string), month: monthNumber(m[1] as string) as number, day: +(m[2] as string) };
   m = /^(\d{1,2})\s+([A-Za-z]+)\.?\s+(\d{4})$/.exec(v);
@@ -87,6 +88,8 @@ function dateLiterals(p: Required<DateParts>): RegExp[] {
   const monthWord = `(?:${mon}|${ab}\\.?${month === 9 ? '|Sept\\.?' : ''})`;
   return [
     new RegExp(`(?<![\\d/.-])0?${month}${sep}0?${day}${sep}(?:${year}|${yy})(?![\\d/])`, 'g'),
+    // day first, as Europe writes a birth date: 11/03/2087, 11.03.87
+    new RegExp(`(?<![\\d/.-])0?${day}${sep}0?${month}${sep}(?:${year}|${yy})(?![\\d/])`, 'g'),
     new RegExp(`(?<![\\d/.-])${year}${sep}${mm}${sep}${dd}(?![\\d/])`, 'g'),
     new RegExp(`(?<![\\d/.-])${year}${sep}${month}${sep}${day}(?![\\d/])`, 'g'),
     new RegExp(`\\b${monthWord}\\s+0?${day}(?:st|nd|rd|th)?,?\\s+(?:${year}|'${yy})\\b`, 'gi'),

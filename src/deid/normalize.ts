@@ -153,6 +153,16 @@ export function fold(text: string): Folded {
       // a run of plain characters is copied as it is
       let j = i + 1;
       while (j < n && isPlain(text.charCodeAt(j))) j++;
+      // a combining mark after the run belongs to the run's last character: leave that one to the slow path
+      if (j < n && j - 1 > i && IS_MARK.test(String.fromCodePoint(text.codePointAt(j) as number))) j--;
+      else if (j < n && j - 1 === i && IS_MARK.test(String.fromCodePoint(text.codePointAt(j) as number))) j = i;
+      if (j === i) {
+        const start = i;
+        i++;
+        while (i < n && IS_MARK.test(String.fromCodePoint(text.codePointAt(i) as number))) i += (text.codePointAt(i) as number) > 0xffff ? 2 : 1;
+        emit(foldCharacter(text.slice(start, i)), start, i);
+        continue;
+      }
       room(j - i);
       for (let k = i; k < j; k++) {
         from[len] = k;

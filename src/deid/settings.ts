@@ -5,15 +5,16 @@
  * surrogates and the date shift, lives in its own 0600 file, and is never logged or hashed into the
  * version.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { canonicalHash } from '../canonical';
 import { UserError } from '../errors';
 import { lexicons } from './lexicons';
+import { SITE_LEXICON_KINDS, type SiteLexiconFiles } from './site-lexicons';
 
 /** Bump when detection or replacement changes in a way the configuration does not show. */
-export const DEID_ALGORITHM = 'ehrbench-deid/2';
+export const DEID_ALGORITHM = 'ehrbench-deid/3';
 
 /**
  * Three-digit ZIP prefixes whose area held 20,000 people or fewer in the 2000 Census, which Safe Harbor
@@ -32,6 +33,8 @@ export interface DeidSettings {
   restrictedZip3: string[];
   /** File holding the per-site secret (created with mode 0600 on first use). */
   secretFile: string;
+  /** The site's own lists (staff, facilities, places, streets), one entry a line; absolute paths. */
+  siteLexicons?: SiteLexiconFiles;
 }
 
 export function defaultSettings(secretFile: string): DeidSettings {
@@ -39,13 +42,35 @@ export function defaultSettings(secretFile: string): DeidSettings {
 }
 
 /** Settings from the configuration's `deid` section (src/config), defaults filled in. */
-export function settingsFrom(c: { mode: ReplacementMode; maxShiftDays: number; restrictedZip3?: string[]; secretFile: string }): DeidSettings {
-  return { mode: c.mode, maxShiftDays: c.maxShiftDays, restrictedZip3: c.restrictedZip3 ?? RESTRICTED_ZIP3_2000, secretFile: c.secretFile };
+export function settingsFrom(c: { mode: ReplacementMode; maxShiftDays: number; restrictedZip3?: string[]; secretFile: string; siteLexicons?: SiteLexiconFiles }): DeidSettings {
+  return { mode: c.mode, maxShiftDays: c.maxShiftDays, restrictedZip3: c.restrictedZip3 ?? RESTRICTED_ZIP3_2000, secretFile: c.secretFile, ...(c.siteLexicons ? { siteLexicons: c.siteLexicons } : {}) };
+}
+
+/** sha256 of each configured site lexicon's contents (a file that cannot be read fails when the lexicons load). */
+function siteLexiconHashes(files: SiteLexiconFiles | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const kind of SITE_LEXICON_KINDS) {
+    const file = files?.[kind];
+    if (!file) continue;
+    try {
+      out[kind] = createHash('sha256').update(readFileSync(file)).digest('hex');
+    } catch {
+      out[kind] = 'unreadable';
+    }
+  }
+  return out;
 }
 
 export function settingsVersion(s: DeidSettings): string {
   const lex = lexicons();
-  const hash = canonicalHash({ algorithm: DEID_ALGORITHM, mode: s.mode, maxShiftDays: s.maxShiftDays, restrictedZip3: [...s.restrictedZip3].sort(), lexicons: lex.hashes });
+  const hash = canonicalHash({
+    algorithm: DEID_ALGORITHM,
+    mode: s.mode,
+    maxShiftDays: s.maxShiftDays,
+    restrictedZip3: [...s.restrictedZip3].sort(),
+    lexicons: lex.hashes,
+    siteLexicons: siteLexiconHashes(s.siteLexicons),
+  });
   return `${DEID_ALGORITHM}:${hash.slice(0, 16)}`;
 }
 

@@ -2,7 +2,9 @@
  * The de-identification stage of the run pipeline. Prompts of runs that must be de-identified
  * (approval-required and private tiers, or a benchmark that asks for it) are de-identified after the
  * prompt is built; the result is scanned once more and refused if anything identifying remains. A
- * refusal names its rule; the engine records the instance as blocked and goes on with the run.
+ * refusal names its rule; the engine records the instance as blocked and goes on with the run. The
+ * records of one subject share evidence: while a run is planned, `harvest` collects the names found in
+ * each record, and every record of the subject is then de-identified knowing all of them.
  */
 import type { DeidStage } from '../runs/stages';
 import { Deidentifier } from './deidentifier';
@@ -17,10 +19,19 @@ export function createDeidStage(settings: DeidSettings, opts: { detectors?: Dete
   const deid = new Deidentifier(settings, opts.secret ?? (() => (secret ??= loadSecret(settings.secretFile))), opts.detectors);
   return {
     version: settingsVersion(settings),
+    harvest(ctx, instance, prompt) {
+      if (!ctx.deidentify || !instance.subjectId) return [];
+      return deid.harvest(prompt, instance.known);
+    },
     apply(ctx, instance, prompt) {
       if (!ctx.deidentify) return { ok: true, prompt, spans: 0 };
       try {
-        const out = deid.run({ text: prompt, ...(instance.known ? { known: instance.known } : {}), subject: instance.subjectId ?? `instance\u0000${ctx.benchmark.definition.id}\u0000${instance.key}` });
+        const out = deid.run({
+          text: prompt,
+          ...(instance.known ? { known: instance.known } : {}),
+          ...(instance.evidence?.length ? { evidence: new Set(instance.evidence) } : {}),
+          subject: instance.subjectId ?? `instance\u0000${ctx.benchmark.definition.id}\u0000${instance.key}`,
+        });
         if (out.residual.length > 0) return { ok: false, rule: RESIDUAL_RULE };
         return { ok: true, prompt: out.text, spans: out.spans.length };
       } catch {

@@ -1,7 +1,9 @@
 /**
  * Planning: the dataset streamed into the run's work queue in batches. Idempotent, so a plan that was
  * interrupted is completed by the next execution, which inserts only what is missing. Runs beside the
- * workers: each batch wakes them, so the first instances are sent while the rest are still read.
+ * workers: each batch wakes them, so the first instances are sent while the rest are still read, except
+ * in a de-identified run: there a record's prompt may go only once the names found in its subject's
+ * other records are known, so the instances are claimed after planning attached that evidence.
  */
 import { instancesOf, verifyDataset, type Instance } from '../catalog';
 import { UserError } from '../errors';
@@ -12,6 +14,27 @@ import type { RunRow } from './store';
 /** Small first batch so work starts quickly; larger ones after that for fewer statements. */
 const FIRST_BATCH = 64;
 const BATCH = 500;
+
+/** Subject -> the name words found in its records; bounded per subject so one subject cannot exhaust memory. */
+class SubjectEvidence {
+  private readonly bySubject = new Map<string, Set<string>>();
+  static readonly MAX_WORDS = 200;
+
+  add(subject: string, words: string[]): void {
+    if (words.length === 0) return;
+    let set = this.bySubject.get(subject);
+    if (!set) this.bySubject.set(subject, (set = new Set()));
+    for (const w of words) if (set.size < SubjectEvidence.MAX_WORDS) set.add(w);
+  }
+
+  get size(): number {
+    return this.bySubject.size;
+  }
+
+  entries(): { subject: string; words: string[] }[] {
+    return [...this.bySubject].map(([subject, words]) => ({ subject, words: [...words] }));
+  }
+}
 
 export interface Planning {
   done: boolean;
@@ -91,7 +114,9 @@ async function plan(engine: Engine, run: RunRow, ctx: RunContext, workerId: stri
   let batch: { itemKey: string; ordinal: number; instance: Instance }[] = [];
   let ordinal = 0;
   let limit = FIRST_BATCH;
+  const evidence = new SubjectEvidence();
   for await (const instance of instancesOf(ctx.benchmark, run.max_instances ?? undefined)) {
+    if (ctx.deidentify && engine.deid.harvest && instance.subjectId) evidence.add(instance.subjectId, engine.deid.harvest(ctx, instance, engine.prompt.build(ctx, instance)));
     batch.push({ itemKey: instance.key, ordinal, instance });
     ordinal += 1;
     if (batch.length >= limit) {
@@ -112,6 +137,9 @@ async function plan(engine: Engine, run: RunRow, ctx: RunContext, workerId: stri
   if (stored !== ordinal) {
     throw new UserError('dataset.duplicate-keys', `${ctx.benchmark.dataPath}: ${ordinal - stored} instance ids occur more than once; ids must be unique`);
   }
+  // Before the run counts as planned (and a de-identified run's instances can be claimed), every record
+  // of a subject learns the names found in the subject's other records.
+  if (evidence.size > 0) await engine.store.attachEvidence(run.run_id, evidence.entries());
   await engine.store.markPlanned(run.run_id, ordinal);
   engine.logger.info('run.planned', { runId: run.run_id, total: ordinal });
 }

@@ -58,6 +58,11 @@ export interface DeidStage {
   /** Hash of the de-identification configuration, recorded with each run it applies to. */
   readonly version: string | null;
   apply(ctx: RunContext, instance: Instance, prompt: string): DeidOutcome | Promise<DeidOutcome>;
+  /**
+   * The name words found in one record's prompt, for the subject's other records (planning gathers
+   * them before any prompt of the run is sent). Empty when the run is not de-identified.
+   */
+  harvest?(ctx: RunContext, instance: Instance, prompt: string): string[];
 }
 
 /** A hold on an approval's budget for one call's worst-case cost, released once the call's tokens are stored. */

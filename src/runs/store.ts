@@ -164,6 +164,19 @@ export class RunStore {
     return rows[0]?.n ?? 0;
   }
 
+  /** Attaches to every record of each subject the name words found in the subject's records (PHI: the run store only). */
+  async attachEvidence(runId: string, subjects: { subject: string; words: string[] }[]): Promise<void> {
+    for (let i = 0; i < subjects.length; i += 500) {
+      const chunk = subjects.slice(i, i + 500);
+      await this.db.query(
+        `UPDATE run_items AS i SET payload = jsonb_set(i.payload, '{evidence}', x.words)
+           FROM jsonb_to_recordset($2::jsonb) AS x(subject text, words jsonb)
+          WHERE i.run_id = $1::uuid AND i.payload->>'subjectId' = x.subject`,
+        [runId, JSON.stringify(chunk)],
+      );
+    }
+  }
+
   async markPlanned(runId: string, count: number): Promise<void> {
     await this.db.query('UPDATE runs SET instance_count = $2 WHERE run_id = $1::uuid', [runId, count]);
   }
@@ -173,7 +186,12 @@ export class RunStore {
    * expired (their worker died). One statement; SKIP LOCKED lets concurrent workers take disjoint sets.
    * Instances that already used every attempt are marked failed instead of being claimed again.
    */
-  async claim(runId: string, workerId: string, limit: number, leaseSeconds: number, maxAttempts: number): Promise<ClaimedItem[]> {
+  async claim(runId: string, workerId: string, limit: number, leaseSeconds: number, maxAttempts: number, opts: { plannedOnly?: boolean } = {}): Promise<ClaimedItem[]> {
+    // A de-identified run's instances wait for planning: their subject's evidence is attached at its end.
+    if (opts.plannedOnly) {
+      const planned = await this.db.query<{ planned: boolean }>('SELECT instance_count IS NOT NULL AS planned FROM runs WHERE run_id = $1::uuid', [runId]);
+      if (!planned[0]?.planned) return [];
+    }
     await this.db.query(
       `UPDATE run_items SET state = 'failed', outcome_rule = 'run.item.attempts-exhausted', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
        WHERE run_id = $1::uuid AND state = 'claimed' AND lease_expires_at < now() AND attempts >= $2`,

@@ -55,7 +55,7 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
       fatal ??= planning?.error;
       return;
     }
-    const items = await store.claim(ctx.runId, workerId, batchSize, settings.leaseSeconds, settings.maxAttempts);
+    const items = await store.claim(ctx.runId, workerId, batchSize, settings.leaseSeconds, settings.maxAttempts, { plannedOnly: ctx.deidentify });
     if (items.length === 0) exhausted = true;
     queue.push(...items);
   };

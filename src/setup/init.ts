@@ -9,6 +9,8 @@
  *   keys/audit-mac.key                the HMAC key that MACs every audit record
  *   keys/export-signing.key.pem/.pub  the Ed25519 key that signs released export bundles (separate from
  *                                     the audit key: a bundle's verifier needs only this public key)
+ *   lexicons/{staff,facilities,places,streets}.txt   the site's own de-identification lists, empty, with
+ *                                     a header saying what goes in them (config deid.siteLexicons)
  */
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -32,6 +34,18 @@ export interface InitReport {
   home: string;
   created: string[];
   kept: string[];
+}
+
+/** The site lexicons `init` writes empty: file -> what one line holds. */
+const SITE_LEXICON_EXAMPLES: Record<string, string> = {
+  'staff.txt': 'one member of staff a line, as the roster writes them: "Ann Kowalski", "KOWALSKI, ANN", "Kwame Mensah-Boateng"',
+  'facilities.txt': 'one facility, ward, clinic or unit name a line, yours and your neighbours\': "Bayview Medical Center", "the Pines", "BMC", "4 West"',
+  'places.txt': 'one local town, neighbourhood or landmark a line: "Pell Harbor", "Dorchester", "Castle Island"',
+  'streets.txt': 'one local street a line: "Tanager Road", "Mercer St"',
+};
+
+function lexiconHeader(what: string): string {
+  return `# ehrbench site lexicon (config deid.siteLexicons): ${what}.\n# Every entry is de-identified wherever it occurs, in any case and with one-letter misspellings.\n# Lines starting with # are comments. This file holds identifiers: keep it mode 0600.\n`;
 }
 
 /** Writes a file only if it does not exist; records which happened. Private keys get mode 0600. */
@@ -93,6 +107,7 @@ export function initHome(opts: InitOptions): InitReport {
     runs: { concurrencyPerEndpoint: 16, maxAttempts: 3, leaseSeconds: 300, claimBatch: 32 },
     models: { timeoutMs: 120000, maxRetries: 4, maxBackoffMs: 30000 },
     audit: { checkpointEvery: 1000, witnessDirs: [], retentionYears: 6 },
+    deid: { siteLexicons: { staff: 'lexicons/staff.txt', facilities: 'lexicons/facilities.txt', places: 'lexicons/places.txt', streets: 'lexicons/streets.txt' } },
   };
   writeOnce(join(home, CONFIG_FILE_NAME), () => JSON.stringify(config, null, 2) + '\n', report, 0o600);
   writeOnce(join(home, 'access-policies', 'endpoints.json'), () => JSON.stringify(demoEndpointPolicy(opts.demoPort ?? DEFAULT_DEMO_PORT), null, 2) + '\n', report);
@@ -132,6 +147,8 @@ export function initHome(opts: InitOptions): InitReport {
     writeOnce(exportKey, () => pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), report, 0o600);
     writeOnce(join(keys, EXPORT_PUBLIC_KEY_FILE), () => pair.publicKey.export({ type: 'spki', format: 'pem' }).toString(), report);
   } else report.kept.push(exportKey);
+
+  for (const [file, what] of Object.entries(SITE_LEXICON_EXAMPLES)) writeOnce(join(home, 'lexicons', file), () => lexiconHeader(what), report, 0o600);
 
   for (const dir of ['logs', 'db', 'audit']) mkdirSync(join(home, dir), { recursive: true, mode: 0o700 });
   return report;

@@ -61,6 +61,10 @@ describe('ehrbench benchmarks', () => {
     expect(r.stdout).toMatch(/result_human: The human label: 1 = has a history, 0 = no history, 2 = uncertain\./);
     expect(r.stdout).toContain(`Configure it in ${join(h, 'site-data.json')}`);
     expect(r.stdout).toContain('"type": "omop-note"');
+    // The columns holding a record's patient and known identifiers can be bound, and the OMOP options are named.
+    expect(r.stdout).toContain('"subject": "patient_id"');
+    expect(r.stdout).toMatch(/"known": \{ "names": \["patient_name", "nok_name"\], "mrns": \["mrn"\]/);
+    expect(r.stdout).toContain('"personSourceValue": "mrn" (default) | "pseudonym" | "ignore"; "identifierTables"');
 
     // Following what show says makes the benchmark readable.
     writeFileSync(join(h, 'clear.csv'), 'text,condition,result_human\nnote,chronic pain,1\n');

@@ -187,7 +187,7 @@ describe('private runs send only de-identified prompts', () => {
     try {
       const run = await approvedRun(t);
       expect(run.deid_version).toBe(t.app.engine.deid.version);
-      expect(run.deid_version).toMatch(/^ehrbench-deid\/2:[0-9a-f]{16}$/);
+      expect(run.deid_version).toMatch(/^ehrbench-deid\/3:[0-9a-f]{16}$/);
       const summary = await executeRun(t.app.engine, run.run_id);
       expect(summary.status).toBe('completed');
       expect(summary.counts).toEqual({ pending: 0, claimed: 0, done: RECORDS.length, blocked: 0, failed: 0 });
@@ -253,6 +253,36 @@ describe('private runs send only de-identified prompts', () => {
       const blocked = await t.app.db.query<{ item_key: string; outcome_rule: string }>("SELECT item_key, outcome_rule FROM run_items WHERE run_id = $1 AND state = 'blocked'", [run.run_id]);
       expect(blocked.map((b) => b.item_key)).toContain('r2');
       expect(new Set(blocked.map((b) => b.outcome_rule))).toEqual(new Set(['deid.residual-identifier']));
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a name found in one record of a subject is masked in the subject\'s other records, and only in theirs', async () => {
+    // No structured identifiers: the name is in the text only, with a cue ("wife") in one record alone.
+    const blank = { name: '', daughter: '', attending: '', mrn: '', dob: '', address: '', phone: '' };
+    const rows: Record[] = [
+      { id: 'q1', patient: 'p-010', ...blank, note: 'NPN: wife Zorbanna called, updated on plan. Pt resting comfortably.' },
+      { id: 'q2', patient: 'p-010', ...blank, note: 'Zorbanna brought clothes from home. Afebrile, tolerating diet.' },
+      { id: 'q3', patient: 'p-020', ...blank, note: 'Zorbanna brought clothes from home. Afebrile, tolerating diet.' },
+    ];
+    const t = await setUp(rows);
+    try {
+      const run = await approvedRun(t);
+      const summary = await executeRun(t.app.engine, run.run_id);
+      expect(summary.counts.done).toBe(3);
+      const prompts = t.server.received.map((r) => r.prompt);
+      // both records of p-010 went out without the name; the record of p-020, another subject, did not learn it
+      const withName = prompts.filter((p) => p.includes('Zorbanna'));
+      expect(prompts).toHaveLength(3);
+      expect(withName).toHaveLength(1);
+      expect(withName[0]).toContain('brought clothes');
+      const evidence = await t.app.db.query<{ item_key: string; evidence: string[] | null }>("SELECT item_key, payload->'evidence' AS evidence FROM run_items WHERE run_id = $1 ORDER BY item_key", [run.run_id]);
+      expect(evidence.map((e) => [e.item_key, e.evidence])).toEqual([
+        ['q1', ['zorbanna']],
+        ['q2', ['zorbanna']],
+        ['q3', null],
+      ]);
     } finally {
       await t.close();
     }

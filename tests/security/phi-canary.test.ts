@@ -5,9 +5,9 @@
  * serial, URL, IP, biometric, other codes, and the record and patient ids), in free text and, where the
  * site data format has a place for them, as known identifiers from structured data (some records have
  * no structured names: their people are found by cues alone). Where a PostgreSQL server is at hand, a
- * few notes also come from an OMOP CDM source, whose only structured identity is the person's MRN and
- * birth date. The private flow runs whole as people use it, over the mutual-TLS daemon: an IRB approval
- * recorded by compliance, a run requested by a researcher and approved by another person, executed by
+ * few notes also come from an OMOP CDM source, whose structured identity is the person's MRN and birth
+ * date and the CDM's location, care site and provider rows (no patient names: the CDM has none). The
+ * private flow runs whole as people use it, over the mutual-TLS daemon: an IRB approval recorded by compliance, a run requested by a researcher and approved by another person, executed by
  * the daemon's worker on an allowlisted BAA endpoint (the loopback model server, which records every
  * request and fails some of them), one instance blocked by the residual scan, one run that fails on a
  * malformed site file, and the release of the export bundle. Afterwards no marker may be found in
@@ -154,6 +154,8 @@ interface CanaryRecord {
   note: string;
   label: string;
   markers: Marker[];
+  /** The pieces an OMOP source keeps in its own tables: location, care site, provider. */
+  parts: { houseNo: string; street: string; city: string; zip: string; attFirst: string; attLast: string };
 }
 
 /**
@@ -283,6 +285,7 @@ function canaryRecord(i: number): CanaryRecord {
     note,
     label: i % 2 ? 'yes' : 'no',
     markers,
+    parts: { houseNo, street, city, zip, attFirst, attLast },
   };
 }
 
@@ -391,19 +394,43 @@ async function createOmopSource(admin: string, records: CanaryRecord[]): Promise
   const personIds = records.map(() => `${nz()}${digits(8)}`);
   const db = new pg.Client({ connectionString: url });
   await db.connect();
+  // The CDM 5.4 tables that hold identity: the person's address (location), the care site, the note's and
+  // the visit's provider. Their rows carry the record's street, town, facility and attending.
   await db.query(`
     CREATE SCHEMA cdm;
+    CREATE TABLE cdm.location (location_id bigint PRIMARY KEY, address_1 varchar(50), address_2 varchar(50), city varchar(50), state varchar(2),
+      zip varchar(9), county varchar(20), location_source_value varchar(50), country_concept_id integer, country_source_value varchar(80),
+      latitude numeric, longitude numeric);
+    CREATE TABLE cdm.care_site (care_site_id bigint PRIMARY KEY, care_site_name varchar(255), place_of_service_concept_id integer, location_id bigint,
+      care_site_source_value varchar(50), place_of_service_source_value varchar(50));
+    CREATE TABLE cdm.provider (provider_id bigint PRIMARY KEY, provider_name varchar(255), npi varchar(20), dea varchar(20), specialty_concept_id integer,
+      care_site_id bigint, year_of_birth integer, gender_concept_id integer, provider_source_value varchar(50), specialty_source_value varchar(50),
+      specialty_source_concept_id integer, gender_source_value varchar(50), gender_source_concept_id integer);
     CREATE TABLE cdm.person (person_id bigint PRIMARY KEY, gender_concept_id integer, year_of_birth integer, month_of_birth integer,
-      day_of_birth integer, birth_datetime timestamp, person_source_value varchar(50));
+      day_of_birth integer, birth_datetime timestamp, race_concept_id integer, ethnicity_concept_id integer, location_id bigint, provider_id bigint,
+      care_site_id bigint, person_source_value varchar(50), gender_source_value varchar(50), gender_source_concept_id integer,
+      race_source_value varchar(50), race_source_concept_id integer, ethnicity_source_value varchar(50), ethnicity_source_concept_id integer);
+    CREATE TABLE cdm.visit_occurrence (visit_occurrence_id bigint PRIMARY KEY, person_id bigint, visit_concept_id integer, visit_start_date date,
+      visit_start_datetime timestamp, visit_end_date date, visit_end_datetime timestamp, visit_type_concept_id integer, provider_id bigint,
+      care_site_id bigint, visit_source_value varchar(50), visit_source_concept_id integer, admitted_from_concept_id integer,
+      admitted_from_source_value varchar(50), discharged_to_concept_id integer, discharged_to_source_value varchar(50),
+      preceding_visit_occurrence_id bigint);
     CREATE TABLE cdm.note (note_id bigint PRIMARY KEY, person_id bigint, note_date date, note_datetime timestamp,
       note_type_concept_id integer, note_class_concept_id integer, note_title varchar(250), note_text text,
-      encoding_concept_id integer, language_concept_id integer, provider_id bigint, visit_occurrence_id bigint)`);
+      encoding_concept_id integer, language_concept_id integer, provider_id bigint, visit_occurrence_id bigint, visit_detail_id bigint,
+      note_source_value varchar(50), note_event_id bigint, note_event_field_concept_id integer)`);
   const values: string[] = [];
   for (const [k, r] of records.entries()) {
     const [year, month, day] = r.dob.split('-').map(Number);
-    await db.query('INSERT INTO cdm.person VALUES ($1, 8532, $2, $3, $4, $5, $6)', [personIds[k], year, month, day, `${r.dob} 00:00`, r.mrn]);
-    await db.query("INSERT INTO cdm.note VALUES ($1, $2, $3, NULL, 44814645, 706, 'Progress note', $4, 0, 0, NULL, NULL)", [noteIds[k], personIds[k], r.admit, r.note]);
-    values.push(personIds[k] as string, r.dob, r.mrn, noteIds[k] as string, r.admit, r.note);
+    const id = k + 1;
+    const p = r.parts;
+    await db.query('INSERT INTO cdm.location (location_id, address_1, city, state, zip) VALUES ($1, $2, $3, $4, $5)', [id, `${p.houseNo} ${p.street} Lane`, p.city, 'MA', p.zip]);
+    await db.query('INSERT INTO cdm.care_site (care_site_id, care_site_name, location_id) VALUES ($1, $2, $1)', [id, r.facility]);
+    await db.query('INSERT INTO cdm.provider (provider_id, provider_name, care_site_id) VALUES ($1, $2, $1)', [id, `${p.attLast}, ${p.attFirst}`]);
+    await db.query('INSERT INTO cdm.person (person_id, gender_concept_id, year_of_birth, month_of_birth, day_of_birth, birth_datetime, location_id, provider_id, care_site_id, person_source_value) VALUES ($1, 8532, $2, $3, $4, $5, $6, $6, $6, $7)', [personIds[k], year, month, day, `${r.dob} 00:00`, id, r.mrn]);
+    await db.query('INSERT INTO cdm.visit_occurrence (visit_occurrence_id, person_id, visit_concept_id, visit_start_date, visit_end_date, visit_type_concept_id, provider_id, care_site_id) VALUES ($1, $2, 9201, $3, $3, 44818518, $1, $1)', [id, personIds[k], r.admit]);
+    await db.query("INSERT INTO cdm.note (note_id, person_id, note_date, note_type_concept_id, note_class_concept_id, note_title, note_text, encoding_concept_id, language_concept_id, provider_id, visit_occurrence_id) VALUES ($1, $2, $3, 44814645, 706, 'Progress note', $4, 0, 0, $5, $5)", [noteIds[k], personIds[k], r.admit, r.note, id]);
+    values.push(personIds[k] as string, r.dob, r.mrn, noteIds[k] as string, r.admit, r.note, r.facility, `${p.attLast}, ${p.attFirst}`);
   }
   await db.end();
   return {
@@ -422,13 +449,13 @@ async function createOmopSource(admin: string, records: CanaryRecord[]): Promise
 }
 
 /**
- * The markers of an OMOP record: its own, with the note and person ids in place of the CSV's ids, less
- * the attending's first name (only the CSV's structured columns hold it).
+ * The markers of an OMOP record: its own, with the note and person ids in place of the CSV's ids (the
+ * attending's first name is in the CDM's provider table, as the CSV's structured columns hold it).
  */
 function omopMarkers(r: CanaryRecord, noteId: string, personId: string): Marker[] {
   const label = (r.markers[0] as Marker).label.replace(/ first name$/, '');
   return [
-    ...r.markers.filter((mk) => !/ (record id|patient id|attending first name)$/.test(mk.label)),
+    ...r.markers.filter((mk) => !/ (record id|patient id)$/.test(mk.label)),
     { kind: 'ID', label: `${label} note_id`, value: noteId, patterns: [digitsAnyhow(noteId)] },
     { kind: 'ID', label: `${label} person_id`, value: personId, patterns: [digitsAnyhow(personId)] },
   ];

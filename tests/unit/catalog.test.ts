@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Catalog, dataStatus, instancesOf, loadBenchmark, loadSiteData, TAXONOMY, verifyDataset, type Instance } from '../../src/catalog';
+import { Catalog, dataStatus, instancesOf, loadBenchmark, loadSiteData, OMOP_IDENTIFIER_TABLES, TAXONOMY, verifyDataset, type Instance } from '../../src/catalog';
+import { loadSchema } from '../../src/config/validate';
 import { UserError } from '../../src/errors';
 import { tempDir } from '../helpers/db';
 import { catalog, countInstances } from '../helpers/instances';
@@ -178,6 +179,132 @@ describe('site data bound in site-data.json', () => {
       /type "omop-note" is not accepted; starr_patient_instructions takes csv, jsonl/,
     );
     expect(() => loadSiteData(siteFile({ benchmarks: {}, password: 'x' }))).toThrow(/unknown key "password"/);
+  });
+});
+
+describe('subject and known identifiers bound in site-data.json', () => {
+  function site(binding: Record<string, unknown>, file: string, content: string, id = 'shc_ptbm_med', dirs: string[] = []): { catalog: Catalog; data: string; siteData: string } {
+    const dir = tempDir('known');
+    const siteData = join(dir, 'site-data.json');
+    const data = join(dir, file);
+    writeFileSync(data, content);
+    writeFileSync(siteData, JSON.stringify({ benchmarks: { [id]: { source: { type: file.endsWith('.csv') ? 'csv' : 'jsonl', path: file }, ...binding } } }));
+    return { catalog: Catalog.load(dirs, { siteDataFile: siteData }), data, siteData };
+  }
+
+  const ALL_KINDS = {
+    subject: 'patient_id',
+    known: { names: ['patient_name', 'nok_name'], mrns: ['mrn'], dates: ['dob'], addresses: ['home_address'], phones: ['phone'], facilities: ['facility'], emails: [], other: ['account'] },
+  };
+  const HEADER = 'prompt,context,label,patient_id,patient_name,nok_name,mrn,dob,home_address,phone,facility,account';
+
+  it('attaches the values of the named CSV columns to each instance, and skips empty cells', async () => {
+    const { catalog } = site(
+      ALL_KINDS,
+      'notes.csv',
+      `${HEADER}\nq,note one,A,P-17,Marguerite Hollis,Tomas Hollis,MRN-99812,1946-03-14,"12 Pellham Road, Cambridge, MA 02139",617-555-0142,Riverbend Clinic,ACCT-7731\n` +
+        `q,note two,B,,Ines Abara,  ,0042,,,,,\n`,
+    );
+    const [one, two] = await all(catalog.get('shc_ptbm_med'));
+    expect(one?.subjectId).toBe('P-17');
+    expect(one?.known).toEqual({
+      names: ['Marguerite Hollis', 'Tomas Hollis'],
+      mrns: ['MRN-99812'],
+      dates: ['1946-03-14'],
+      addresses: ['12 Pellham Road, Cambridge, MA 02139'],
+      phones: ['617-555-0142'],
+      facilities: ['Riverbend Clinic'],
+      other: ['ACCT-7731'],
+    });
+    // An empty (or blank) cell adds nothing; an empty subject cell leaves the record without one.
+    expect(two?.subjectId).toBeUndefined();
+    expect(two?.known).toEqual({ names: ['Ines Abara'], mrns: ['0042'] });
+  });
+
+  it('reads JSONL numbers, nulls (skipped) and lists (several values), for any adapter', async () => {
+    const line = (o: Record<string, unknown>) => JSON.stringify({ question: 'Which drug?', options: JSON.stringify(['aspirin', 'heparin']), answer: 'A', ...o });
+    const { catalog } = site(
+      { subject: 'pid', known: { names: ['family'], mrns: ['mrn'], phones: ['phone'] } },
+      'mcq.jsonl',
+      [line({ id: 'q1', pid: 4411, family: ['Ada Lindqvist', '', 'Bo Lindqvist'], mrn: 778201, phone: null }), line({ id: 'q2', pid: null, family: null, mrn: 'M-2', phone: '555-0100' })].join('\n'),
+      'med_qa',
+    );
+    const got = await all(catalog.get('med_qa'));
+    expect(got.map((i) => [i.key, i.subjectId, i.known])).toEqual([
+      ['q1', '4411', { names: ['Ada Lindqvist', 'Bo Lindqvist'], mrns: ['778201'] }],
+      ['q2', undefined, { mrns: ['M-2'], phones: ['555-0100'] }],
+    ]);
+  });
+
+  it('names the file, the record, the column and the binding key of a missing column in one line, never a value', async () => {
+    const csv = site(ALL_KINDS, 'notes.csv', 'prompt,context,label,patient_id,patient_name,mrn,dob,home_address,phone,facility,account\nq,Marguerite Hollis note,A,P-17,Marguerite Hollis,MRN-99812,,,,,\n');
+    const err = await failure(all(csv.catalog.get('shc_ptbm_med')));
+    expect(err.code).toBe('dataset.missing-column');
+    expect(err.message).toBe(`${csv.data}: record 1: missing column "nok_name" (benchmarks.shc_ptbm_med.known.names in ${csv.siteData})`);
+
+    const jsonl = site({ subject: 'pid', known: { mrns: ['mrn'] } }, 'notes.jsonl', [JSON.stringify({ prompt: 'q', context: 'Hollis', label: 'A', pid: 1, mrn: 'MRN-99812' }), JSON.stringify({ prompt: 'q', context: 'Hollis', label: 'A', mrn: 'MRN-31337' })].join('\n'));
+    const missing = await failure(all(jsonl.catalog.get('shc_ptbm_med')));
+    expect(missing.message).toBe(`${jsonl.data}: record 2: missing column "pid" (benchmarks.shc_ptbm_med.subject in ${jsonl.siteData})`);
+
+    const nested = site({ known: { names: ['family'] } }, 'nested.jsonl', JSON.stringify({ prompt: 'q', context: 'c', label: 'A', family: { mother: 'Ada Lindqvist' } }));
+    const bad = await failure(all(nested.catalog.get('shc_ptbm_med')));
+    expect(bad.message).toBe(`${nested.data}: record 1: column "family" (benchmarks.shc_ptbm_med.known.names in ${nested.siteData}) must be text, a number or a list of them`);
+    for (const e of [err, missing, bad]) expect(e.message).not.toMatch(/Hollis|MRN-|Lindqvist/);
+  });
+
+  it('combines known values with the definition\'s columns, and the site\'s subject wins', async () => {
+    const root = tempDir('defs');
+    const dir = join(root, 'site_known');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'prompt.txt'), '{{note}}\nAnswer:');
+    writeFileSync(
+      join(dir, 'benchmark.json'),
+      JSON.stringify({
+        id: 'site_known',
+        version: '1.0.0',
+        displayName: 'Site known',
+        category: 'Administration and Workflow',
+        subcategory: 'Care Coordination and Planning',
+        tier: 'private',
+        dataset: { origin: 'site', adapter: 'columns', columns: { id: 'id', vars: { note: 'text' }, reference: 'label', subject: 'mrn', known: { names: ['patient'], mrns: ['mrn'] } } },
+        dataRequirements: { summary: 'notes', formats: ['csv'], columns: ['id', 'text', 'label', 'patient', 'mrn'].map((name) => ({ name, description: name })) },
+        prompt: { templateFile: 'prompt.txt', maxTokens: 1 },
+        references: 'label column',
+        metrics: { main: 'exact_match' },
+        split: 'test',
+        lowerIsBetter: false,
+      }),
+    );
+    const csv = 'id,body,label,patient,mrn,family_id,nok\n1,note,yes,Marguerite Hollis,MRN-1,F-9,Tomas Hollis\n2,note,no,Ines Abara,MRN-2,,Marguerite Hollis\n';
+    const { catalog } = site({ columns: { text: 'body' }, subject: 'family_id', known: { names: ['nok', 'patient'] } }, 'known.csv', csv, 'site_known', [root]);
+    const got = await all(catalog.get('site_known'));
+    expect(got.map((i) => [i.subjectId, i.known])).toEqual([
+      ['F-9', { names: ['Marguerite Hollis', 'Tomas Hollis'], mrns: ['MRN-1'] }],
+      // No family_id: the definition's subject column stands.
+      ['MRN-2', { names: ['Ines Abara', 'Marguerite Hollis'], mrns: ['MRN-2'] }],
+    ]);
+  });
+
+  it('offers exactly the kinds of known identifiers de-identification takes, and exactly the CDM tables the OMOP reader joins', () => {
+    const siteSchema = loadSchema('site-data.schema.json') as { $defs: Record<string, { properties: Record<string, { items?: { enum: string[] } }> }> };
+    const kinds = Object.keys((loadSchema('deid-known.schema.json') as { properties: object }).properties);
+    expect(Object.keys(siteSchema.$defs.knownColumns?.properties ?? {})).toEqual(kinds);
+    expect(siteSchema.$defs.omopSource?.properties.identifierTables?.items?.enum).toEqual([...OMOP_IDENTIFIER_TABLES]);
+  });
+
+  it('refuses known columns of an unknown kind, without a source, or empty; and the binding changes the definition hash', () => {
+    const file = (b: unknown) => {
+      const f = join(tempDir('kschema'), 'site-data.json');
+      writeFileSync(f, JSON.stringify({ benchmarks: { shc_ptbm_med: b } }));
+      return f;
+    };
+    const source = { type: 'csv', path: 'x.csv' };
+    expect(() => loadSiteData(file({ source, known: { ssn: ['ssn'] } }))).toThrow(/\/benchmarks\/shc_ptbm_med\/known: unknown key "ssn" \(allowed: names, mrns, dates, addresses, facilities, phones, emails, other\)/);
+    expect(() => loadSiteData(file({ known: { names: ['n'] } }))).toThrow(/\/benchmarks\/shc_ptbm_med: must have property source when property known is present/);
+    expect(() => loadSiteData(file({ source, subject: '' }))).toThrow(/\/benchmarks\/shc_ptbm_med\/subject: must NOT have fewer than 1 characters/);
+    expect(() => loadSiteData(file({ source, known: { names: [''] } }))).toThrow(/known\/names\/0: must NOT have fewer than 1 characters/);
+    const plain = Catalog.load([], { siteDataFile: file({ source }) }).get('shc_ptbm_med').definitionHash;
+    expect(Catalog.load([], { siteDataFile: file({ source, known: { names: ['n'] } }) }).get('shc_ptbm_med').definitionHash).not.toBe(plain);
   });
 });
 

@@ -1,45 +1,20 @@
 /**
- * Notes from an OMOP CDM database: the `note` table, joined to `person` for the identifiers known from
- * structured data (person_source_value is usually the MRN; the birth date), which de-identification
- * uses. Read-only by construction: the connection starts with default_transaction_read_only=on and
- * every batch runs in its own short `BEGIN TRANSACTION READ ONLY` (never across a model call: the
+ * Notes from an OMOP CDM database: the `note` table, joined to `person`, `location`, `care_site`,
+ * `provider` and `visit_occurrence` for the identifiers known from structured data (omop-query.ts),
+ * which de-identification always masks. Read-only by construction: the connection starts with
+ * default_transaction_read_only=on and every batch runs in its own short `BEGIN TRANSACTION READ ONLY` (never across a model call: the
  * batch is fully read before its records are handed on). Batches page by note_id (keyset), so memory
- * does not grow with the table. Errors name the source and the SQLSTATE, never a value.
+ * does not grow with the table. Errors name the source, the SQLSTATE and, for a missing table or
+ * column, which one (from the catalog, never from the server's message); never a value.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import { UserError } from '../../errors';
-import type { OmopNoteSourceSpec } from '../site-data';
+import { OMOP_IDENTIFIER_TABLES, type OmopNoteSourceSpec } from '../site-data';
+import { type ColumnRead, columnsRead, knownOf, noteFields, noteQuery, type NoteRow } from './omop-query';
 import { readRecords, type RawRecord } from './records';
 
-/** The note fields a benchmark's column mapping can name. */
-export const OMOP_NOTE_FIELDS = [
-  'note_id',
-  'person_id',
-  'note_date',
-  'note_datetime',
-  'note_type_concept_id',
-  'note_class_concept_id',
-  'note_title',
-  'note_text',
-  'visit_occurrence_id',
-] as const;
-
 const DEFAULT_BATCH = 500;
-
-interface NoteRow {
-  note_id: string;
-  person_id: string;
-  note_date: string | null;
-  note_datetime: string | null;
-  note_type_concept_id: number | null;
-  note_class_concept_id: number | null;
-  note_title: string | null;
-  note_text: string | null;
-  visit_occurrence_id: string | null;
-  person_source_value: string | null;
-  birth_date: string | null;
-}
 
 /** The connection URL, by reference only. */
 export function omopConnectionUrl(spec: OmopNoteSourceSpec, label: string, env: NodeJS.ProcessEnv = process.env): string {
@@ -71,48 +46,66 @@ async function readLabels(spec: OmopNoteSourceSpec): Promise<Map<string, Record<
   return labels;
 }
 
-function queryText(schema: string): string {
-  // The schema name is checked against ^[a-z_][a-z0-9_]*$ by the site data schema and quoted here.
-  const s = `"${schema}"`;
-  return `SELECT n.note_id::text AS note_id, n.person_id::text AS person_id,
-                 n.note_date::text AS note_date, n.note_datetime::text AS note_datetime,
-                 n.note_type_concept_id, n.note_class_concept_id, n.note_title, n.note_text,
-                 n.visit_occurrence_id::text AS visit_occurrence_id,
-                 p.person_source_value,
-                 COALESCE(p.birth_datetime::date::text,
-                          CASE WHEN p.year_of_birth IS NOT NULL AND p.month_of_birth IS NOT NULL AND p.day_of_birth IS NOT NULL
-                               THEN make_date(p.year_of_birth, p.month_of_birth, p.day_of_birth)::text END) AS birth_date
-            FROM ${s}.note n LEFT JOIN ${s}.person p ON p.person_id = n.person_id
-           WHERE ($1::bigint IS NULL OR n.note_id > $1::bigint)
-             AND ($2::bigint[] IS NULL OR n.note_id = ANY($2::bigint[]))
-             AND ($3::integer[] IS NULL OR n.note_type_concept_id = ANY($3::integer[]))
-             AND ($4::integer[] IS NULL OR n.note_class_concept_id = ANY($4::integer[]))
-             AND ($5::text[] IS NULL OR n.note_title = ANY($5::text[]))
-           ORDER BY n.note_id
-           LIMIT $6`;
+/** The columns the query reads that the role cannot see in the schema: absent, or not granted. */
+async function unseenColumns(client: pg.Client, spec: OmopNoteSourceSpec, read: ColumnRead[]): Promise<ColumnRead[]> {
+  await client.query('BEGIN TRANSACTION READ ONLY');
+  try {
+    const { rows } = await client.query<{ t: string; c: string }>(
+      `SELECT r.t, r.c FROM unnest($2::text[], $3::text[]) AS r(t, c)
+        WHERE NOT EXISTS (SELECT 1 FROM information_schema.columns i WHERE i.table_schema = $1 AND i.table_name = r.t AND i.column_name = r.c)`,
+      [spec.schema ?? 'public', read.map((x) => x.table), read.map((x) => x.column)],
+    );
+    return read.filter((x) => rows.some((r) => r.t === x.table && r.c === x.column));
+  } finally {
+    await client.query('COMMIT').catch(() => undefined);
+  }
 }
 
-function failure(label: string, what: string, err: unknown): UserError {
+/** Names the first few of a list, and how many more there are. */
+function few(items: string[]): string {
+  return items.slice(0, 4).join(', ') + (items.length > 4 ? ` and ${items.length - 4} more` : '');
+}
+
+/** What is missing and the fix, from the names ehrbench reads (the server's message may quote data). */
+function missingHint(schema: string, unseen: ColumnRead[], read: ColumnRead[]): string | undefined {
+  if (unseen.length === 0) return undefined;
+  // Tables in the order the site data schema lists them, so the message reads like the option.
+  const order = ['note', 'person', ...OMOP_IDENTIFIER_TABLES] as string[];
+  const byOrder = (a: string | undefined, b: string | undefined) => order.indexOf(a ?? '') - order.indexOf(b ?? '');
+  const tables = [...new Set(read.map((c) => c.table))].filter((t) => read.filter((c) => c.table === t).every((c) => unseen.includes(c))).sort(byOrder);
+  if (tables.includes('note') || tables.includes('person')) return 'the note or person table is not in that schema; set "schema" in the site data file';
+  const columns = unseen.filter((c) => !tables.includes(c.table)).map((c) => `${schema}.${c.table}.${c.column}`);
+  const what = [
+    ...(tables.length ? [`table ${few(tables.map((t) => `${schema}.${t}`))} is missing or not readable by this role`] : []),
+    ...(columns.length ? [`column ${few(columns)} is missing (CDM v5.3/5.4 expected)`] : []),
+  ].join('; ');
+  const optional = [...new Set(unseen.map((c) => c.for))].sort(byOrder);
+  if (optional.includes(undefined)) return what;
+  // Every gap is in an identifier table's join: the site can read the notes without that table.
+  return `${what}; fix the CDM or the role's grants, or leave ${optional.map((t) => `"${t}"`).join(', ')} out of "identifierTables" of this source in the site data file`;
+}
+
+function staticHint(sqlstate: string): string {
+  if (sqlstate === '42P01' || sqlstate === '3F000') return 'the note or person table is not in that schema; set "schema" in the site data file';
+  if (sqlstate === '42703') return 'a CDM column is missing from note, person, location, care_site, provider or visit_occurrence (CDM v5.3/5.4 expected)';
+  if (sqlstate === '25006') return 'a write was attempted on the read-only connection';
+  return "check the connection and the role's SELECT grants";
+}
+
+async function failure(client: pg.Client | undefined, spec: OmopNoteSourceSpec, label: string, what: string, err: unknown): Promise<UserError> {
   if (err instanceof UserError) return err;
   const code = (err as { code?: unknown })?.code;
   const sqlstate = typeof code === 'string' ? code : 'connection';
-  const hint =
-    sqlstate === '42P01' || sqlstate === '3F000'
-      ? 'the note or person table is not in that schema; set "schema" in the site data file'
-      : sqlstate === '42703'
-        ? 'a CDM column is missing from note or person (CDM v5.3/5.4 expected)'
-        : sqlstate === '25006'
-          ? 'a write was attempted on the read-only connection'
-          : 'check the connection and the role\'s SELECT grants';
+  // A missing table, column or grant: ask the catalog which one, so the site knows what to fix.
+  const diagnosable = client && (sqlstate === '42P01' || sqlstate === '42703' || sqlstate === '42501');
+  const read = columnsRead(spec);
+  const unseen = diagnosable ? await unseenColumns(client, spec, read).catch(() => []) : [];
+  const hint = missingHint(spec.schema ?? 'public', unseen, read) ?? staticHint(sqlstate);
   return new UserError('omop.query-failed', `${label}: ${what} failed (${sqlstate}); ${hint}`);
 }
 
-/**
- * Streams note records. Each record's fields are the note fields plus the labels row's columns;
- * `known` carries the person's MRN and birth date, `subjectId` the person_id.
- */
-export async function* readOmopNotes(spec: OmopNoteSourceSpec, label: string, env: NodeJS.ProcessEnv = process.env): AsyncGenerator<RawRecord> {
-  const labels = await readLabels(spec);
+/** Opens the read-only connection. */
+async function connect(spec: OmopNoteSourceSpec, label: string, env: NodeJS.ProcessEnv): Promise<pg.Client> {
   const client = new pg.Client({
     connectionString: omopConnectionUrl(spec, label, env),
     // Read-only from the first statement on, whatever the role may do.
@@ -123,39 +116,71 @@ export async function* readOmopNotes(spec: OmopNoteSourceSpec, label: string, en
   try {
     await client.connect();
   } catch (err) {
-    throw failure(label, 'connecting to the OMOP database', err);
+    throw await failure(undefined, spec, label, 'connecting to the OMOP database', err);
   }
+  return client;
+}
+
+/** One page of joined rows in its own short READ ONLY transaction, read whole before anything is yielded. */
+async function readPage(client: pg.Client, spec: OmopNoteSourceSpec, label: string, sql: string, params: unknown[]): Promise<NoteRow[]> {
+  try {
+    await client.query('BEGIN TRANSACTION READ ONLY');
+    const { rows } = await client.query<NoteRow>(sql, params);
+    await client.query('COMMIT');
+    return rows;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw await failure(client, spec, label, `reading ${spec.schema ?? 'public'}.note`, err);
+  }
+}
+
+/**
+ * The rows of each note, in note_id order. A note has several rows only where the CDM repeats a key
+ * (no primary keys): its identifiers are merged rather than the note read twice. Rows whose note
+ * fields differ stay apart, so a note_id the note table itself repeats is still reported as such.
+ */
+function byNote(rows: NoteRow[]): NoteRow[][] {
+  const groups = new Map<string, NoteRow[]>();
+  for (const row of rows) {
+    const key = JSON.stringify(noteFields(row));
+    const group = groups.get(key);
+    if (group) group.push(row);
+    else groups.set(key, [row]);
+  }
+  return [...groups.values()];
+}
+
+/**
+ * Streams note records. Each record's fields are the note fields plus the labels row's columns;
+ * `known` carries the identifiers of the person, their location and care site, the visit's care site
+ * and provider and the note's provider; `subjectId` the person_id.
+ */
+export async function* readOmopNotes(spec: OmopNoteSourceSpec, label: string, env: NodeJS.ProcessEnv = process.env): AsyncGenerator<RawRecord> {
+  const labels = await readLabels(spec);
+  const client = await connect(spec, label, env);
   const f = spec.filter ?? {};
   const ids = labels ? [...labels.keys()] : null;
-  const batch = spec.batchSize ?? DEFAULT_BATCH;
-  const sql = queryText(spec.schema ?? 'public');
+  const sql = noteQuery(spec);
   let after: string | null = null;
   let position = 0;
   try {
+    // Until a page comes back empty: a page's row count says nothing exact once notes are joined.
     for (;;) {
-      let rows: NoteRow[];
-      try {
-        await client.query('BEGIN TRANSACTION READ ONLY');
-        rows = (await client.query<NoteRow>(sql, [after, ids, f.noteTypeConceptIds ?? null, f.noteClassConceptIds ?? null, f.noteTitles ?? null, batch])).rows;
-        await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw failure(label, `reading ${spec.schema ?? 'public'}.note`, err);
-      }
-      for (const row of rows) {
+      const rows = await readPage(client, spec, label, sql, [after, ids, f.noteTypeConceptIds ?? null, f.noteClassConceptIds ?? null, f.noteTitles ?? null, spec.batchSize ?? DEFAULT_BATCH]);
+      if (rows.length === 0) break;
+      for (const group of byNote(rows)) {
+        const first = group[0] as NoteRow;
         position += 1;
-        const extra = labels?.get(row.note_id) ?? {};
-        const { person_source_value: mrn, birth_date: birth, ...note } = row;
+        const noteId = String(first.note_id);
         yield {
           position,
-          key: row.note_id,
-          fields: { ...extra, ...note },
-          known: { ...(mrn ? { mrns: [mrn] } : {}), ...(birth ? { dates: [birth] } : {}) },
-          subjectId: row.person_id,
+          key: noteId,
+          fields: { ...(labels?.get(noteId) ?? {}), ...noteFields(first) },
+          known: knownOf(group, spec),
+          ...(first.person_id === null ? {} : { subjectId: String(first.person_id) }),
         };
       }
-      if (rows.length < batch) break;
-      after = rows[rows.length - 1]?.note_id ?? null;
+      after = String(rows[rows.length - 1]?.note_id);
     }
   } finally {
     await client.end().catch(() => undefined);

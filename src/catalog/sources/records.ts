@@ -22,7 +22,7 @@ export interface RawRecord {
   /** The key of a json-object entry. */
   key?: string;
   fields: Record<string, unknown>;
-  /** Identifiers known from structured data (OMOP person), for de-identification. */
+  /** Identifiers the source knows from structured data (OMOP person, location, care site, provider), for de-identification. */
   known?: KnownIdentifiers;
   subjectId?: string;
 }

@@ -91,16 +91,34 @@ function dataSection(b: Benchmark): string[] {
     if (req?.formats.includes('omop-note')) {
       const noteColumn = req.columns.find((c) => c.description.includes('note_text'))?.name ?? '<required column>';
       lines.push(
-        '  or, from an OMOP CDM database (notes from the note table, person for MRN and birth date; read-only):',
+        '  or, from an OMOP CDM database (notes from the note table; read-only):',
         `  "${d.id}": { "source": { "type": "omop-note", "connection": { "env": "EHRBENCH_OMOP_URL" }, "schema": "cdm",`,
         '               "labels": { "path": "/secure/labels.csv" } },',
         `               "columns": { "${noteColumn}": "note_text" } }`,
         '  (the labels CSV is keyed by note_id and holds the columns the note table lacks; note fields: note_id, person_id,',
         '   note_date, note_datetime, note_type_concept_id, note_class_concept_id, note_title, note_text, visit_occurrence_id)',
+        '  known identifiers come from person (person_source_value, birth date), location (addresses), care_site (names) and',
+        '  provider (names, NPI, DEA) of the person, the visit and the note; person_id is the subject. In the source:',
+        '  "personSourceValue": "mrn" (default) | "pseudonym" | "ignore"; "identifierTables": any of location, care_site,',
+        '  provider, visit_occurrence (default all; leave out a table the CDM lacks or the role may not read; [] for none)',
       );
     }
+    if (status !== 'shipped') lines.push(...identityLines(d.id));
   }
   return lines;
+}
+
+/** How a site names the columns holding each record's patient and known identifiers. */
+function identityLines(id: string): string[] {
+  return [
+    '  optional, for any source: the columns (or OMOP note fields and labels columns) holding each record\'s patient',
+    '  and identifiers known from structured data, which de-identification always masks (any case, initials,',
+    '  misspellings) and keeps consistent per patient:',
+    `  "${id}": { ..., "subject": "patient_id",`,
+    '    "known": { "names": ["patient_name", "nok_name"], "mrns": ["mrn"], "dates": ["dob"], "addresses": ["home_address"],',
+    '               "facilities": ["facility"], "phones": ["phone"], "emails": ["email"], "other": ["account"] } }',
+    '  (your own column names; empty cells are skipped; combined with what the definition and an OMOP source attach)',
+  ];
 }
 
 function exampleBinding(b: Benchmark): string {

@@ -94,18 +94,27 @@ function json(text: string, out: Detection[]): void {
   }
 }
 
-/** The cells of one CSV line (RFC 4180 quoting), with their offsets. */
-function cells(line: string, offset: number): { start: number; end: number }[] {
+/** The cells of one delimited line (RFC 4180 quoting for commas), with their offsets. */
+function cells(line: string, offset: number, sep: string): { start: number; end: number }[] {
   const out: { start: number; end: number }[] = [];
-  let i = 0;
-  while (i <= line.length) {
+  // a table written with pipes may open and close its rows with one: "| Age | 94 |"
+  let from = 0;
+  let to = line.length;
+  if (sep === '|') {
+    while (from < to && /\s/.test(line.charAt(from))) from++;
+    while (to > from && /\s/.test(line.charAt(to - 1))) to--;
+    if (line.charAt(from) === '|') from++;
+    if (line.charAt(to - 1) === '|') to--;
+  }
+  let i = from;
+  while (i <= to) {
     const start = i;
-    if (line.charAt(i) === '"') {
+    if (sep === ',' && line.charAt(i) === '"') {
       i++;
-      while (i < line.length && !(line.charAt(i) === '"' && line.charAt(i + 1) !== '"')) i += line.charAt(i) === '"' ? 2 : 1;
+      while (i < to && !(line.charAt(i) === '"' && line.charAt(i + 1) !== '"')) i += line.charAt(i) === '"' ? 2 : 1;
       i++;
     }
-    while (i < line.length && line.charAt(i) !== ',') i++;
+    while (i < to && line.charAt(i) !== sep) i++;
     out.push({ start: offset + start, end: offset + i });
     i++;
   }
@@ -113,26 +122,38 @@ function cells(line: string, offset: number): { start: number; end: number }[] {
 }
 
 /**
- * CSV under a header: a line of comma-separated field names, at least two of them identifier fields,
- * and the lines after it with as many cells (until one has not).
+ * Delimited rows under a header (CSV, pipes or tabs): a line of field names, at least two of them
+ * identifier fields, and the lines after it with as many cells (until one has not). A pipe table may
+ * have a rule line (|---|---|) after its header. A header of one identifier field with a value beside
+ * it ("| Age | 94 |") is a two-cell row read the same way.
  */
 function csv(text: string, out: Detection[]): void {
-  if (!text.includes(',')) return;
+  for (const sep of [',', '|', '\t']) if (text.includes(sep)) delimited(text, out, sep);
+}
+
+function delimited(text: string, out: Detection[], sep: string): void {
   const lines: { text: string; start: number }[] = [];
   let pos = 0;
   for (const l of text.split('\n')) {
     lines.push({ text: l, start: pos });
     pos += l.length + 1;
   }
+  const fieldName = /^\s*"?[A-Za-z][\w .#/-]{0,39}"?\s*$/;
   for (let h = 0; h < lines.length; h++) {
-    const header = (lines[h] as { text: string }).text;
-    if (!/^[\w ."#/-]+(?:,[\w ."#/-]+)+\s*$/.test(header)) continue;
-    const names = header.split(',').map((c) => c.trim().replace(/^"|"$/g, ''));
-    const types = names.map(fieldType);
+    const header = lines[h] as { text: string; start: number };
+    if (!header.text.includes(sep)) continue;
+    const names = cells(header.text, 0, sep).map((c) => header.text.slice(c.start, c.end));
+    if (names.length < 2 || !names.every((n) => fieldName.test(n))) {
+      // "| Age | 94 |", "DOB: | 03/02/1931": a field and its value on one line
+      pairs(text, header, sep, out);
+      continue;
+    }
+    const types = names.map((n) => fieldType(n.trim().replace(/^"|"$/g, '')));
     if (types.filter(Boolean).length < 2) continue;
     for (let r = h + 1; r < lines.length; r++) {
       const row = lines[r] as { text: string; start: number };
-      const cs = cells(row.text, row.start);
+      if (sep === '|' && /^\s*\|?(?:\s*:?-{2,}:?\s*\|)+\s*:?-*:?\s*$/.test(row.text)) continue; // the rule under a header
+      const cs = cells(row.text, row.start, sep);
       if (cs.length !== names.length || row.text.trim() === '') break;
       cs.forEach((c, k) => {
         const type = types[k];
@@ -142,6 +163,19 @@ function csv(text: string, out: Detection[]): void {
       });
       h = r;
     }
+  }
+}
+
+/** Cells of one line in field/value pairs: "| Age | 94 | Sex | F |". */
+function pairs(text: string, line: { text: string; start: number }, sep: string, out: Detection[]): void {
+  const cs = cells(line.text, line.start, sep);
+  for (let k = 0; k + 1 < cs.length; k++) {
+    const c = cs[k] as { start: number; end: number };
+    const type = fieldType(text.slice(c.start, c.end).replace(/[:"]/g, '').trim());
+    if (!type) continue;
+    const v = cs[k + 1] as { start: number; end: number };
+    const [s, e] = trimmed(text, v.start, v.end);
+    if (plausible(type, text.slice(s, e))) push(out, type, s, e);
   }
 }
 

@@ -195,10 +195,12 @@ class PlaceScan {
         continue;
       }
       if (!(this.capitalised(k) || t.shape === 'initial' || (lowercase && t.shape === 'lower' && !FUNCTION_WORD.test(t.lower)))) break;
+      // "ANNA KERR WAS SEEN IN CLINIC": in capitals a verb or a preposition ends a name
+      if (t.shape === 'upper' && (FUNCTION_WORD.test(t.lower) || /^(?:seen|was|were|is|are|been|being|per|via|from|into)$/.test(t.lower))) break;
       // in mixed-case text a word in capitals does not continue a name in Title case ("DOWNLOAD Home"), nor
       // the reverse, but for an acronym: "PVH Device Clinic", "MLH Bone & Joint"
       const p = this.t(k - 1);
-      if (!this.caps && !lowercase && ((t.shape === 'title' && p.shape === 'upper' && p.text.length > 5) || (t.shape === 'upper' && p.shape === 'title' && t.text.length > 3))) break;
+      if (!this.caps && !lowercase && ((t.shape === 'title' && p.shape === 'upper' && p.text.length > 5) || (t.shape === 'upper' && p.shape === 'title' && t.text.length > 4))) break;
       last = k;
     }
     return last;
@@ -248,7 +250,9 @@ class PlaceScan {
     if (PAYER_BEFORE.test(before)) return false;
     // capitals say nothing in an ALL-CAPS text: there a word the vocabularies cannot explain is needed
     const allowSafe = !lowercase && !this.caps;
-    const nameWord = (k: number) => !ORGANISATION_HEADS.has(this.t(k).lower) && (this.distinctive(k, allowSafe) || this.placePrefix(k));
+    // in capitals an ordinary word says nothing ("CHEST TUBE CLINIC"); a word that is also a name or a town may ("SIERRA GENERAL HOSPITAL")
+    const capsName = (k: number) => this.caps && (this.f(k).cls === 'ambiguous' || this.f(k).city);
+    const nameWord = (k: number) => !ORGANISATION_HEADS.has(this.t(k).lower) && (this.distinctive(k, allowSafe) || this.placePrefix(k) || capsName(k));
     let first = i;
     while (first <= head && !nameWord(first)) first++;
     if (first > head) return false;
@@ -339,7 +343,7 @@ class PlaceScan {
   private lowercaseTown(i: number, strong: boolean): boolean {
     const f = this.f(i);
     const town = f.city && (f.cls === 'name' || f.cls === 'unknown' || f.cls === 'misspelt');
-    if (!(town || (strong && f.cls === 'unknown' && this.t(i).lower.length >= 4))) return false;
+    if (!(town || (strong && (f.cls === 'unknown' || f.cls === 'name') && this.t(i).lower.length >= 4))) return false;
     let last = i;
     while (last + 1 < this.tokens.length && last - i < 2 && gap(this.text, this.t(last), this.t(last + 1)) === ' ' && this.lex.cities.has(this.tokens.slice(i, last + 2).map((x) => x.lower).join(' '))) last++;
     this.push(i, last, 'place.cue');

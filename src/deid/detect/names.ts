@@ -229,8 +229,8 @@ class NameScan {
     } else if (ROLES.has(l) && (t.shape !== 'lower' || l.length > 2)) this.forward(i, 'strong', 'name.role');
     else if (CONTACT_CUES.has(l)) this.forward(i, 'strong', 'name.contact');
     else if (LABEL_CUES.has(l)) this.forward(i, l === 'pt' || l === 'patient' ? 'weak' : 'relation', 'name.label');
-    else if (WEAK_PERSON_CUES.has(l)) this.forward(i, 'weak', 'name.contact');
     else if (l === 'w' && SLASH_CONTACT.test(this.text.slice(Math.max(0, t.end - 12), t.end))) this.forward(i, 'strong', 'name.contact');
+    else if (WEAK_PERSON_CUES.has(l)) this.forward(i, 'weak', 'name.contact');
     if ((SERVICES.has(l) || ROLES.has(l)) && /^\s?\([A-Za-z]/.test(this.text.slice(t.end, t.end + 3)) && i + 1 < this.tokens.length && ['name', 'unknown'].includes(this.f(i + 1).cls)) this.introduce(i + 1, 'strong', 'name.role');
     const before = this.text.slice(Math.max(0, t.start - 40), t.start);
     if (SELF_INTRODUCTION.test(before)) this.introduce(i, 'relation', 'name.label');
@@ -315,7 +315,7 @@ class NameScan {
         if (this.followedByColon(t)) break; // "Subject:", "MRN:" start a field
         if (!this.nameGap(g, prev) && !(count === 1 && strength !== 'weak' && /^,\s$/.test(g) && t.shape === prev.shape && t.shape !== 'lower')) break;
       } else if (acrossLine && /\n\s*\n/.test(this.text.slice(Math.max(0, t.start - 3), t.start))) break;
-      const ok = count === 0 ? (this.personLike(j, strength) || this.monthNamed(j, strength)) && !this.eponym(j) && !this.region(j) && !(t.shape === 'initial' && !this.initialOfName(j) && strength === 'weak') : this.personLike(j, strength === 'weak' ? 'weak' : strength, true);
+      const ok = count === 0 ? (this.personLike(j, strength) || this.monthNamed(j, strength) || this.pairAfterWeakCue(j, strength)) && !this.eponym(j) && !this.region(j) && !(t.shape === 'initial' && !this.initialOfName(j) && strength === 'weak') : this.personLike(j, strength === 'weak' ? 'weak' : strength, true);
       if (!ok) {
         // "Dr. van den Velde"
         if (count === 0 && strength === 'title' && PARTICLES.has(t.lower)) this.particlesAfterTitle(j, rule);
@@ -326,6 +326,18 @@ class NameScan {
       prev = t;
       if (t.possessive) break;
     }
+  }
+
+  /**
+   * "patient Tavatok Bemexok": after a weak cue, a word that does not read like a name still starts one
+   * when another capitalised word no vocabulary explains follows it (a first name and a surname).
+   */
+  private pairAfterWeakCue(j: number, strength: Strength): boolean {
+    if (strength !== 'weak' || this.caps) return false;
+    const t = this.t(j);
+    const n = this.tokens[j + 1];
+    const unexplained = (k: number) => this.f(k).cls === 'unknown' || this.f(k).cls === 'name';
+    return t.shape === 'title' && unexplained(j) && !!n && gap(this.text, t, n) === ' ' && n.shape === 'title' && unexplained(j + 1) && !this.reserved(j) && !this.reserved(j + 1) && !this.glued(n);
   }
 
   /** "From: June Merriweather", "this is april": a month that is a first name, before a surname or after a strong cue. */
@@ -437,7 +449,8 @@ class NameScan {
       const g = gap(this.text, t, right);
       if (count === 0 ? !/^\s{1,2}$/.test(g) : !this.nameGap(g, t)) break;
       const f = this.f(j);
-      if (!this.caps && t.shape === 'upper' && t.text.length >= 2 && f.cls !== 'name') break; // "OPO notified", "ICU aware"
+      // "OPO notified", "ICU aware": an acronym, unless it is long and reads like a name ("OKAFOR called")
+      if (!this.caps && t.shape === 'upper' && f.cls !== 'name' && !(t.text.length >= 4 && f.cls === 'unknown' && nameShape(t.lower) >= 0.3)) break;
       const ok = f.cls === 'name' || f.cls === 'unknown' ? !this.reserved(j) && !this.glued(t) && (count > 0 || t.lower.length >= 3) : (f.cls === 'ambiguous' || f.cls === 'misspelt') && this.capitalised(j) && !this.caps && !sentenceInitial(this.text, t) && !this.reserved(j);
       if (!ok || this.eponym(j)) break;
       this.mark(j, 'name.right-cue');
@@ -503,7 +516,7 @@ class NameScan {
     if (!(t.shape === n.shape || (t.shape === 'upper' && n.shape === 'title'))) return false;
     const surname = this.f(i);
     const given = this.f(i + 1);
-    const nameish = (f: WordFacts) => f.cls === 'name' || f.cls === 'unknown' || (f.cls === 'ambiguous' && (f.first || f.last));
+    const nameish = (f: WordFacts) => f.cls === 'name' || f.cls === 'unknown' || f.cls === 'misspelt' || (f.cls === 'ambiguous' && (f.first || f.last));
     if (!nameish(surname) || !nameish(given) || this.reserved(i) || this.reserved(i + 1)) return false;
     // "Best, Henrietta", "Atentamente, Hector": a closing, not a surname
     if (CLOSING.test(t.text)) return false;
@@ -513,10 +526,13 @@ class NameScan {
     const before = this.text.slice(Math.max(0, t.start - 12), t.start);
     const atHead = /(?:^|\n)[ \t]*$|:\s*$|\bre\s*:?\s*$|\bpatient\s*$|\bpt\s*$|\bname\s*$/i.test(before);
     let k = i + 2;
-    while (k < this.tokens.length && this.t(k).shape === 'initial' && k - i < 4) k++;
+    while (k < this.tokens.length && this.t(k).shape === 'initial' && !this.glued(this.t(k)) && k - i < 4) k++;
     const lastGiven = this.t(k - 1);
     const afterText = this.text.slice(lastGiven.end, lastGiven.end + 24);
-    if (!atHead && !AFTER_INVERTED.test(afterText)) return false;
+    // in a mixed-case sentence, two capitalised words no vocabulary explains around a comma are a name by themselves
+    const unexplained = (f: WordFacts) => f.cls === 'name' || f.cls === 'unknown';
+    const capitalPair = !this.caps && t.shape === 'upper' && n.shape === 'upper' && unexplained(surname) && unexplained(given) && t.text.length >= 3 && n.text.length >= 3;
+    if (!atHead && !AFTER_INVERTED.test(afterText) && !capitalPair) return false;
     for (let x = i; x < k; x++) this.mark(x, 'name.inverted');
     return true;
   }
@@ -668,7 +684,8 @@ class NameScan {
       const first = this.t(i);
       let last = first;
       let j = i + 1;
-      while (j < this.tokens.length && this.rule[j] && !last.possessive && this.t(j).start - last.end <= 3 && !/\n/.test(gap(this.text, last, this.t(j)))) {
+      // one name runs over spaces, an initial's dot and a comma ("Hollis, Marguerite"), never over a sentence's end
+      while (j < this.tokens.length && this.rule[j] && !last.possessive && this.t(j).start - last.end <= 3 && !/\n/.test(gap(this.text, last, this.t(j))) && !(/\./.test(gap(this.text, last, this.t(j))) && last.shape !== 'initial' && last.text.length > 2)) {
         last = this.t(j);
         j++;
       }

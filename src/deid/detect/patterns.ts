@@ -187,7 +187,7 @@ function ages(text: string, out: Detection[]): void {
     /\b(\d{2,3})(?:\s*|-)(?:y\/?o\b|yo\b|y\.o\.?|yrs?\.?[- ]old\b|years?[- ]old\b|-?year-old\b|yo[mf]\b|y\/o[mf]?\b|years? of age\b|yr\b)/dgi,
     /\b(?:age|aged|ages)(?:\s*\/\s*sex)?["'\s:=>]{0,5}(\d{2,3})\b/dgi,
     /(?<![\w.])(?<!\b(?:temp|t|tmax|tcurrent|febrile|fever|temperature|°)\s{0,3}:?\s{0,3})(?<!\d\s?°?\s?C\s?\(\s?)(\d{2,3})\s?(?:M|F)\b(?!\s*°)(?=\s*(?:\)|,|;|\bDOB\b|\bMRN\b|$))/dgm,
-    /\b(?:[MF]|male|female|man|woman)\s*[,/]\s*(\d{2,3})\b(?!\s*(?:%|mg|kg|lbs?|cm|\.\d))/dg,
+    /\b(?:[MF]|male|female|man|woman)\s*[,/]\s*(\d{2,3})\b(?!\s*(?:%|mg|kg|lbs?|cm|\.\d))/dgi,
     /\b(\d{2,3})\s+(?:\w+\s+)?(?:years|yrs)\b(?!\s+(?:ago|later|earlier|prior|before))(?=[^.\n]{0,30}(?:life|lived|old|plenty|enough|good|long|of\s+age|young))/dgi,
     /\b(?:had|lived|live|living|is|am|turn(?:ed|s|ing)?)\s+(\d{2,3})\s+(?:\w+\s+)?years\b(?!\s+ago)/dgi,
     /\b(?:she|he|pt|patient|mom|mother|dad|father|husband|wife|grandmother|grandfather|who|they)\s+(?:is|was|turned|turns|will be)\s+(\d{2,3})\b(?!\s*(?:%|mg|kg|lbs?|mmhg|bpm|\/|\.\d|cm|ml|units|beats|breaths|degrees|minutes|min|hours|days|seconds|years ago|pounds|points))/dgi,

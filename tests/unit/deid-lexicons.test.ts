@@ -1,0 +1,51 @@
+/**
+ * The vocabularies the backstop reads: the word sets built over the lexicon files, the word classes,
+ * and the derived name-shape table, which must match the lexicons it was trained on.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LEXICON_DIR } from '../../src/deid/lexicons';
+import { NAME_SHAPE_FILE, nameShape, renderNameShape, trainingWords, trainNameShape } from '../../src/deid/name-shape';
+import { vocabulary } from '../../src/deid/vocabulary';
+import { WordSet } from '../../src/deid/wordset';
+
+describe('word sets', () => {
+  const set = new WordSet([
+    { bytes: Buffer.from('# a comment\nalpha\nbeta\n\nalpha\n  gamma  \n'), options: { byLine: true } },
+    { bytes: Buffer.from('new york\n'), options: { byLine: true } },
+    { bytes: Buffer.from('delta epsilon\nzeta\n') },
+  ]);
+  it('holds every entry once, without comments or blank lines, one a line or several', () => {
+    expect([...set]).toEqual(['alpha', 'beta', 'gamma', 'new york', 'delta', 'epsilon', 'zeta']);
+    expect(set.size).toBe(7);
+    for (const w of ['alpha', 'gamma', 'new york', 'epsilon']) expect(set.has(w)).toBe(true);
+    for (const w of ['', 'alph', 'alphas', '# a comment', 'new', 'york']) expect(set.has(w)).toBe(false);
+  });
+});
+
+describe('word classes', () => {
+  it.each([
+    ['tolerating', 'safe'],
+    ['levophed', 'safe'],
+    ['non-tender', 'safe'],
+    ['rose', 'ambiguous'],
+    ['okafor', 'name'],
+    ['secreations', 'misspelt'],
+    ['zorbanna', 'unknown'],
+  ])('%s is %s', (word, cls) => {
+    expect(vocabulary().facts(word).cls).toBe(cls);
+  });
+});
+
+describe('the name-shape table', () => {
+  it('matches the lexicons it is derived from (run "npm run lexicons:name-shape" after changing them)', () => {
+    const { names, others } = trainingWords();
+    const rebuilt = renderNameShape(trainNameShape(names, others));
+    expect(rebuilt === readFileSync(join(LEXICON_DIR, NAME_SHAPE_FILE), 'utf8')).toBe(true);
+  });
+
+  it('reads names as names and coinages as words', () => {
+    for (const w of ['przybylski', 'okafor', 'kowalczyk']) expect({ w, shape: nameShape(w) > 0.3 }).toEqual({ w, shape: true });
+    for (const w of ['homecycle', 'trulicity', 'tmax']) expect({ w, shape: nameShape(w) < 0 }).toEqual({ w, shape: true });
+  });
+});
