@@ -5,48 +5,59 @@
 import yargs from 'yargs';
 import { UserError, describeError } from '../errors';
 import { DAEMON_VERSION } from '../version';
-import { auditCommand } from './commands/audit';
-import { benchmarksCommand } from './commands/benchmarks';
-import { dbCommand } from './commands/db';
-import { deidCommand } from './commands/deid';
-import { demoCommand } from './commands/demo';
-import { endpointsCommand } from './commands/endpoints';
-import { exportCommand } from './commands/export';
-import { initCommand } from './commands/init';
-import { leaderboardCommand } from './commands/leaderboard';
-import { approvalsCommand } from './commands/approvals';
-import { pkiCommand } from './commands/pki';
-import { serveCommand } from './commands/serve';
-import { whoamiCommand } from './commands/whoami';
-import { workerCommand } from './commands/worker';
-import { runCommand, runsCommand } from './commands/runs';
+import type { CommandModule } from 'yargs';
 import type { GlobalArgs } from './context';
 import { type Io, processIo } from './output';
 
+type CommandFactory = (io: Io) => CommandModule<GlobalArgs, never>;
+
+/**
+ * The commands, by the name a user types, each loaded only when used: `ehrbench deid` must not pay for
+ * loading the daemon, the database drivers and the model SDK. Without a known command (help, a typo)
+ * every command is loaded, so help lists them all and a typo gets a suggestion.
+ */
+const COMMANDS: Record<string, () => CommandFactory[]> = {
+  init: () => [require('./commands/init').initCommand],
+  demo: () => [require('./commands/demo').demoCommand],
+  run: () => [require('./commands/runs').runCommand],
+  runs: () => [require('./commands/runs').runsCommand],
+  benchmarks: () => [require('./commands/benchmarks').benchmarksCommand],
+  endpoints: () => [require('./commands/endpoints').endpointsCommand],
+  db: () => [require('./commands/db').dbCommand],
+  audit: () => [require('./commands/audit').auditCommand],
+  approvals: () => [require('./commands/approvals').approvalsCommand],
+  whoami: () => [require('./commands/whoami').whoamiCommand],
+  serve: () => [require('./commands/serve').serveCommand],
+  worker: () => [require('./commands/worker').workerCommand],
+  pki: () => [require('./commands/pki').pkiCommand],
+  leaderboard: () => [require('./commands/leaderboard').leaderboardCommand],
+  deid: () => [require('./commands/deid').deidCommand],
+  export: () => [require('./commands/export').exportCommand],
+};
+
+/** The first word that is not an option: the command asked for. */
+function commandName(argv: string[]): string | undefined {
+  const values = new Set(['--config']);
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (values.has(a)) i++;
+    else if (!a.startsWith('-')) return a;
+  }
+  return undefined;
+}
+
 export function buildCli(argv: string[], io: Io) {
-  return yargs(argv)
+  const name = commandName(argv);
+  const factories = name && COMMANDS[name] ? (COMMANDS[name] as () => CommandFactory[])() : Object.values(COMMANDS).flatMap((load) => load());
+  let cli = yargs(argv)
     .scriptName('ehrbench')
     .version(DAEMON_VERSION)
     .usage('$0 <command> [options]\n\nSecure on-premise runner for private EHR benchmarks (MedHELM style).')
     .option('config', { type: 'string', global: true, describe: 'Config file (default: $EHRBENCH_HOME/config.json)' })
     .option('json', { type: 'boolean', global: true, describe: 'Print data as JSON' })
-    .option('verbose', { type: 'boolean', global: true, describe: 'Debug logging and stack traces on errors' })
-    .command(initCommand(io))
-    .command(demoCommand(io))
-    .command(runCommand(io))
-    .command(runsCommand(io))
-    .command(benchmarksCommand(io))
-    .command(endpointsCommand(io))
-    .command(dbCommand(io))
-    .command(auditCommand(io))
-    .command(approvalsCommand(io))
-    .command(whoamiCommand(io))
-    .command(serveCommand(io))
-    .command(workerCommand(io))
-    .command(pkiCommand(io))
-    .command(leaderboardCommand(io))
-    .command(deidCommand(io))
-    .command(exportCommand(io))
+    .option('verbose', { type: 'boolean', global: true, describe: 'Debug logging and stack traces on errors' });
+  for (const factory of factories) cli = cli.command(factory(io));
+  return cli
     .demandCommand(1, 'name a command; see --help')
     .strict()
     .recommendCommands()

@@ -3,22 +3,55 @@
  * the top-level `schemas/` folder and are addressed by file name. Errors name the file, the JSON path
  * and what was expected; they quote keys (operator-written), never values (which may be data).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020';
+import Ajv2020, { type ErrorObject, type Options, type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { UserError } from '../errors';
 import { SCHEMA_DIR } from '../paths';
 
 let ajv: Ajv2020 | undefined;
 
+/** The options every validator is built with; verbose: errors carry their parent schema, so an unknown-key error can list the allowed keys. */
+export function newAjv(extra: Options = {}): Ajv2020 {
+  const a = new Ajv2020({ allErrors: true, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true, ...extra });
+  addFormats(a);
+  return a;
+}
+
 function instance(): Ajv2020 {
   if (ajv) return ajv;
-  // verbose: errors carry their parent schema, so an unknown-key error can list the allowed keys.
-  ajv = new Ajv2020({ allErrors: true, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true });
-  addFormats(ajv);
+  ajv = newAjv();
   for (const file of schemaFiles()) ajv.addSchema(loadSchema(file), file);
   return ajv;
+}
+
+/** The build's precompiled validators (compile-validators.ts), beside this file in dist/. */
+export const PRECOMPILED_FILE = 'schema-validators.js';
+
+/** sha256 of every schema file, by name: what the precompiled validators were built from. */
+export function schemasSha256(): string {
+  const h = createHash('sha256');
+  for (const f of schemaFiles()) h.update(`${f}\u0000`).update(readFileSync(join(SCHEMA_DIR, f)));
+  return h.digest('hex');
+}
+
+let precompiled: Record<string, ValidateFunction> | null | undefined;
+
+/** The precompiled validators, if the build made them from the schemas as they are now. */
+function precompiledValidators(): Record<string, ValidateFunction> | null {
+  if (precompiled !== undefined) return precompiled;
+  precompiled = null;
+  const file = join(__dirname, PRECOMPILED_FILE);
+  if (!existsSync(file)) return null;
+  try {
+    const mod = require(file) as Record<string, ValidateFunction> & { __schemasSha256?: string };
+    if (mod.__schemasSha256 === schemasSha256()) precompiled = mod;
+  } catch {
+    precompiled = null; // a broken build artefact: compile instead
+  }
+  return precompiled;
 }
 
 /** Schema files by name relative to schemas/: `config.schema.json`, `api/run-request.schema.json`. */
@@ -60,6 +93,8 @@ export function requestValidator(schema: Record<string, unknown>, part: 'body' |
 }
 
 export function validatorFor(schemaFile: string): ValidateFunction {
+  const ready = precompiledValidators()?.[schemaFile];
+  if (ready) return ready;
   const v = instance().getSchema(schemaFile);
   if (!v) throw new Error(`schema ${schemaFile} is not in ${SCHEMA_DIR}`);
   return v;

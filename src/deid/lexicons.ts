@@ -5,7 +5,7 @@
  * lowercase entries.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../paths';
 import { WordSet } from './wordset';
@@ -33,18 +33,23 @@ export interface WordLookup extends Iterable<string> {
   readonly size: number;
 }
 
+/** A lexicon read in place: lookups, and its entries by position (surrogates are drawn by position). */
+export interface WordList extends WordLookup {
+  at(i: number): string;
+}
+
 export interface Lexicons {
-  firstNames: WordLookup;
-  surnames: WordLookup;
-  english: WordLookup;
-  cities: WordLookup;
-  clinical: WordLookup;
+  firstNames: WordList;
+  surnames: WordList;
+  english: WordList;
+  cities: WordList;
+  clinical: WordList;
   /** Countries, continents, states: geography Safe Harbor lets stay (one entry a line, may have spaces). */
-  regions: WordLookup;
+  regions: WordList;
   /** Philter's clinical safe-word list (BSD-3, UCSF): English, medical and pharmacy words, names removed. */
-  philter: WordLookup;
+  philter: WordList;
   /** ehrbench's own safe words: shorthand, recent brands, programs, vehicles (safe-words-ehrbench.txt). */
-  ehrbench: WordLookup;
+  ehrbench: WordList;
   /** The safe vocabulary: Philter's list, ehrbench's, the English words and the clinical collisions together. */
   safe: WordLookup;
   /** First words of multi-word cities and regions, for a quick "could a place start here?" test. */
@@ -56,6 +61,38 @@ export interface Lexicons {
 }
 
 let loaded: Lexicons | undefined;
+
+/** Where the build keeps each list's word-set index (build-lexicon-index.ts), beside this file in dist/. */
+export const INDEX_DIR = join(__dirname, 'lexicon-index');
+
+/**
+ * The word set of one list: from the build's index when it was made from these very bytes (its first
+ * 32 bytes are their sha256), otherwise built now.
+ */
+function wordSet(name: LexiconName, bytes: Buffer, sha256: string): WordSet {
+  const file = join(INDEX_DIR, `${name}.bin`);
+  if (existsSync(file)) {
+    try {
+      const index = readFileSync(file);
+      if (index.subarray(0, 32).toString('hex') === sha256) return WordSet.fromIndex([bytes], index.subarray(32));
+    } catch {
+      // a damaged index: build the set instead
+    }
+  }
+  return buildWordSet(name, bytes);
+}
+
+export function buildWordSet(name: LexiconName, bytes: Buffer): WordSet {
+  return WordSet.build([{ bytes, options: { byLine: !WORDS_A_LINE.has(name) } }]);
+}
+
+/** The bytes and sha256 of a list, for the index builder. */
+export function listFile(name: LexiconName): { bytes: Buffer; sha256: string } {
+  const bytes = readFileSync(join(LEXICON_DIR, FILES[name]));
+  return { bytes, sha256: createHash('sha256').update(bytes).digest('hex') };
+}
+
+export const LEXICON_NAMES = Object.keys(FILES) as LexiconName[];
 
 export function lexicons(): Lexicons {
   if (loaded) return loaded;
@@ -71,9 +108,8 @@ export function lexicons(): Lexicons {
   } catch {
     hashes.nameShape = 'absent'; // only while `npm run lexicons:name-shape` builds it
   }
-  const set = (...names: LexiconName[]) => new WordSet(names.map((n) => ({ bytes: bytes[n], options: { byLine: !WORDS_A_LINE.has(n) } })));
   const sets = {} as Record<LexiconName, WordSet>;
-  for (const name of Object.keys(FILES) as LexiconName[]) sets[name] = set(name);
+  for (const name of Object.keys(FILES) as LexiconName[]) sets[name] = wordSet(name, bytes[name], hashes[name]);
   const placeFirstWords = new Set<string>();
   for (const list of [sets.cities, sets.regions]) for (const p of list) placeFirstWords.add(p.includes(' ') ? (p.split(' ')[0] as string) : p);
   const commonFirstNames = new Set<string>();

@@ -8,7 +8,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { caseLike } from './detect/dates';
-import { lexicons, type WordLookup } from './lexicons';
+import { lexicons } from './lexicons';
 import type { DeidSettings } from './settings';
 import { tokenize } from './text';
 import type { DateParts, Detection } from './types';
@@ -39,6 +39,8 @@ export class SubjectSurrogates {
   readonly shiftDays: number;
   private readonly lex = lexicons();
   private readonly avoid: Set<string>;
+  /** The fakes already drawn for this subject: a value recurs, its draw need not. */
+  private readonly picked = new Map<string, string>();
 
   constructor(secret: Buffer, subject: string, settings: DeidSettings, avoid: Iterable<string>) {
     this.key = createHmac('sha256', secret).update(`subject\u0000${subject}`).digest();
@@ -52,16 +54,34 @@ export class SubjectSurrogates {
     return createHmac('sha256', this.key).update(label).digest();
   }
 
-  private index(label: string, n: number, attempt = 0): number {
-    return this.hmac(`${label}\u0000${attempt}`).readUInt32BE(0) % n;
+  private index(label: string, n: number): number {
+    return this.hmac(`${label}\u00000`).readUInt32BE(0) % n;
   }
 
-  private pick(kind: string, value: string, list: readonly string[]): string {
-    for (let attempt = 0; attempt < 8; attempt++) {
-      const candidate = list[this.index(`${kind}\u0000${value}`, list.length, attempt)] as string;
-      if (candidate !== value && !this.avoid.has(candidate)) return candidate;
+  /**
+   * A fake from a pool, chosen by the HMAC of the value: the same value gets the same fake. The pool is
+   * a lexicon read in place, with the entries a fake may not be (too short or long, a common word, a
+   * known identifier) skipped by trying the next choice.
+   */
+  private pick(kind: string, value: string, pool: SurrogatePool): string {
+    const label = `${kind}\u0000${value}`;
+    const memo = this.picked.get(label);
+    if (memo !== undefined) return memo;
+    const fake = this.draw(label, value, pool);
+    this.picked.set(label, fake);
+    return fake;
+  }
+
+  /** Up to 64 choices, eight from each HMAC (a 32-byte digest is eight 32-bit draws). */
+  private draw(label: string, value: string, pool: SurrogatePool): string {
+    for (let round = 0; round < 8; round++) {
+      const h = this.hmac(`${label}\u0000${round}`);
+      for (let k = 0; k < 8; k++) {
+        const candidate = pool.set.at(h.readUInt32BE(4 * k) % pool.set.size);
+        if (candidate !== value && pool.fits(candidate) && !this.avoid.has(candidate)) return candidate;
+      }
     }
-    return list[0] as string;
+    return pool.fallback;
   }
 
   /** A name word: first names from first names, other words from surnames, case and hyphens kept. */
@@ -114,24 +134,33 @@ export class SubjectSurrogates {
   }
 }
 
-let firstCache: string[] | undefined;
-let lastCache: string[] | undefined;
-let placeCache: string[] | undefined;
+/** A lexicon to draw fakes from, and what a drawn entry must be to serve as one. */
+interface SurrogatePool {
+  set: { at(i: number): string; readonly size: number };
+  fits(word: string): boolean;
+  /** Used in the (improbable) case that no choice fits. */
+  fallback: string;
+}
 
 /** Fakes are ordinary-looking names that are not also English words or clinical terms. */
-function plainNames(set: WordLookup): string[] {
+function plainName(w: string): boolean {
   const { english, clinical } = lexicons();
-  return [...set].filter((n) => n.length >= 3 && n.length <= 10 && !english.has(n) && !clinical.has(n)).sort();
+  return w.length >= 3 && w.length <= 10 && /^[a-z]+$/.test(w) && !english.has(w) && !clinical.has(w);
 }
-function surrogateFirstNames(): string[] {
-  return (firstCache ??= plainNames(lexicons().firstNames));
+
+let firstPool: SurrogatePool | undefined;
+let lastPool: SurrogatePool | undefined;
+let placePool: SurrogatePool | undefined;
+
+function surrogateFirstNames(): SurrogatePool {
+  return (firstPool ??= { set: lexicons().firstNames, fits: plainName, fallback: 'alex' });
 }
-function surrogateSurnames(): string[] {
-  return (lastCache ??= plainNames(lexicons().surnames).filter((n) => !lexicons().firstNames.has(n)));
+function surrogateSurnames(): SurrogatePool {
+  return (lastPool ??= { set: lexicons().surnames, fits: (w) => plainName(w) && !lexicons().firstNames.has(w), fallback: 'morrow' });
 }
-function surrogatePlaces(): string[] {
+function surrogatePlaces(): SurrogatePool {
   const { english, clinical, firstNames } = lexicons();
-  return (placeCache ??= [...lexicons().cities].filter((c) => /^[a-z]{5,12}$/.test(c) && !english.has(c) && !clinical.has(c) && !firstNames.has(c)).sort());
+  return (placePool ??= { set: lexicons().cities, fits: (c) => /^[a-z]{5,12}$/.test(c) && !english.has(c) && !clinical.has(c) && !firstNames.has(c), fallback: 'eastford' });
 }
 
 const STATE_ABBREVIATIONS = new Set(

@@ -23,24 +23,25 @@ const DAY = '(?:0?[1-9]|[12]\\d|3[01])';
 const MONTH = '(?:0?[1-9]|1[0-2])';
 const WRAP = '[ \\t]?(?:\\n[ \\t]*)?';
 
-const HIGH_PRECISION: [SpanType, RegExp][] = [
+/** Each shape, and what a text must hold for the shape to be in it (digits, when not said). */
+const HIGH_PRECISION: [SpanType, RegExp, RegExp?][] = [
   ['SSN', new RegExp(`(?<![\\w./-])\\d{3}([ ./-])${WRAP}\\d{2}\\1${WRAP}\\d{4}(?![\\w-]|[./]\\d)`, 'g')],
   ['SSN', new RegExp(`(?<![\\w./-])\\d{3}-${WRAP}\\d{2}-${WRAP}\\d{4}(?![\\w-])`, 'g')],
   // anchored on "@" so a long run of letters is not rescanned from every position
-  ['EMAIL', /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,}/g],
-  ['EMAIL', /(?<![\w.-])[a-z0-9][a-z0-9._-]{0,40}\s*(?:\[at\]|\(at\)|\{at\}|\bat\b)\s*[a-z0-9-]{1,40}(?:\s*(?:\.|\bdot\b|\[dot\]|\(dot\))\s*[a-z0-9-]{1,40}){0,3}\s*(?:\bdot\b|\[dot\]|\(dot\))\s*(?:com|net|org|edu|gov|io|co|us|uk|ca|de|info|biz)\b/gi],
-  ['URL', /\b(?:https?|ftp):\/\/[^\s<>"')\]]+|\bwww\.[a-z0-9-]+\.[a-z]{2,}/gi],
+  ['EMAIL', /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,}/g, /@/],
+  ['EMAIL', /(?<![\w.-])[a-z0-9][a-z0-9._-]{0,40}\s*(?:\[at\]|\(at\)|\{at\}|\bat\b)\s*[a-z0-9-]{1,40}(?:\s*(?:\.|\bdot\b|\[dot\]|\(dot\))\s*[a-z0-9-]{1,40}){0,3}\s*(?:\bdot\b|\[dot\]|\(dot\))\s*(?:com|net|org|edu|gov|io|co|us|uk|ca|de|info|biz)\b/gi, /\bdot\b|\[dot\]|\(dot\)/i],
+  ['URL', /\b(?:https?|ftp):\/\/[^\s<>"')\]]+|\bwww\.[a-z0-9-]+\.[a-z]{2,}/gi, /:\/\/|www\./i],
   ['PHONE', new RegExp(`(?<![\\w-])(?:\\+?1[\\s.-]?)?(?:\\(\\d{3}\\)${WRAP}|\\d{3}[ \\t]?[./-]${WRAP})\\d{3}[ \\t]?[.-]${WRAP}\\d{4}(?![\\w-]|\\.\\d)`, 'g')],
   ['PHONE', /(?<![\w-])\(\d{3}\)\d{7}(?![\w-])/g],
-  ['PHONE', /(?<![\w+])\+[1-9]\d{0,2}[ .-](?:\(0\)[ ]?)?\d{1,5}(?:[ .-]\d{2,6}){1,4}(?![\w-]|\.\d)/g],
-  ['IP', /(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!\d|\.\d)/g],
-  ['MRN', /\b(?:MRN|MR#|Medical Record (?:Number|No\.?|#))\s*[:#]?\s*[A-Z0-9-]*\d{3,}(?![\d.]*\.\d)/gi],
+  ['PHONE', /(?<![\w+])\+[1-9]\d{0,2}[ .-](?:\(0\)[ ]?)?\d{1,5}(?:[ .-]\d{2,6}){1,4}(?![\w-]|\.\d)/g, /\+\d/],
+  ['IP', /(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!\d|\.\d)/g, /\d\.\d{1,3}\.\d/],
+  ['MRN', /\b(?:MRN|MR#|Medical Record (?:Number|No\.?|#))\s*[:#]?\s*[A-Z0-9-]*\d{3,}(?![\d.]*\.\d)/gi, /\bm(?:rn|r#|edical record)/i],
   // a full date, month first or day first, with a two- or four-digit year
   ['DATE', new RegExp(`(?<![\\d/.-])${MONTH}([/.-])${DAY}\\1(?:\\d{4}|\\d{2})(?![\\d/]|\\.\\d)`, 'g')],
   ['DATE', new RegExp(`(?<![\\d/.-])${DAY}([/.-])${MONTH}\\1(?:\\d{4}|\\d{2})(?![\\d/]|\\.\\d)`, 'g')],
   ['DATE', /(?<![\d/.-])(?:18|19|20|21)\d\d[-/.](?:0[1-9]|1[0-2])[-/.](?:0[1-9]|[12]\d|3[01])(?!\d)/g],
-  ['DATE', /\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}\b/gi],
-  ['DATE', /\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?,?\s+\d{4}\b/gi],
+  ['DATE', /\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}\b/gi, /\d{4}/],
+  ['DATE', /\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?,?\s+\d{4}\b/gi, /\d{4}/],
 ];
 
 export function residualScan(text: string, regions: { start: number; end: number }[], known: KnownMatcher): Finding[] {
@@ -50,7 +51,10 @@ export function residualScan(text: string, regions: { start: number; end: number
   const inside = (s: number, e: number) => regions.some((r) => s >= r.start && e <= r.end);
   const touches = (s: number, e: number) => regions.some((r) => s < r.end && e > r.start);
   const back = (s: number, e: number) => originalRange(folded, s, e);
-  for (const [type, re] of HIGH_PRECISION) {
+  const digits = /\d/.test(view);
+  for (const [type, re, needs] of HIGH_PRECISION) {
+    // a shape is looked for only in a text that has what it cannot do without (digits, an "@"...)
+    if (needs ? !needs.test(view) : !digits) continue;
     re.lastIndex = 0;
     for (const m of view.matchAll(re)) {
       const { start, end } = back(m.index, m.index + m[0].length);

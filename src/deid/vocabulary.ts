@@ -65,7 +65,8 @@ export class Vocabulary {
 
   /** One edit (deletion, transposition, substitution, insertion) from a safe word. Only for words of five letters or more. */
   misspelt(word: string): boolean {
-    if (word.length < 5 || !/^[a-z]+$/.test(word)) return false;
+    // a word longer than any the vocabularies hold is no misspelling of one (and would cost ~50 lookups a letter)
+    if (word.length < 5 || word.length > 30 || !/^[a-z]+$/.test(word)) return false;
     const { safe } = this.lex;
     const n = word.length;
     for (let i = 0; i < n; i++) {

@@ -40,8 +40,18 @@ function countEntries(b: Uint8Array, byLine: boolean): number {
   return count;
 }
 
+interface Table {
+  slots: Int32Array;
+  source: Uint8Array;
+  starts: Int32Array;
+  ends: Int32Array;
+  size: number;
+}
+
+/** Header of a serialised index: a magic word, then the slot count and the entry count. */
+const MAGIC = 0x45425753; // "EBWS"
+
 export class WordSet {
-  private readonly lists: Uint8Array[] = [];
   /** Slot -> entry number + 1 (0: empty). */
   private readonly slots: Int32Array;
   private readonly mask: number;
@@ -49,18 +59,81 @@ export class WordSet {
   private readonly source: Uint8Array;
   private readonly starts: Int32Array;
   private readonly ends: Int32Array;
-  readonly size: number;
+  private count: number;
 
-  /** A set over one or more word lists (their union), each the bytes of an ASCII file. */
-  constructor(lists: { bytes: Uint8Array; options?: WordListOptions }[]) {
+  private constructor(
+    private readonly lists: Uint8Array[],
+    table: Table,
+  ) {
+    this.slots = table.slots;
+    this.mask = table.slots.length - 1;
+    this.source = table.source;
+    this.starts = table.starts;
+    this.ends = table.ends;
+    this.count = table.size;
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Builds the table over the lists (one pass; a few tens of milliseconds for the largest list). */
+  static build(lists: { bytes: Uint8Array; options?: WordListOptions }[]): WordSet {
     const count = lists.reduce((a, l) => a + countEntries(l.bytes, l.options?.byLine ?? false), 0);
     let size = 16;
     while (size < count * 2) size *= 2;
-    this.slots = new Int32Array(size);
-    this.mask = size - 1;
-    this.source = new Uint8Array(count);
-    this.starts = new Int32Array(count);
-    this.ends = new Int32Array(count);
+    const table: Table = { slots: new Int32Array(size), source: new Uint8Array(count), starts: new Int32Array(count), ends: new Int32Array(count), size: 0 };
+    const set = new WordSet(
+      lists.map((l) => l.bytes),
+      table,
+    );
+    set.fill(lists);
+    return set;
+  }
+
+  /** The set over the lists from a table `index()` wrote for exactly these lists. */
+  static fromIndex(lists: Uint8Array[], index: Buffer): WordSet {
+    const head = new Int32Array(index.buffer, index.byteOffset, 3);
+    if (head[0] !== MAGIC) throw new Error('not a word-set index');
+    const slotCount = head[1] as number;
+    const count = head[2] as number;
+    // typed arrays need aligned memory: a buffer at an odd offset is copied first
+    let copy = index;
+    if (index.byteOffset % 4 !== 0) {
+      copy = Buffer.alloc(index.length);
+      index.copy(copy);
+    }
+    let at = 12;
+    const b = copy.buffer as ArrayBuffer;
+    const base = copy.byteOffset;
+    const ints = (n: number) => {
+      const v = new Int32Array(b, base + at, n);
+      at += n * 4;
+      return v;
+    };
+    const slots = ints(slotCount);
+    const starts = ints(count);
+    const ends = ints(count);
+    const source = new Uint8Array(b, base + at, count);
+    return new WordSet(lists, { slots, source, starts, ends, size: count });
+  }
+
+  /** The table as bytes, for `fromIndex` (slot and entry arrays after a three-word header). */
+  index(): Buffer {
+    const out = Buffer.alloc(12 + 4 * (this.slots.length + 2 * this.size) + this.size);
+    out.writeInt32LE(MAGIC, 0);
+    out.writeInt32LE(this.slots.length, 4);
+    out.writeInt32LE(this.size, 8);
+    let at = 12;
+    for (const arr of [this.slots, this.starts.subarray(0, this.size), this.ends.subarray(0, this.size)]) {
+      Buffer.from(arr.buffer, arr.byteOffset, arr.byteLength).copy(out, at);
+      at += arr.byteLength;
+    }
+    Buffer.from(this.source.buffer, this.source.byteOffset, this.size).copy(out, at);
+    return out;
+  }
+
+  private fill(lists: { bytes: Uint8Array; options?: WordListOptions }[]): void {
     let entry = 0;
     const add = (t: number, b: Uint8Array, start: number, end: number) => {
       let slot = hashBytes(b, start, end) & this.mask;
@@ -74,9 +147,9 @@ export class WordSet {
       this.slots[slot] = entry + 1;
       entry++;
     };
+
     lists.forEach((list, t) => {
       const b = list.bytes;
-      this.lists.push(b);
       const byLine = list.options?.byLine ?? false;
       const n = b.length;
       let i = 0;
@@ -102,7 +175,7 @@ export class WordSet {
         i = lineEnd + 1;
       }
     });
-    this.size = entry;
+    this.count = entry;
   }
 
   private equalsBytes(e: number, b: Uint8Array, start: number, end: number): boolean {
@@ -132,8 +205,15 @@ export class WordSet {
     }
   }
 
+  /** Entry i (0 <= i < size), as a string. */
+  at(i: number): string {
+    const list = this.lists[this.source[i] as number] as Uint8Array;
+    return Buffer.from(list.buffer, list.byteOffset, list.byteLength).toString('latin1', this.starts[i], this.ends[i]);
+  }
+
   /** The entries in list order (first list first), as strings. */
   *[Symbol.iterator](): IterableIterator<string> {
-    for (let e = 0; e < this.size; e++) yield Buffer.from((this.lists[this.source[e] as number] as Uint8Array).subarray(this.starts[e], this.ends[e])).toString('latin1');
+    const views = this.lists.map((l) => Buffer.from(l.buffer, l.byteOffset, l.byteLength));
+    for (let e = 0; e < this.count; e++) yield (views[this.source[e] as number] as Buffer).toString('latin1', this.starts[e], this.ends[e]);
   }
 }

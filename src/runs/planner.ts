@@ -18,9 +18,12 @@ const BATCH = 500;
 /** Subject -> the name words found in its records; bounded per subject so one subject cannot exhaust memory. */
 class SubjectEvidence {
   private readonly bySubject = new Map<string, Set<string>>();
+  /** Records seen per subject: a subject's only record has no other to learn from. */
+  private readonly records = new Map<string, number>();
   static readonly MAX_WORDS = 200;
 
   add(subject: string, words: string[]): void {
+    this.records.set(subject, (this.records.get(subject) ?? 0) + 1);
     if (words.length === 0) return;
     let set = this.bySubject.get(subject);
     if (!set) this.bySubject.set(subject, (set = new Set()));
@@ -28,11 +31,11 @@ class SubjectEvidence {
   }
 
   get size(): number {
-    return this.bySubject.size;
+    return this.entries().length;
   }
 
   entries(): { subject: string; words: string[] }[] {
-    return [...this.bySubject].map(([subject, words]) => ({ subject, words: [...words] }));
+    return [...this.bySubject].filter(([subject]) => (this.records.get(subject) ?? 0) > 1).map(([subject, words]) => ({ subject, words: [...words] }));
   }
 }
 

@@ -10,11 +10,21 @@ import { vocabulary } from '../../src/deid/vocabulary';
 import { WordSet } from '../../src/deid/wordset';
 
 describe('word sets', () => {
-  const set = new WordSet([
+  const set = WordSet.build([
     { bytes: Buffer.from('# a comment\nalpha\nbeta\n\nalpha\n  gamma  \n'), options: { byLine: true } },
     { bytes: Buffer.from('new york\n'), options: { byLine: true } },
     { bytes: Buffer.from('delta epsilon\nzeta\n') },
   ]);
+  it('round-trips through its index, as the build writes it', () => {
+    const again = WordSet.fromIndex(
+      [Buffer.from('# a comment\nalpha\nbeta\n\nalpha\n  gamma  \n'), Buffer.from('new york\n'), Buffer.from('delta epsilon\nzeta\n')],
+      set.index(),
+    );
+    expect([...again]).toEqual([...set]);
+    for (const w of ['alpha', 'new york', 'zeta', 'omega']) expect(again.has(w)).toBe(set.has(w));
+    expect(() => WordSet.fromIndex([], Buffer.alloc(16))).toThrow(/not a word-set index/);
+  });
+
   it('holds every entry once, without comments or blank lines, one a line or several', () => {
     expect([...set]).toEqual(['alpha', 'beta', 'gamma', 'new york', 'delta', 'epsilon', 'zeta']);
     expect(set.size).toBe(7);

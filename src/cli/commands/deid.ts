@@ -118,14 +118,30 @@ async function* inputLines(inFile: string): AsyncGenerator<{ lineNo: number; lin
 }
 
 /**
- * First pass: each subject's name words, from all its lines (a subject's only line included: that is
- * what findAll does, and the evidence can join the pieces of a name). Only the words are kept, so a
- * file of any size needs memory for its subjects, not its text. Bad lines are refused here, before
- * anything is written.
+ * First pass: every line parsed and validated (bad lines are refused here, before anything is written),
+ * and the number of lines of each subject. Only counts are kept.
+ */
+async function countSubjects(inFile: string): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for await (const { line } of inputLines(inFile)) {
+    const subject = subjectOf(line);
+    counts.set(subject, (counts.get(subject) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/**
+ * Second pass, for subjects of more than one line only (a subject's only line has no other record to
+ * learn from, and detection is the costly part): each subject's name words, from all its lines. Only
+ * the words are kept, so a file of any size needs memory for its subjects, not its text.
  */
 export async function collectEvidence(deid: Deidentifier, inFile: string): Promise<Evidence> {
   const evidence: Evidence = new Map();
+  const counts = await countSubjects(inFile);
+  if (![...counts.values()].some((n) => n > 1)) return evidence;
   for await (const { lineNo, line } of inputLines(inFile)) {
+    const subject = subjectOf(line);
+    if ((counts.get(subject) ?? 0) < 2) continue;
     let words: string[];
     try {
       words = deid.harvest(line.text, line.known);
@@ -133,7 +149,6 @@ export async function collectEvidence(deid: Deidentifier, inFile: string): Promi
       throw failure(err, inFile, lineNo);
     }
     if (words.length === 0) continue;
-    const subject = subjectOf(line);
     let set = evidence.get(subject);
     if (!set) evidence.set(subject, (set = new Set()));
     for (const w of words) set.add(w);

@@ -5,6 +5,7 @@
  * organisations are locations.ts.
  */
 import { lexicons } from '../lexicons';
+import type { Token } from '../text';
 import { type Detection, PRIORITY } from '../types';
 import { STATE_RE_SOURCE } from './patterns';
 
@@ -30,18 +31,47 @@ const PLACE_PREFIX = /^(?:north|south|east|west|new|old|port|fort|lake|mount|mt\
 
 type Push = (start: number, end: number, rule: string, type?: 'LOCATION' | 'ZIP') => void;
 
-export function detectAddresses(text: string, caps: boolean): Detection[] {
+/** Street words, lowercase: an address pattern is tried only on a text holding one. */
+const STREET_WORDS = new Set(
+  STREET_SUFFIX.toLowerCase()
+    .split('|')
+    .flatMap((w) => (w.endsWith('?') ? [w.slice(0, -2), w.slice(0, -1)] : [w, `${w}s`])),
+);
+const NAMED_STREET_WORDS = new Set(NAMED_STREET_SUFFIX.toLowerCase().split('|'));
+const STATE_WORDS = new Set(STATE_RE_SOURCE.replace(/^\(\?:|\)$/g, '').toLowerCase().split('|').map((s) => s.split(' ')[0] as string));
+
+export function detectAddresses(text: string, caps: boolean, tokens: Token[]): Detection[] {
   const out: Detection[] = [];
   const push: Push = (start, end, rule, type = 'LOCATION') => {
     if (end > start) out.push({ start, end, type, priority: PRIORITY[type], source: 'detector', rule });
   };
   const a = new Addresses(text, caps, push);
-  a.streets();
-  a.namedStreets();
-  a.cityState();
-  a.aroundZip();
+  // each pattern needs a word it cannot do without: a street word, a state, a route, a five-digit number
+  const has = (set: Set<string>) => tokens.some((t) => set.has(t.lower));
+  if (has(STREET_WORDS)) a.streets();
+  if (has(NAMED_STREET_WORDS) || /\b(?:route|rte|hwy|highway|interstate|rt|i)[ -]?\d/i.test(text)) a.namedStreets();
+  if (has(STATE_WORDS)) a.cityState();
+  if (/\d{5}/.test(text)) a.aroundZip();
   return out;
 }
+
+// The patterns, in the two case modes (ALL CAPS text says nothing by case). Bounded word lengths keep
+// every pattern linear in the text, whatever it holds.
+const streetPattern = (word: string) =>
+  String.raw`\b\d{1,6}[A-Za-z]?\s+(?:(?:[NSEW]|North|South|East|West|NORTH|SOUTH|EAST|WEST)\.?\s+)?(?:${word}|\d{1,3}(?:st|nd|rd|th|ST|ND|RD|TH))(?:\s+${word}){0,3}\s+(?:${STREET_SUFFIX})s?\b\.?${UNIT}`;
+const STREET_CAPS = new RegExp(streetPattern("[A-Za-z][A-Za-z'’.-]{0,30}"), 'gi');
+const STREET_MIXED = new RegExp(streetPattern("[A-Z][A-Za-z'’.-]{0,30}"), 'g');
+const townPattern = (word: string) => `^,\\s*(${word}(?:[ -]${word}){0,2})\\b`;
+const TOWN_CAPS = new RegExp(townPattern("[A-Za-z][A-Za-z'’]{0,30}"));
+const TOWN_MIXED = new RegExp(townPattern("[A-Z][a-z'’]{1,30}"));
+const WHOLE_STATE = new RegExp(`^${STATE_RE_SOURCE}$`, 'i');
+// no hyphen inside a city word: it is the separator, and letting both take it makes the pattern backtrack
+const cityStatePattern = (word: string) => String.raw`\b(${word}(?:[ -]${word}){0,2}),\s*(${STATE_RE_SOURCE})\b\.?(\s*\d{5})?`;
+const CITY_STATE_CAPS = new RegExp(cityStatePattern("[A-Z][A-Za-z'’.]{0,30}"), 'dg');
+const CITY_STATE_MIXED = new RegExp(cityStatePattern("[A-Z][a-z'’.]{1,30}"), 'dg');
+const namedStreetPattern = (word: string) => String.raw`\b((?:${word}\s+){0,2}${word})\s+(?:${NAMED_STREET_SUFFIX})\b\.?(?!\s*(?:[A-Z][a-z]|\d))`;
+const NAMED_STREET_CAPS = new RegExp(namedStreetPattern("[A-Z][A-Za-z'’.-]{1,30}"), 'g');
+const NAMED_STREET_MIXED = new RegExp(namedStreetPattern("[A-Z][a-z'’.-]{1,30}"), 'g');
 
 class Addresses {
   private readonly lex = lexicons();
@@ -54,12 +84,7 @@ class Addresses {
   streets(): void {
     const { text, caps } = this;
     const push = (s: number, e: number) => this.add(s, e, 'place.street');
-    // bounded word lengths keep every pattern linear in the text, whatever it holds
-    const word = caps ? "[A-Za-z][A-Za-z'’.-]{0,30}" : "[A-Z][A-Za-z'’.-]{0,30}";
-    const re = new RegExp(
-      String.raw`\b\d{1,6}[A-Za-z]?\s+(?:(?:[NSEW]|North|South|East|West|NORTH|SOUTH|EAST|WEST)\.?\s+)?(?:${word}|\d{1,3}(?:st|nd|rd|th|ST|ND|RD|TH))(?:\s+${word}){0,3}\s+(?:${STREET_SUFFIX})s?\b\.?${UNIT}`,
-      caps ? 'gi' : 'g',
-    );
+    const re = caps ? STREET_CAPS : STREET_MIXED;
     for (const m of text.matchAll(re)) {
       // "2 Dr" or "5 Pt" are counts, not addresses: the suffix must follow a street name
       const words = m[0].trim().split(/\s+/);
@@ -71,11 +96,10 @@ class Addresses {
       const end = m.index + m[0].replace(/[.,]$/, '').length;
       push(m.index, end);
       // "88 ORCHARD HILL LANE, AMESBURY": the town after the street
-      const townWord = caps ? "[A-Za-z][A-Za-z'’]{0,30}" : "[A-Z][a-z'’]{1,30}";
-      const town = new RegExp(`^,\\s*(${townWord}(?:[ -]${townWord}){0,2})\\b`).exec(text.slice(end, end + 60));
+      const town = (caps ? TOWN_CAPS : TOWN_MIXED).exec(text.slice(end, end + 60));
       if (town) {
         const words = (town[1] as string).split(/[ -]/).map((w) => w.toLowerCase());
-        const isState = new RegExp(`^${STATE_RE_SOURCE}$`, 'i').test(town[1] as string);
+        const isState = WHOLE_STATE.test(town[1] as string);
         if (!isState && !this.lex.regions.has(words.join(' ')) && !words.some((w) => this.lex.clinical.has(w))) push(end + town[0].length - (town[1] as string).length, end + town[0].length);
       }
     }
@@ -86,9 +110,7 @@ class Addresses {
   cityState(): void {
     const { text, caps } = this;
     const push = (s: number, e: number) => this.add(s, e, 'place.city-state');
-    // no hyphen inside a word: it is the separator, and letting both take it makes the pattern backtrack
-    const cityWord = caps ? "[A-Z][A-Za-z'’.]{0,30}" : "[A-Z][a-z'’.]{1,30}";
-    const re = new RegExp(String.raw`\b(${cityWord}(?:[ -]${cityWord}){0,2}),\s*(${STATE_RE_SOURCE})\b\.?(\s*\d{5})?`, 'dg');
+    const re = caps ? CITY_STATE_CAPS : CITY_STATE_MIXED;
     const ambiguous = new Set(['MD', 'PA', 'ME', 'IN', 'OR', 'OK', 'HI', 'ID', 'OH', 'DE', 'CO', 'LA', 'AL', 'MA', 'DO', 'NP', 'PT']);
     for (const m of text.matchAll(re)) {
       const city = m[1] as string;
@@ -120,8 +142,7 @@ class Addresses {
   /** "on Mercer St", "at Lake St", "Haywood Rd", "Route 9", "Hwy 99", "I-95": a street named without a house number. */
   namedStreets(): void {
     const { text, caps } = this;
-    const word = caps ? "[A-Z][A-Za-z'’.-]{1,30}" : "[A-Z][a-z'’.-]{1,30}";
-    const re = new RegExp(String.raw`\b((?:${word}\s+){0,2}${word})\s+(?:${NAMED_STREET_SUFFIX})\b\.?(?!\s*(?:[A-Z][a-z]|\d))`, 'g');
+    const re = caps ? NAMED_STREET_CAPS : NAMED_STREET_MIXED;
     for (const m of text.matchAll(re)) {
       const name = m[1] as string;
       const lower = name.toLowerCase();
@@ -154,7 +175,7 @@ class Addresses {
       this.add(m.index, m.index + m[0].length, 'place.zip', 'ZIP');
       const town = /(?:^|,\s*|\s)((?:[A-Za-z][A-Za-z.'’-]*\s){0,2}[A-Za-z][A-Za-z.'’-]*),?\s+$/.exec(before);
       const name = town?.[1];
-      if (name && !new RegExp(`^${STATE_RE_SOURCE}$`, 'i').test(name) && !/\d/.test(name)) {
+      if (name && !WHOLE_STATE.test(name) && !/\d/.test(name)) {
         const words = name.toLowerCase().split(/\s+/);
         const kept = words.filter((w) => !STREET_STOPWORDS.has(w));
         if (kept.length === words.length && !words.some((w) => this.lex.regions.has(w))) {

@@ -150,6 +150,11 @@ function numericDates(text: string, out: Detection[]): void {
 
 /** Words before a year that say it dates an event: "in 2009", "since 98", "quit in 89", "(2021)". */
 const YEAR_CUE = /(?:\b(?:in|since|circa|ca\.?|during|from|until|till|til|by|quit|retired|diagnosed|dx|dx'd|implanted|placed|born|married|widowed|moved|divorced|immigrated|arrived|graduated|year|yr|back\s+in|as\s+of|summer|winter|spring|fall|autumn|early|late|mid|mid-|before|after|prior\s+to|last|molst|polst|ecog)(?:\s+(?:of|the|in))?\s*|\(\s*)$/i;
+/** The last word of every YEAR_CUE phrase. */
+const YEAR_CUE_WORDS = new Set(
+  'in since circa ca ca. during from until till til by quit retired diagnosed dx dx\'d implanted placed born married widowed moved divorced immigrated arrived graduated year yr back of as summer winter spring fall autumn early late mid mid- before after to last molst polst ecog the'.split(' '),
+);
+
 /** Words just before "in 87" that make it a value: "sats in 98", "HR in 90s", "K in 4". */
 const VALUE_BEFORE = /\b(?:hr|rr|bp|sbp|dbp|map|sats?|spo2|o2|temp|t|fs|bs|glucose|sugars?|k|na|cr|bun|hgb|hct|plt|wbc|inr|ph|pco2|po2|peep|fio2|tv|vt|ve|rate|rates|range|ranging|pressures?|values?|levels?|numbers?|counts?|output|uo|i\/o|weight|wt|score|gcs|rass|cpot|cvp|pap|icp|cpp|pain|lactate|goals?|mid|high|low|upper|lower|the)\s+(?:in|since|from|of|to)\s*(?:the\s+)?$/i;
 /** After a year: not a unit, a decimal, a percentage, a time or "s" (the 90s are values). */
@@ -167,6 +172,9 @@ function years(text: string, out: Detection[]): void {
   }
   for (const m of text.matchAll(/(?<![\d/.,:'’-])((?:19|20)\d\d|\d\d)(?![\d/.,:-]\d|\d)/g)) {
     const y = m[1] as string;
+    // most numbers are values: only one after a word of time, "(" or an acronym can be a year
+    const last = /(?:([A-Za-z'’-]+)|(\())\s*$/.exec(text.slice(Math.max(0, m.index - 16), m.index));
+    if (!last || !(last[2] || YEAR_CUE_WORDS.has((last[1] as string).toLowerCase()) || (y.length === 4 && /^[A-Z]{2,6}$/.test(last[1] as string)))) continue;
     const before = text.slice(Math.max(0, m.index - 24), m.index);
     const after = text.slice(m.index + y.length, m.index + y.length + 14);
     if (NOT_YEAR_AFTER.test(after)) continue;
@@ -187,9 +195,21 @@ function years(text: string, out: Detection[]): void {
 }
 
 const ORD = '(?:st|nd|rd|th)';
+/** Month d[, yyyy] and Month d-d */
+const MONTH_DAY = new RegExp(`\\b(${MONTH_ALT})(\\.?)(\\s+)(\\d{1,2})(${ORD})?(?:(\\s*[-–]\\s*)(\\d{1,2})(${ORD})?)?\\b(?:(,?\\s*)(\\d{4}\\b|['’]\\d{2}\\b))?`, 'gi');
+/** d Month [yyyy], 22nd of July, 22-Jul-2104 */
+const DAY_MONTH = new RegExp(`\\b(\\d{1,2})(${ORD})?(\\s+of\\s+|\\s+|-)(${MONTH_ALT})(\\.?)(?:(-|,?\\s+)(\\d{4}|\\d{2}(?=\\b)|['’]\\d{2}))?\\b`, 'gi');
+/** Month yyyy, Month 'yy */
+const MONTH_YEAR = new RegExp(`\\b(${MONTH_ALT})(\\.?)(,?\\s+(?:of\\s+)?)(\\d{4}|['’]\\d{2})\\b`, 'gi');
+/** a month on its own */
+const MONTH_ALONE = new RegExp(`\\b(${MONTH_ALT})(\\.?)(?![\\w'’])`, 'gi');
 const YEAR_TAIL = `(?:,?\\s*(\\d{4}|['’]\\d{2}))?`;
 
+/** Whether a month name may be in the text at all (most notes write none): the four month patterns are skipped otherwise. */
+const ANY_MONTH = /\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)/i;
+
 function monthNameDates(text: string, out: Detection[], caps: boolean): void {
+  if (!ANY_MONTH.test(text)) return;
   // "may" and "march" are verbs; in mixed-case text they are months only when capitalised.
   const isMonth = (word: string) => {
     const lower = word.toLowerCase().replace(/\.$/, '');
@@ -198,7 +218,7 @@ function monthNameDates(text: string, out: Detection[], caps: boolean): void {
     return monthNumber(word) !== undefined;
   };
   // Month d[, yyyy]  and  Month d-d
-  const md = new RegExp(`\\b(${MONTH_ALT})(\\.?)(\\s+)(\\d{1,2})(${ORD})?(?:(\\s*[-–]\\s*)(\\d{1,2})(${ORD})?)?\\b(?:(,?\\s*)(\\d{4}\\b|['’]\\d{2}\\b))?`, 'gi');
+  const md = MONTH_DAY;
   for (const m of text.matchAll(md)) {
     const [mon, dot, sep, d, suf, rangeSep, d2, suf2, ysep, y] = [m[1] as string, m[2] as string, m[3] as string, m[4] as string, m[5] ?? '', m[6] ?? '', m[7], m[8] ?? '', m[9] ?? '', m[10]];
     // "on may 2", "til may 10": a lowercase "may" is a month after a word of time
@@ -220,7 +240,7 @@ function monthNameDates(text: string, out: Detection[], caps: boolean): void {
     );
   }
   // d Month [yyyy], 22nd of July, 22-Jul-2104
-  const dm = new RegExp(`\\b(\\d{1,2})(${ORD})?(\\s+of\\s+|\\s+|-)(${MONTH_ALT})(\\.?)(?:(-|,?\\s+)(\\d{4}|\\d{2}(?=\\b)|['’]\\d{2}))?\\b`, 'gi');
+  const dm = DAY_MONTH;
   for (const m of text.matchAll(dm)) {
     const [d, suf, sep, mon, dot, ysep, y] = [m[1] as string, m[2] ?? '', m[3] as string, m[4] as string, m[5] as string, m[6] ?? '', m[7]];
     if (!isMonth(mon) || !validDay(+d)) continue;
@@ -237,7 +257,7 @@ function monthNameDates(text: string, out: Detection[], caps: boolean): void {
     );
   }
   // Month yyyy, Month 'yy
-  const my = new RegExp(`\\b(${MONTH_ALT})(\\.?)(,?\\s+(?:of\\s+)?)(\\d{4}|['’]\\d{2})\\b`, 'gi');
+  const my = MONTH_YEAR;
   for (const m of text.matchAll(my)) {
     const [mon, dot, sep, y] = [m[1] as string, m[2] as string, m[3] as string, m[4] as string];
     if (!isMonth(mon)) continue;
@@ -247,7 +267,7 @@ function monthNameDates(text: string, out: Detection[], caps: boolean): void {
     out.push(detection(m.index, m[0], { month: monthNumber(mon) as number, year }, (p) => `${style(p.month)}${sep}${/^['’]/.test(y) ? y[0] + pad(p.year % 100, 2) : p.year}`));
   }
   // A month on its own: "in July", "since Oct." (a name like April or June keeps its NAME type: lower priority)
-  const alone = new RegExp(`\\b(${MONTH_ALT})(\\.?)(?![\\w'’])`, 'gi');
+  const alone = MONTH_ALONE;
   for (const m of text.matchAll(alone)) {
     const [mon, dot] = [m[1] as string, m[2] as string];
     if (!isMonth(mon)) continue;
@@ -270,22 +290,28 @@ function monthNameDates(text: string, out: Detection[], caps: boolean): void {
 const ORDINAL_NOT_DAY = /^\s*(?:-|\s)?(?:intercostal|ics|rib|ribs|metatarsal|metacarpal|digit|finger|toe|percentile|ventricle|nerve|cranial|floor|grade|dose|doses|day|days|week|weeks|month|months|year|years|time|times|degree|lumbar|cervical|thoracic|sacral|vertebra|cycle|generation|trimester|birthday|decade|visit|attempt|session|line|place|position|edition|street|st|avenue|ave|division|stage|lobe|segment|hour|round|course|admission|episode|pregnancy|child|sibling|grader|fraction|interspace|costal|gestational|postoperative|post-operative|postop|hospital|pod|life|minute|second|breath|beat|cm|mm|toe|centile|percent)\b/i;
 
 const WEEKDAY = '(?:mon|tues?|wed|weds|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday)?\\.?';
+/** monday 18th, thurs the 14th */
+const WEEKDAY_ORDINAL = new RegExp(`\\b(${WEEKDAY},?\\s+(?:the\\s+)?)(\\d{1,2})(${ORD})\\b`, 'gi');
+/** the 14th */
+const THE_ORDINAL = new RegExp(`\\b(the\\s+)(\\d{1,2})(${ORD})\\b`, 'gi');
+/** ... of July */
+const OF_MONTH = new RegExp(`^\\s+of\\s+(?:${MONTH_ALT})\\b`, 'i');
 
 function ordinalDays(text: string, out: Detection[]): void {
   // "monday 18th", "thurs the 14th": a weekday with a day of the month
-  const withDay = new RegExp(`\\b(${WEEKDAY},?\\s+(?:the\\s+)?)(\\d{1,2})(${ORD})\\b`, 'gi');
+  const withDay = WEEKDAY_ORDINAL;
   for (const m of text.matchAll(withDay)) {
     const [head, d, suf] = [m[1] as string, m[2] as string, m[3] as string];
     if (!validDay(+d)) continue;
     out.push(detection(m.index, m[0], { day: +d }, (p) => `${head}${p.day}${suffixLike(suf, p.day)}`));
   }
-  const re = new RegExp(`\\b(the\\s+)(\\d{1,2})(${ORD})\\b`, 'gi');
+  const re = THE_ORDINAL;
   for (const m of text.matchAll(re)) {
     const [the, d, suf] = [m[1] as string, m[2] as string, m[3] as string];
     if (!validDay(+d)) continue;
     const after = text.slice(m.index + m[0].length, m.index + m[0].length + 20);
     if (ORDINAL_NOT_DAY.test(after)) continue;
-    if (new RegExp(`^\\s+of\\s+(?:${MONTH_ALT})\\b`, 'i').test(after)) continue; // "the 22nd of July" is found whole by the month forms
+    if (OF_MONTH.test(after)) continue; // "the 22nd of July" is found whole by the month forms
     // "the 3rd and 4th metacarpals", "the 20th, 25th, and 50th percentiles": a list of ordinals is a count
     if (/^\s*(?:,|and|or|-|to|through)\s*(?:and\s+)?\d{1,3}(?:st|nd|rd|th)\b/i.test(after)) continue;
     out.push(detection(m.index, m[0], { day: +d }, (p) => `${the}${p.day}${suffixLike(suf, p.day)}`));

@@ -142,10 +142,12 @@ function delimited(text: string, out: Detection[], sep: string): void {
   for (let h = 0; h < lines.length; h++) {
     const header = lines[h] as { text: string; start: number };
     if (!header.text.includes(sep)) continue;
+    // a header is short field names; a line of prose with commas is not one (and most lines are prose)
+    if (sep === ',' && !/^\s*"?[A-Za-z][\w .#/-]{0,39}"?\s*,\s*"?[A-Za-z][\w .#/-]{0,39}"?\s*(?:,|$)/.test(header.text)) continue;
     const names = cells(header.text, 0, sep).map((c) => header.text.slice(c.start, c.end));
     if (names.length < 2 || !names.every((n) => fieldName.test(n))) {
-      // "| Age | 94 |", "DOB: | 03/02/1931": a field and its value on one line
-      pairs(text, header, sep, out);
+      // "| Age | 94 |", "DOB: | 03/02/1931": a field and its value on one line (in a table: a comma joins prose)
+      if (sep !== ',') pairs(text, header, sep, out);
       continue;
     }
     const types = names.map((n) => fieldType(n.trim().replace(/^"|"$/g, '')));

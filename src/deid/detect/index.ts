@@ -10,6 +10,7 @@ import { NameDetector } from './names';
 import { detectPatterns } from './patterns';
 
 export { monthNumber } from './dates';
+export { NameDetector } from './names';
 
 /** What every detector may want to know about a text, computed once. */
 export interface TextInfo {
@@ -39,7 +40,7 @@ export function defaultDetectors(): Detector[] {
     (t, i) => detectDates(t, i.caps),
     (t, i) => names.detect({ text: t, tokens: i.tokens, facts: i.facts, caps: i.caps, ...(i.evidence ? { evidence: i.evidence } : {}) }),
     (t, i) => places.detect({ text: t, tokens: i.tokens, facts: i.facts, caps: i.caps }),
-    (t, i) => detectAddresses(t, i.caps),
+    (t, i) => detectAddresses(t, i.caps, i.tokens),
     (t) => detectExtracts(t),
   ];
 }

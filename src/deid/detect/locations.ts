@@ -89,6 +89,11 @@ const OCCUPATION_BEFORE = new RegExp(
   'i',
 );
 
+/** Last words of a place or employer phrase: "transferred from", "lives in", "works at", "PCP at", "OSH (". */
+const PLACE_CUE_ENDS = new Set(['in', 'from', 'to', 'at', 'near', 'outside', 'osh', 'is', 'for', 'with', 'by', 'formerly', 'of', 'owns', 'pcp', 'facility', 'ltc', 'snf', 'nh', 'rehab', 'hospice', 'done', 'followed', 'seen', 'treated', 'hospitalized', 'admitted']);
+/** Words directly before an employer's name without a preposition: "employer Northbrook Title", "Employer: X". */
+const EMPLOYER_ENDS = new Set(['employer', 'employed', 'job', 'occupation', 'work', 'workplace', 'formerly', 'plan']);
+
 /** Words that never continue a lowercase organisation's name. */
 const FUNCTION_WORD = /^(?:a|an|the|to|for|and|or|but|with|about|asked|likely|maybe|possible|possibly|will|would|should|could|may|might|is|was|be|been|has|had|have|not|no|if|then|so|as|by|from|in|into|at|on|of|her|his|their|our|my|your|its|this|that|these|those|pt|patient|family|we|he|she|they|it|i)$/;
 
@@ -130,7 +135,13 @@ class PlaceScan {
     this.taken = new Uint8Array(input.tokens.length);
   }
 
+  /** For each word, the index of the nearest organisation word at or after it (organisation names end in one). */
+  private nextHead: Int32Array = new Int32Array(0);
+
   run(): Detection[] {
+    const n = this.tokens.length;
+    this.nextHead = new Int32Array(n + 1).fill(2 ** 30);
+    for (let k = n - 1; k >= 0; k--) this.nextHead[k] = ORGANISATION_HEADS.has(this.t(k).lower) ? k : (this.nextHead[k + 1] as number);
     this.saints();
     for (let i = 0; i < this.tokens.length; i++) {
       if (this.taken[i]) continue;
@@ -224,6 +235,7 @@ class PlaceScan {
 
   /** An organisation: distinctive capitalised words, then organisation words ("Capital Kidney Associates"). */
   private organisationAt(i: number): boolean {
+    if ((this.nextHead[i] as number) - i > 8) return false;
     const t = this.t(i);
     const lowercase = t.shape === 'lower';
     if (lowercase) {
@@ -284,6 +296,9 @@ class PlaceScan {
   /** After a word of place: a capitalised run or an acronym that is not a clinical destination. */
   private cueAt(i: number): boolean {
     const t = this.t(i);
+    // only a word after a word of place (or "(") can be a place by its cue: test the phrases only there
+    if (t.shape === 'lower' && (this.f(i).cls === 'safe' || this.f(i).cls === 'ambiguous')) return false;
+    if (!this.placeCueBefore(i)) return false;
     const before = this.text.slice(Math.max(0, t.start - 40), t.start);
     const strong = STRONG_PLACE_CUE.test(before) || /\b(?:pcp|osh|facility|ltc|snf|nh|rehab|hospice|done|followed|seen|treated|hospitalized|admitted)\s+(?:is\s+|at\s+|in\s+|from\s+)?(?:the\s+)?$/i.test(before) || /\b(?:osh|facility|ltc|snf|nh|rehab|home|hospital)\s*\(\s*$/i.test(before);
     const from = FROM_CUE.test(before);
@@ -351,8 +366,18 @@ class PlaceScan {
   }
 
   /** After a word of work: the employer's name, whatever its words ("Blue Heron Coffee", "the Rusty Anchor"). */
+  /** Whether the word before i (or the one before "the") is one a place phrase ends with. */
+  private placeCueBefore(i: number): boolean {
+    if (i === 0) return false;
+    let p = this.t(i - 1);
+    if (p.lower === 'the' && i > 1) p = this.t(i - 2);
+    return PLACE_CUE_ENDS.has(p.lower) || /[(:]\s*$/.test(this.text.slice(Math.max(0, this.t(i).start - 3), this.t(i).start));
+  }
+
   private employerAt(i: number): boolean {
     const t = this.t(i);
+    if (t.shape === 'lower' && this.f(i).cls !== 'unknown' && this.f(i).cls !== 'name') return false;
+    if (!this.placeCueBefore(i) && !EMPLOYER_ENDS.has(i > 0 ? this.t(i - 1).lower : '')) return false;
     const before = this.text.slice(Math.max(0, t.start - 50), t.start);
     // "Employer: X" with a colon; "employer X" without one only in mixed case before a name ("Pt employer Northbrook Title")
     const label = /\b(?:employer|employed\s+by|work(?:place)?|job|occupation)\s*:\s*$|\bemployed\s+by\s+$|\bformerly\s+$|\bemployer\s+plan,\s*$/i.test(before) || (/\bemployer\s+(?:is\s+)?$/i.test(before) && !this.caps && t.shape === 'title');

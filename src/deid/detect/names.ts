@@ -91,6 +91,31 @@ const BACKSTOP_SHAPE = 0.3;
 /** A dash signature: "-K.", "- dlw", "-will rn", "-m. dacosta rrt", "-Ruth" at the end of a line or before "(". */
 const DASH_SIGNATURE = /(?:^|\n|[.;!?)]\s+)[-–~]\s?((?:[A-Za-z]\.\s?)?[A-Za-z][A-Za-z'-]*(?:\s[A-Za-z][A-Za-z'-]*)?)\.?(?:\s*,?\s*(RN|rn|MD|md|NP|np|RRT|rrt|LPN|lpn|PT|pt|OT|ot|SLP|slp|CM|cm|SW|sw|PA|pa|MSW|msw|LCSW|lcsw|CNA|cna)\b\.?)?[ \t]*(?=\(|\n|$)/g;
 
+/** Which cue lists a word is on, as bits: one lookup per word instead of one per list. */
+const CUE = { title: 1, personLabel: 2, relation: 4, role: 8, contact: 16, label: 32, weak: 64, service: 128, credential: 256, right: 512 } as const;
+const CUE_FLAGS = new Map<string, number>();
+for (const [lists, bit] of [
+  [[TITLES], CUE.title],
+  [[PERSON_LABELS], CUE.personLabel],
+  [[RELATIONS], CUE.relation],
+  [[ROLES], CUE.role],
+  [[CONTACT_CUES], CUE.contact],
+  [[LABEL_CUES], CUE.label],
+  [[WEAK_PERSON_CUES], CUE.weak],
+  [[SERVICES], CUE.service],
+  [[CREDENTIALS, COMMA_CREDENTIALS], CUE.credential],
+  [[RIGHT_CUES], CUE.right],
+] as [Set<string>[], number][]) {
+  for (const list of lists) for (const w of list) CUE_FLAGS.set(w, (CUE_FLAGS.get(w) ?? 0) | bit);
+}
+// "M.D.", "R.N.": a credential written letter by letter starts with an initial
+for (const c of 'mrdnpl'.split('')) CUE_FLAGS.set(c, (CUE_FLAGS.get(c) ?? 0) | CUE.credential);
+
+/** Last words of a self-introduction ("it's", "this is", "i'm", "goes by", "call me"). */
+const INTRODUCTION_ENDS = new Set(["it's", 'its', 'is', 'names', 'by', 'as', 'me', 'am', "i'm", 'im']);
+/** Last words of a closing ("thanks", "thank you", "best wishes", "thanks so much", "thanks for everything"). */
+const CLOSING_ENDS = new Set(['thanks', 'thank', 'you', 'thx', 'ty', 'cheers', 'regards', 'best', 'wishes', 'sincerely', 'love', 'xoxo', 'yours', 'truly', 'warmly', 'blessings', 'gratefully', 'atentamente', 'saludos', 'gracias', 'much', 'again', 'lot', 'everything', 'help', 'time', 'do', 'me']);
+
 /** A company after a word makes it a maker, not a person ("Sandoz Corporation", "Alexa Fluor®"). */
 const COMPANY_AFTER = /^[\s\w-]{0,25}?(?:®|™|\b(?:Inc|Corp|Corporation|Ltd|GmbH|LLC|Co\.|Company|Pharmaceuticals?|Laboratories|Scientific|Medical Systems|Lifesciences|Instruments|Biosciences|Diagnostics)\b)|^\s*et al\b/;
 
@@ -213,36 +238,51 @@ class NameScan {
   }
 
   private followedByColon(t: Token): boolean {
-    return /^\s?:/.test(this.text.slice(t.end, t.end + 3));
+    const c = this.text.charCodeAt(t.end);
+    return c === 58 || (c === 32 && this.text.charCodeAt(t.end + 1) === 58);
   }
 
   /** The cues at word i and the names they introduce. */
   private cuesAt(i: number): void {
     const t = this.t(i);
     const l = t.lower;
-    const colon = this.followedByColon(t);
-    if (TITLES.has(l) && this.titleUse(i)) this.forward(i, 'title', 'name.title');
-    else if (colon && PERSON_LABELS.has(l) && !(l === 'pt' && t.shape === 'upper' && !this.caps)) this.forward(i, 'relation', 'name.label');
-    else if (RELATIONS.has(l)) {
+    // one lookup says which lists the word is on; most words are on none, and have only the checks below
+    const cue = CUE_FLAGS.get(l) ?? 0;
+    if (cue !== 0) this.cueWord(i, cue);
+    const p = i > 0 ? this.t(i - 1).lower : '';
+    const quoted = t.start > 0 && (this.text.charCodeAt(t.start - 1) === 34 || (this.text.charCodeAt(t.start - 1) === 32 && this.text.charCodeAt(t.start - 2) === 34));
+    // the phrases before a word are matched only where the word before could end one
+    if (INTRODUCTION_ENDS.has(p) || CLOSING_ENDS.has(p) || quoted) {
+      const before = this.text.slice(Math.max(0, t.start - 40), t.start);
+      if (SELF_INTRODUCTION.test(before)) this.introduce(i, 'relation', 'name.label');
+      else if (FIRST_PERSON.test(before)) this.introduce(i, 'strong', 'name.label');
+      if (CLOSING_ENDS.has(p) && this.closingAt(i, before)) this.introduce(i, 'relation', 'name.signature', true);
+      if (quoted && QUOTED_NAME_CUE.test(before.replace(/"\s?$/, ''))) this.quoted(i);
+    }
+    const next = this.tokens[i + 1];
+    if (next && (CUE_FLAGS.get(next.lower) ?? 0) & CUE.relation) {
+      if (t.possessive) this.possessor(i);
+      else if (l.length >= 4 && l.endsWith('s') && ['name', 'unknown'].includes(this.f(i).cls) && lexicons().firstNames.has(l.slice(0, -1)) && gap(this.text, t, next) === ' ') this.mark(i, 'name.relation'); // "annas daughter"
+    }
+  }
+
+  /** The rules of a cue word: what it introduces after it, or before it. */
+  private cueWord(i: number, cue: number): void {
+    const t = this.t(i);
+    const l = t.lower;
+    if (cue & CUE.title && this.titleUse(i)) this.forward(i, 'title', 'name.title');
+    else if (cue & CUE.personLabel && this.followedByColon(t) && !(l === 'pt' && t.shape === 'upper' && !this.caps)) this.forward(i, 'relation', 'name.label');
+    else if (cue & CUE.relation) {
       this.forward(i, 'relation', 'name.relation');
       this.relationAfter(i);
-    } else if (ROLES.has(l) && (t.shape !== 'lower' || l.length > 2)) this.forward(i, 'strong', 'name.role');
-    else if (CONTACT_CUES.has(l)) this.forward(i, 'strong', 'name.contact');
-    else if (LABEL_CUES.has(l)) this.forward(i, l === 'pt' || l === 'patient' ? 'weak' : 'relation', 'name.label');
+    } else if (cue & CUE.role && (t.shape !== 'lower' || l.length > 2)) this.forward(i, 'strong', 'name.role');
+    else if (cue & CUE.contact) this.forward(i, 'strong', 'name.contact');
+    else if (cue & CUE.label) this.forward(i, l === 'pt' || l === 'patient' ? 'weak' : 'relation', 'name.label');
     else if (l === 'w' && SLASH_CONTACT.test(this.text.slice(Math.max(0, t.end - 12), t.end))) this.forward(i, 'strong', 'name.contact');
-    else if (WEAK_PERSON_CUES.has(l)) this.forward(i, 'weak', 'name.contact');
-    if ((SERVICES.has(l) || ROLES.has(l)) && /^\s?\([A-Za-z]/.test(this.text.slice(t.end, t.end + 3)) && i + 1 < this.tokens.length && ['name', 'unknown'].includes(this.f(i + 1).cls)) this.introduce(i + 1, 'strong', 'name.role');
-    const before = this.text.slice(Math.max(0, t.start - 40), t.start);
-    if (SELF_INTRODUCTION.test(before)) this.introduce(i, 'relation', 'name.label');
-    else if (FIRST_PERSON.test(before)) this.introduce(i, 'strong', 'name.label');
-    if (this.closingAt(i, before)) this.introduce(i, 'relation', 'name.signature', true);
-    if (/"\s?$/.test(before) && QUOTED_NAME_CUE.test(before.replace(/"\s?$/, ''))) this.quoted(i);
-    if (this.isCredential(i)) this.backward(i);
-    if (i + 1 < this.tokens.length && RELATIONS.has(this.t(i + 1).lower)) {
-      if (t.possessive) this.possessor(i);
-      else if (/s$/.test(l) && l.length >= 4 && ['name', 'unknown'].includes(this.f(i).cls) && lexicons().firstNames.has(l.slice(0, -1)) && gap(this.text, t, this.t(i + 1)) === ' ') this.mark(i, 'name.relation'); // "annas daughter"
-    }
-    if (RIGHT_CUES.has(l) && i > 0) this.rightCue(i);
+    else if (cue & CUE.weak) this.forward(i, 'weak', 'name.contact');
+    if (cue & (CUE.service | CUE.role) && /^\s?\([A-Za-z]/.test(this.text.slice(t.end, t.end + 3)) && i + 1 < this.tokens.length && ['name', 'unknown'].includes(this.f(i + 1).cls)) this.introduce(i + 1, 'strong', 'name.role');
+    if (cue & CUE.credential && this.isCredential(i)) this.backward(i);
+    if (cue & CUE.right && i > 0) this.rightCue(i);
   }
 
   /** Word i just after a closing ("thanks so much", "Best,") near the end of the text or of its line. */

@@ -166,10 +166,10 @@ const STATES = 'AL|AK|AZ|AR|CA|CO|CT|DE|DC|FL|GA|HI|ID|IL|IN|IA|KS|KY|LA|ME|MD|M
 const STATE_NAMES =
   'Alabama|Alaska|Arizona|Arkansas|California|Colorado|Connecticut|Delaware|Florida|Georgia|Hawaii|Idaho|Illinois|Indiana|Iowa|Kansas|Kentucky|Louisiana|Maine|Maryland|Massachusetts|Michigan|Minnesota|Mississippi|Missouri|Montana|Nebraska|Nevada|New Hampshire|New Jersey|New Mexico|New York|North Carolina|North Dakota|Ohio|Oklahoma|Oregon|Pennsylvania|Rhode Island|South Carolina|South Dakota|Tennessee|Texas|Utah|Vermont|Virginia|Washington|West Virginia|Wisconsin|Wyoming|Puerto Rico';
 export const STATE_RE_SOURCE = `(?:${STATES}|${STATE_NAMES})`;
+const ZIP_AFTER_STATE = new RegExp(String.raw`\b(?:${STATES}|${STATE_NAMES})\.?,?\s+(\d{5}(?:-\d{4})?)(?![\d-])`, 'g');
 
 function zips(text: string, out: Detection[]): void {
-  const afterState = new RegExp(String.raw`\b(?:${STATES}|${STATE_NAMES})\.?,?\s+(\d{5}(?:-\d{4})?)(?![\d-])`, 'g');
-  for (const m of text.matchAll(afterState)) {
+  for (const m of text.matchAll(ZIP_AFTER_STATE)) {
     const value = m[1] as string;
     push(out, 'ZIP', m.index + m[0].length - value.length, m.index + m[0].length);
   }
@@ -210,11 +210,12 @@ function ages(text: string, out: Detection[]): void {
 function codes(text: string, out: Detection[]): void {
   // a round number (platelets 300000) is a count, not a code
   for (const m of text.matchAll(/(?<![\w.,/-])\d{6,}(?![\w,/]|\.\d)/g)) if (!/000$/.test(m[0])) push(out, 'ID', m.index, m.index + m[0].length);
-  for (const m of text.matchAll(/[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*/g)) {
+  // A hyphenated word with a digit somewhere (most words have none). A match starts only where a chain of
+  // hyphenated parts starts, and the look-ahead scans that chain once: linear even on "A-A-A-..."
+  for (const m of text.matchAll(/(?<![A-Za-z0-9-])(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*/g)) {
     const w = m[0];
-    if (w.length < 6 || !/\d/.test(w) || !/[A-Za-z]/.test(w)) continue;
-    const before = text.charAt(m.index - 1);
-    if (before === '_' || before === '-') continue;
+    if (w.length < 6 || !/[A-Za-z]/.test(w) || !/\d/.test(w)) continue;
+    if (text.charAt(m.index - 1) === '_') continue;
     const digits = w.replace(/\D/g, '').length;
     // VIN: 17 characters without I, O or Q
     if (w.length === 17 && /^[A-HJ-NPR-Z0-9]{17}$/.test(w)) push(out, 'VEHICLE', m.index, m.index + w.length);
