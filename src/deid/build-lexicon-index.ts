@@ -6,11 +6,17 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildWordSet, INDEX_DIR, LEXICON_NAMES, listFile } from './lexicons';
+import { buildSafeSet, buildWordSet, INDEX_DIR, LEXICON_NAMES, type LexiconName, listFile, safeSha256 } from './lexicons';
 
 mkdirSync(INDEX_DIR, { recursive: true });
+const bytes = {} as Record<LexiconName, Buffer>;
+const hashes = {} as Record<LexiconName, string>;
 for (const name of LEXICON_NAMES) {
-  const { bytes, sha256 } = listFile(name);
-  writeFileSync(join(INDEX_DIR, `${name}.bin`), Buffer.concat([Buffer.from(sha256, 'hex'), buildWordSet(name, bytes).index()]));
+  const { bytes: b, sha256 } = listFile(name);
+  bytes[name] = b;
+  hashes[name] = sha256;
+  writeFileSync(join(INDEX_DIR, `${name}.bin`), Buffer.concat([Buffer.from(sha256, 'hex'), buildWordSet(name, b).index()]));
 }
-process.stdout.write(`${LEXICON_NAMES.length} lexicon indexes built\n`);
+// the safe vocabulary's lists in one table
+writeFileSync(join(INDEX_DIR, 'safe.bin'), Buffer.concat([Buffer.from(safeSha256(hashes), 'hex'), buildSafeSet(bytes).index()]));
+process.stdout.write(`${LEXICON_NAMES.length + 1} lexicon indexes built\n`);

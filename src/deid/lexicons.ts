@@ -50,8 +50,8 @@ export interface Lexicons {
   philter: WordList;
   /** ehrbench's own safe words: shorthand, recent brands, programs, vehicles (safe-words-ehrbench.txt). */
   ehrbench: WordList;
-  /** The safe vocabulary: Philter's list, ehrbench's, the English words and the clinical collisions together. */
-  safe: WordLookup;
+  /** The safe vocabulary: Philter's list, ehrbench's, the English words and the clinical collisions in one set. */
+  safe: WordSet;
   /** First words of multi-word cities and regions, for a quick "could a place start here?" test. */
   placeFirstWords: ReadonlySet<string>;
   /** The 1,000 most frequent first names (first-names.txt is ordered by frequency). */
@@ -70,20 +70,41 @@ export const INDEX_DIR = join(__dirname, 'lexicon-index');
  * 32 bytes are their sha256), otherwise built now.
  */
 function wordSet(name: LexiconName, bytes: Buffer, sha256: string): WordSet {
+  const index = readIndex(name, sha256);
+  return index ? WordSet.fromIndex([bytes], index) : buildWordSet(name, bytes);
+}
+
+/** The build's index `<name>.bin` if it was made from input with this sha256, else nothing. */
+function readIndex(name: string, sha256: string): Buffer | undefined {
   const file = join(INDEX_DIR, `${name}.bin`);
-  if (existsSync(file)) {
-    try {
-      const index = readFileSync(file);
-      if (index.subarray(0, 32).toString('hex') === sha256) return WordSet.fromIndex([bytes], index.subarray(32));
-    } catch {
-      // a damaged index: build the set instead
-    }
+  if (!existsSync(file)) return undefined;
+  try {
+    const index = readFileSync(file);
+    return index.subarray(0, 32).toString('hex') === sha256 ? index.subarray(32) : undefined;
+  } catch {
+    return undefined; // a damaged index: build the set instead
   }
-  return buildWordSet(name, bytes);
 }
 
 export function buildWordSet(name: LexiconName, bytes: Buffer): WordSet {
   return WordSet.build([{ bytes, options: { byLine: !WORDS_A_LINE.has(name) } }]);
+}
+
+/** The lists of the safe vocabulary, in one set: a word is looked up once, not in four lists. */
+export const SAFE_LISTS: readonly LexiconName[] = ['philter', 'english', 'clinical', 'ehrbench'];
+
+/** What the safe set's index was built from: the sha256 of its lists' sha256s. */
+export function safeSha256(hashes: Record<LexiconName, string>): string {
+  return createHash('sha256').update(SAFE_LISTS.map((n) => hashes[n]).join('\n')).digest('hex');
+}
+
+export function buildSafeSet(bytes: Record<LexiconName, Buffer>): WordSet {
+  return WordSet.build(SAFE_LISTS.map((n) => ({ bytes: bytes[n], options: { byLine: !WORDS_A_LINE.has(n) } })));
+}
+
+function safeSet(bytes: Record<LexiconName, Buffer>, hashes: Record<LexiconName, string>): WordSet {
+  const index = readIndex('safe', safeSha256(hashes));
+  return index ? WordSet.fromIndex(SAFE_LISTS.map((n) => bytes[n]), index) : buildSafeSet(bytes);
 }
 
 /** The bytes and sha256 of a list, for the index builder. */
@@ -117,17 +138,7 @@ export function lexicons(): Lexicons {
     if (commonFirstNames.size >= 1000) break;
     commonFirstNames.add(n);
   }
-  const { philter, english, clinical, ehrbench } = sets;
-  const safe: WordLookup = {
-    has: (w) => philter.has(w) || english.has(w) || clinical.has(w) || ehrbench.has(w),
-    size: philter.size + english.size + clinical.size + ehrbench.size,
-    [Symbol.iterator]: function* () {
-      yield* philter;
-      yield* english;
-      yield* clinical;
-      yield* ehrbench;
-    },
-  };
+  const safe = safeSet(bytes, hashes);
   loaded = { ...sets, safe, placeFirstWords, commonFirstNames, hashes };
   return loaded;
 }

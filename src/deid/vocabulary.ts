@@ -12,6 +12,7 @@
  * lowercase word: a note repeats its vocabulary.
  */
 import { lexicons } from './lexicons';
+import { prefixHashes } from './wordset';
 
 export type WordClass = 'safe' | 'ambiguous' | 'name' | 'misspelt' | 'unknown';
 
@@ -69,17 +70,15 @@ export class Vocabulary {
     if (word.length < 5 || word.length > 30 || !/^[a-z]+$/.test(word)) return false;
     const { safe } = this.lex;
     const n = word.length;
+    // the variants are looked up in place (hasSplice), not built as strings: about 54 a letter
+    const prefix = prefixHashes(word);
     for (let i = 0; i < n; i++) {
-      const head = word.slice(0, i);
-      const tail = word.slice(i + 1);
-      if (safe.has(head + tail)) return true;
-      if (i + 1 < n && safe.has(head + word[i + 1] + word[i] + word.slice(i + 2))) return true;
-      for (const c of ALPHABET) if (c !== word[i] && safe.has(head + c + tail)) return true;
+      if (safe.hasSplice(word, prefix, i, 1, '')) return true; // deletion
+      if (i + 1 < n && safe.hasSplice(word, prefix, i, 2, (word[i + 1] as string) + word[i])) return true; // transposition
+      for (const c of ALPHABET) if (c !== word[i] && safe.hasSplice(word, prefix, i, 1, c)) return true; // substitution
     }
     for (let i = 0; i <= n; i++) {
-      const head = word.slice(0, i);
-      const tail = word.slice(i);
-      for (const c of ALPHABET) if (safe.has(head + c + tail)) return true;
+      for (const c of ALPHABET) if (safe.hasSplice(word, prefix, i, 0, c)) return true; // insertion
     }
     return false;
   }

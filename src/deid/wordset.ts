@@ -30,6 +30,15 @@ function hashString(s: string): number {
   return h >>> 0;
 }
 
+/** The hash state after each prefix of a word (entry i: its first i characters), for `hasSplice`. */
+export function prefixHashes(word: string): Uint32Array {
+  const out = new Uint32Array(word.length + 1);
+  let h = OFFSET_BASIS;
+  out[0] = h;
+  for (let i = 0; i < word.length; i++) out[i + 1] = h = Math.imul(h ^ word.charCodeAt(i), PRIME) >>> 0;
+  return out;
+}
+
 /** An upper bound of the entries: newlines, or whitespace runs for a list of several words a line. */
 function countEntries(b: Uint8Array, byLine: boolean): number {
   let count = 1;
@@ -199,6 +208,37 @@ export class WordSet {
         const list = this.lists[this.source[e] as number] as Uint8Array;
         let k = 0;
         while (k < len && list[es + k] === word.charCodeAt(k)) k++;
+        if (k === len) return true;
+      }
+      slot = (slot + 1) & this.mask;
+    }
+  }
+
+  /**
+   * Whether `word` with `remove` characters at `at` replaced by `insert` is in the set, without building
+   * that string: a misspelling check tries hundreds of such variants of one word. `prefix` is
+   * `prefixHashes(word)`, computed once for all of them.
+   */
+  hasSplice(word: string, prefix: Uint32Array, at: number, remove: number, insert: string): boolean {
+    const tail = at + remove;
+    const len = word.length - remove + insert.length;
+    if (len <= 0) return false;
+    let h = prefix[at] as number;
+    for (let k = 0; k < insert.length; k++) h = Math.imul(h ^ insert.charCodeAt(k), PRIME);
+    for (let k = tail; k < word.length; k++) h = Math.imul(h ^ word.charCodeAt(k), PRIME);
+    let slot = (h >>> 0) & this.mask;
+    const ins = insert.length;
+    for (;;) {
+      const e = (this.slots[slot] as number) - 1;
+      if (e < 0) return false;
+      const es = this.starts[e] as number;
+      if ((this.ends[e] as number) - es === len) {
+        const list = this.lists[this.source[e] as number] as Uint8Array;
+        let k = 0;
+        for (; k < len; k++) {
+          const c = k < at ? word.charCodeAt(k) : k < at + ins ? insert.charCodeAt(k - at) : word.charCodeAt(k - ins + remove);
+          if (list[es + k] !== c) break;
+        }
         if (k === len) return true;
       }
       slot = (slot + 1) & this.mask;
