@@ -29,6 +29,8 @@ declare module 'fastify' {
 export interface Daemon {
   url: string;
   port: number;
+  /** The loopback health listener's port, when one is open. */
+  healthPort?: number;
   scheduler: RunScheduler;
   close(): Promise<void>;
 }
@@ -66,6 +68,8 @@ export interface ServeOptions {
   port?: number;
   host?: string;
   workers?: number;
+  /** Open the loopback health listener on this port instead of the configured one (tests use 0: any free port). */
+  healthPort?: number;
 }
 
 export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Daemon> {
@@ -143,22 +147,25 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
   scheduler.start();
 
   let health: HttpServer | undefined;
-  if (cfg.healthPort) {
+  const healthPort = opts.healthPort ?? cfg.healthPort;
+  if (healthPort !== undefined) {
     // Probes that cannot present a certificate, on loopback only; /metrics there only when enabled.
     const ready = () => app.db.query('SELECT seq FROM audit_head').then(() => true);
     try {
-      health = await startLocalListener({ port: cfg.healthPort, metrics: cfg.healthPortMetrics, ready });
+      health = await startLocalListener({ port: healthPort, metrics: cfg.healthPortMetrics, ready });
     } catch (err) {
       await server.close();
       await scheduler.stop();
-      throw new UserError('server.health-port-unavailable', `127.0.0.1:${cfg.healthPort}: the health port cannot be opened (${(err as NodeJS.ErrnoException).code ?? 'error'}); choose another server.healthPort`);
+      throw new UserError('server.health-port-unavailable', `127.0.0.1:${healthPort}: the health port cannot be opened (${(err as NodeJS.ErrnoException).code ?? 'error'}); choose another server.healthPort`);
     }
   }
+  const healthAddress = health?.address();
 
   let closing: Promise<void> | undefined;
   return {
     url: `https://${host === '0.0.0.0' ? '127.0.0.1' : host}:${address.port}`,
     port: address.port,
+    ...(healthAddress && typeof healthAddress === 'object' ? { healthPort: healthAddress.port } : {}),
     scheduler,
     close: () =>
       (closing ??= (async () => {

@@ -15,14 +15,28 @@ export const TEST_PRINCIPALS = [
   { id: 'rita', roles: ['researcher', 'compliance'], status: 'active' },
 ];
 
+/**
+ * A port for a server a test configures before it starts (the demo model server's port is written into
+ * the config first). Probing with listen(0) and closing hands out an ephemeral port that any parallel
+ * test's listen(0) may take before ours binds it; these ports come from below the ephemeral range
+ * (32768+), a block of 500 per jest worker, so neither another worker nor an ephemeral socket gets them.
+ */
+let nextPort = 0;
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  const worker = Number(process.env.JEST_WORKER_ID ?? '1');
+  const base = 20_000 + ((worker - 1) % 24) * 500;
+  for (let tries = 0; tries < 500; tries++) {
+    const port = base + (nextPort++ % 500);
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port in ${base}-${base + 499}`);
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
 }
 

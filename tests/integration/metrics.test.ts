@@ -5,7 +5,6 @@
  * gauges read from the store, and nothing of the instances' data.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { type App, openApp } from '../../src/app';
@@ -29,7 +28,7 @@ interface TestDaemon {
  * The daemon with mutual TLS on a free port, a site PKI, certificates for a researcher (alice), an
  * auditor (erin) and an admin (ivan), and the loopback model server.
  */
-async function startDaemonWith(backend: 'pglite' | 'postgres', server: Record<string, unknown>, behaviour: (n: number) => Behaviour): Promise<TestDaemon> {
+async function startDaemonWith(backend: 'pglite' | 'postgres', server: Record<string, unknown>, behaviour: (n: number) => Behaviour, healthPort?: number): Promise<TestDaemon> {
   const home: TestHome = await makeHome(backend);
   const config = JSON.parse(readFileSync(home.configFile, 'utf8'));
   config.server = { port: 8443, workers: 1, pollSeconds: 0.1, ...server };
@@ -55,7 +54,7 @@ async function startDaemonWith(backend: 'pglite' | 'postgres', server: Record<st
   let daemon: Daemon | undefined;
   try {
     app = await openApp({ file: home.configFile, env: home.env });
-    daemon = await startDaemon(app, { port: 0 });
+    daemon = await startDaemon(app, { port: 0, ...(healthPort !== undefined ? { healthPort } : {}) });
   } catch (err) {
     await app?.close();
     await model.close();
@@ -93,15 +92,6 @@ async function startDaemonWith(backend: 'pglite' | 'postgres', server: Record<st
 }
 
 jest.setTimeout(120_000);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function samples(text: string): { name: string; labels: Record<string, string>; value: number }[] {
   return text
@@ -148,9 +138,11 @@ describe.each(backends())('/metrics on the daemon (%s)', (backend) => {
 
   beforeAll(async () => {
     resetMetrics();
-    healthPort = await freePort();
-    // The second call is refused once (HTTP 400): a failed attempt, retried.
-    t = await startDaemonWith(backend, { healthPort, healthPortMetrics: true }, (n) => (n === 2 ? { kind: 'status', status: 400 } : { kind: 'answer' }));
+    // The second call is refused once (HTTP 400): a failed attempt, retried. The health listener takes
+    // any free port (a port probed free beforehand can be taken by a parallel test before it binds).
+    t = await startDaemonWith(backend, { healthPortMetrics: true }, (n) => (n === 2 ? { kind: 'status', status: 400 } : { kind: 'answer' }), 0);
+    healthPort = t.daemon.healthPort as number;
+    expect(healthPort).toBeGreaterThan(0);
     const res = await t.call('alice', 'POST', '/v1/runs', { benchmarkId: 'pubmed_qa', endpointId: DEMO_ENDPOINT_ID, maxInstances: 5 });
     expect(res.status).toBe(200);
     runId = res.json.runId;

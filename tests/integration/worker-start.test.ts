@@ -6,9 +6,8 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { freePort } from '../../src/bench/harness';
 import { ROOT } from '../helpers/paths';
-import { makeHome, type TestHome } from '../helpers/home';
+import { freePort, makeHome, type TestHome } from '../helpers/home';
 
 const postgresOnly = process.env.TEST_DATABASE_URL ? describe : describe.skip;
 

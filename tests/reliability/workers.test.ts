@@ -14,10 +14,10 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { type App, openApp } from '../../src/app';
 import { startModelServer, type ModelServer } from '../../src/demo/model-server';
-import { freePort, writeSyntheticDefinition } from '../../src/bench/harness';
+import { writeSyntheticDefinition } from '../../src/bench/harness';
 import { localCaller, Operations } from '../../src/operations';
 import { executeRun, requestRun } from '../../src/runs/engine';
-import { makeHome, type TestHome } from '../helpers/home';
+import { freePort, makeHome, type TestHome } from '../helpers/home';
 import { type ModelServerProcess, readIfExists, runCli, startFaultyServer, startWorker, stopWorker, waitStarted, type WorkerProcess, workerHome } from './processes';
 
 const N = 2000;
