@@ -108,6 +108,7 @@ suite('three workers on one PostgreSQL under SIGKILLs, database restarts and end
     config.catalog = { dirs: [siteDir], siteData: join(home.home, 'site-data.json') };
     config.keys = { dir: join(home.home, 'keys') };
     config.policies = { endpoints: join(home.home, 'access-policies', 'endpoints.json'), principals: join(home.home, 'access-policies', 'principals.json') };
+    if (config.deid?.siteLexicons) config.deid.siteLexicons = Object.fromEntries(Object.entries(config.deid.siteLexicons as Record<string, string>).map(([kind, file]) => [kind, join(home.home, file)]));
     config.database = { ...config.database, poolSize: 6 };
     // Short leases, so a killed worker's instances come back within seconds. Every SIGKILL costs
     // an attempt of each instance the worker had claimed (a worker-killing instance must be capped),
