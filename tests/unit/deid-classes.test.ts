@@ -91,6 +91,11 @@ describe('names as real notes write them', () => {
     ['a name in capitals in a mixed-case note', 'ANNA KERR WAS SEEN IN CLINIC today.', 'ANNA KERR'],
     ['a label before names that are English words', 'Patient: Rose Hunt', 'Rose Hunt'],
     ['an inverted header with an uncommon surname', 'RE: QUILLFEATHER, Dymphna\nDear colleague,', 'QUILLFEATHER, Dymphna'],
+    ['SURNAME, GIVEN in capitals, both uncommon', 'OYELARAN, XIMENA 54F referred', 'OYELARAN, XIMENA'],
+    ['"Pt" before a lowercase name no list knows', 'Pt ximena oyelaran admitted overnight.', 'ximena oyelaran'],
+    ['a label before a first name that is a function word', 'Patient: Will Mark', 'Will Mark'],
+    ['a label before a lowercase name of English words', 'pt: rose hunt', 'rose hunt'],
+    ['a label before a name, then an age', 'Name: Hope Bush, 71F', 'Hope Bush'],
   ])('finds a free-text form: %s', (_label, text, name) => {
     expect(covered(text, name)).toBe(true);
   });
@@ -103,6 +108,9 @@ describe('names as real notes write them', () => {
     ['a common word after a relation', 'niece has POA; wife first, then daughter', 'first'],
     ['a fellowship after MD', 'Ruth Delacourt, MD, FACR', 'FACR'],
     ['a car', 'pt drives (2014 Honda Civic)', 'Honda Civic'],
+    ['a label before a sentence that starts with a name word', 'Pt: will need PT in am', 'will need'],
+    ['a label before a department', 'To: Pharmacy', 'Pharmacy'],
+    ['shorthand after "pt"', 'pt sob tachy overnight', 'sob tachy'],
   ])('leaves %s alone', (_label, text, part) => {
     expect(untouched(text, part)).toBe(true);
   });
@@ -120,6 +128,7 @@ describe('places as real notes write them', () => {
     ['an organisation in capitals', 'SIERRA GENERAL HOSPITAL - TRAUMA SERVICE', 'SIERRA GENERAL HOSPITAL'],
     ['a town after "in" in a patient message', "we're staying in Millbrook for the summer", 'Millbrook'],
     ['a lowercase town after "lives in"', 'son lives in guadalajara, calls weekly', 'guadalajara'],
+    ['a lowercase town in a first-person message', 'im in pemberwick now with my sister', 'pemberwick'],
     ['a street named without a number', 'found in his apartment on Mercer St, agonal', 'Mercer St'],
   ])('finds %s', (_label, text, place) => {
     expect(covered(text, place)).toBe(true);
@@ -130,6 +139,7 @@ describe('places as real notes write them', () => {
     ['a kind of care', 'referred to the Falls Clinic for gait', 'Falls Clinic'],
     ['a specialty acronym before "clinic"', 'admitted from HF clinic w/ Cr 3.1', 'HF'],
     ['a measure after "from"', 'trending down from POD 7', 'POD'],
+    ['a state of the writer in a first-person message', "i'm in pain and cant sleep", 'pain'],
   ])('leaves %s alone', (_label, text, part) => {
     expect(untouched(text, part)).toBe(true);
   });
@@ -150,6 +160,7 @@ describe('numbers as notes write them', () => {
     ['SSN', 'a line wrap', 'SSN 512-66-\n4407 per form', '512-66-\n4407'],
     ['EMAIL', 'an address spelled out', 'email is jo dot kerr22 at fastpost dot co dot uk thanks', 'jo dot kerr22 at fastpost dot co dot uk'],
     ['ZIP', 'a ZIP right after the town', 'Addr: 27 Piscataqua Rd, Dover 03820', '03820'],
+    ['ZIP', 'a ZIP right after a known town, without a state or a street', 'lives in Framingham 01702', '01702'],
     ['VEHICLE', 'a licence plate', 'Pt vehicle: MA reg 4KX-9P2, towed', '4KX-9P2'],
     ['VEHICLE', 'a plate with a space', 'motorcycle (MA plate 3KT 922) towed', '3KT 922'],
     ['DEVICE', 'a UDI', 'UDI: (01)00763000412298(17)270831(21)VTR604418K', '(01)00763000412298(17)270831(21)VTR604418K'],

@@ -165,12 +165,22 @@ class Addresses {
    * The town around a ZIP code on an address line: "Apt 9, Boston 02111", "Rd, Dover 03820", and before
    * it in European addresses "48, 81675 Muenchen". Only on a line that reads as an address.
    */
+  /** "lives in Framingham 01702", "Leominster, 01453": a town the city list knows, capitalised, right before the number. */
+  private knownTownBefore(before: string): boolean {
+    const m = /(?:^|[^A-Za-z'’.-])((?:[A-Z][A-Za-z'’.-]*\s){0,2}[A-Z][A-Za-z'’.-]*),?\s$/.exec(before);
+    if (!m) return false;
+    const words = (m[1] as string).toLowerCase().split(/\s+/);
+    // the longest tail of the words that is a town: "in Fall River 02720", "Lives in Framingham 01702"
+    for (let k = 0; k < words.length; k++) if (this.lex.cities.has(words.slice(k).join(' '))) return true;
+    return false;
+  }
+
   aroundZip(): void {
     const { text } = this;
     for (const m of text.matchAll(/(?<![\w-])\d{5}(?:-\d{4})?(?![\w-]|\.\d)/g)) {
       const lineStart = text.lastIndexOf('\n', m.index) + 1;
       const before = text.slice(Math.max(lineStart, m.index - 80), m.index);
-      if (!ADDRESS_BEFORE.test(before)) continue;
+      if (!ADDRESS_BEFORE.test(before) && !this.knownTownBefore(before)) continue;
       if (/^\s*(?:mg|mcg|ml|cc|units?|%|kg|lbs?|steps|cal)\b/i.test(text.slice(m.index + m[0].length, m.index + m[0].length + 8))) continue;
       this.add(m.index, m.index + m[0].length, 'place.zip', 'ZIP');
       const town = /(?:^|,\s*|\s)((?:[A-Za-z][A-Za-z.'’-]*\s){0,2}[A-Za-z][A-Za-z.'’-]*),?\s+$/.exec(before);

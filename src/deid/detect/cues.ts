@@ -140,7 +140,7 @@ export const CLINICAL_DESTINATIONS = words(`icu micu sicu ccu cvicu csru nicu pi
  * vocabularies cannot explain, or a known town.
  */
 export const STRONG_PLACE_CUE =
-  /\b(?:lives?|living|resides?|residing|moved|relocated|born|raised|grew\s+up|visiting|visit|vacation(?:ing)?|staying|stays|transferred|xferred|xfer(?:red)?|trans(?:ferred)?|transfer|tx(?:'d|d)?|admitted|adm|came|coming|returned|returning|discharged|d\/c(?:'d|d)?|dc(?:'d|d)?|sent|brought|drove|flew|travel(?:l?ed|ing)?|trip|works?|worked|working|employed|employee|retired|job|shelter|placement|accepted|referred|seen|followed)\s+(?:back\s+)?(?:in|from|to|at|near)\s+(?:the\s+)?$/i;
+  /(?:\b(?:i['’]?m|i\s+am|we['’]?re|we\s+are|they['’]?re|she['’]?s|he['’]?s)\s+(?:now\s+|still\s+|currently\s+|back\s+|home\s+)*(?:in|at|near)\s+(?:the\s+)?$)|\b(?:lives?|living|resides?|residing|moved|relocated|born|raised|grew\s+up|visiting|visit|vacation(?:ing)?|staying|stays|transferred|xferred|xfer(?:red)?|trans(?:ferred)?|transfer|tx(?:'d|d)?|admitted|adm|came|coming|returned|returning|discharged|d\/c(?:'d|d)?|dc(?:'d|d)?|sent|brought|drove|flew|travel(?:l?ed|ing)?|trip|works?|worked|working|employed|employee|retired|job|shelter|placement|accepted|referred|seen|followed)\s+(?:back\s+)?(?:in|from|to|at|near)\s+(?:the\s+)?$/i;
 export const FROM_CUE = /\b(?:from|osh)\s+(?:the\s+)?$/i;
 export const WEAK_PLACE_CUE = /\b(?:in|at|near|to|outside)\s+(?:the\s+)?$/i;
 

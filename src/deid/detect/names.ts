@@ -92,6 +92,9 @@ const BACKSTOP_SHAPE = 0.3;
 const DASH_SIGNATURE = /(?:^|\n|[.;!?)]\s+)[-–~]\s?((?:[A-Za-z]\.\s?)?[A-Za-z][A-Za-z'-]*(?:\s[A-Za-z][A-Za-z'-]*)?)\.?(?:\s*,?\s*(RN|rn|MD|md|NP|np|RRT|rrt|LPN|lpn|PT|pt|OT|ot|SLP|slp|CM|cm|SW|sw|PA|pa|MSW|msw|LCSW|lcsw|CNA|cna)\b\.?)?[ \t]*(?=\(|\n|$)/g;
 
 /** Which cue lists a word is on, as bits: one lookup per word instead of one per list. */
+/** Person labels that head a message, where a department is written as often as a person. */
+const HEADER_LABELS = new Set(['to', 'from', 'cc', 'sender', 'recipient']);
+
 const CUE = { title: 1, personLabel: 2, relation: 4, role: 8, contact: 16, label: 32, weak: 64, service: 128, credential: 256, right: 512 } as const;
 const CUE_FLAGS = new Map<string, number>();
 for (const [lists, bit] of [
@@ -184,7 +187,7 @@ class NameScan {
   }
 
   /** Whether word i can be (part of) a name after a cue of this strength. */
-  private personLike(i: number, strength: Strength, inside = false): boolean {
+  private personLike(i: number, strength: Strength, inside = false, header = false): boolean {
     const t = this.t(i);
     const f = this.f(i);
     if (t.shape === 'initial') return strength !== 'weak' || !this.caps;
@@ -228,7 +231,8 @@ class NameScan {
         if (f.clinical) return strength === 'title' && (cap || capsText);
         // "Dr. Strange", "Patient: Hope": a capitalised common word starts a name after a strong cue; it
         // continues one only after a title ("June Merriweather Subject:" ends before "Subject")
-        return (strength === 'title' || (strength === 'relation' && !inside)) && cap && !this.caps;
+        // After a message header ("To:", "From:") it does not: "To: Pharmacy" is a department.
+        return (strength === 'title' || (strength === 'relation' && !inside && !header)) && cap && !this.caps;
     }
   }
 
@@ -271,7 +275,13 @@ class NameScan {
     const t = this.t(i);
     const l = t.lower;
     if (cue & CUE.title && this.titleUse(i)) this.forward(i, 'title', 'name.title');
-    else if (cue & CUE.personLabel && this.followedByColon(t) && !(l === 'pt' && t.shape === 'upper' && !this.caps)) this.forward(i, 'relation', 'name.label');
+    else if (cue & CUE.personLabel && this.followedByColon(t) && !(l === 'pt' && t.shape === 'upper' && !this.caps)) {
+      // the field's value first (it may hold words the ordinary rules refuse), then the ordinary rules,
+      // which read on past a comma ("Patient: Rousseau, Innocent")
+      this.fieldValue(i);
+      // a message header ("To: Pharmacy", "From: Billing") names a department as often as a person
+      this.forward(i, 'relation', 'name.label', HEADER_LABELS.has(l));
+    }
     else if (cue & CUE.relation) {
       this.forward(i, 'relation', 'name.relation');
       this.relationAfter(i);
@@ -283,6 +293,37 @@ class NameScan {
     if (cue & (CUE.service | CUE.role) && /^\s?\([A-Za-z]/.test(this.text.slice(t.end, t.end + 3)) && i + 1 < this.tokens.length && ['name', 'unknown'].includes(this.f(i + 1).cls)) this.introduce(i + 1, 'strong', 'name.role');
     if (cue & CUE.credential && this.isCredential(i)) this.backward(i);
     if (cue & CUE.right && i > 0) this.rightCue(i);
+  }
+
+  /**
+   * "Patient: Will Mark", "pt: rose hunt", "Name: Hope Bush, 71F": the value of a person field, when it
+   * is a name and nothing else. Every word of it, up to the end of the line or a comma, a parenthesis
+   * or a semicolon, is on a name list (lowercase: and there are two of them), so the words may be
+   * English words and even function words ("Will"); a value with one other word ("Pt: will need PT",
+   * "To: Pharmacy") is left to the ordinary rules.
+   */
+  private fieldValue(label: number): void {
+    const first = label + 1;
+    const words: number[] = [];
+    for (let j = first; j < this.tokens.length && words.length <= 4; j++) {
+      const g = gap(this.text, this.t(j - 1), this.t(j));
+      if (j === first ? !/^\s?:\s{0,3}$/.test(g) : g !== ' ') break;
+      words.push(j);
+    }
+    if (words.length === 0 || words.length > 4) return;
+    const last = this.t(words[words.length - 1] as number);
+    if (!/^(?:[ \t]*(?:\r?\n|$)|[ \t]*[,;(]| {2,}|\t)/.test(this.text.slice(last.end, last.end + 3))) return;
+    const lower = words.every((j) => this.t(j).shape === 'lower');
+    if (lower && (words.length < 2 || this.caps)) return;
+    const nameWord = (j: number): boolean => {
+      const t = this.t(j);
+      const f = this.f(j);
+      if (this.glued(t) || /[^A-Za-z'’.-]/.test(t.text) || t.shape === 'initial' || f.clinical) return false;
+      if (!lower && !this.capitalised(j)) return false;
+      return f.first || f.last || (!lower && (f.cls === 'name' || f.cls === 'unknown'));
+    };
+    if (!words.every(nameWord)) return;
+    for (const j of words) this.mark(j, 'name.label');
   }
 
   /** Word i just after a closing ("thanks so much", "Best,") near the end of the text or of its line. */
@@ -319,7 +360,7 @@ class NameScan {
   }
 
   /** Marks up to four name words after a cue at word i. */
-  private forward(i: number, strength: Strength, rule: NameRule): void {
+  private forward(i: number, strength: Strength, rule: NameRule, header = false): void {
     const cue = this.t(i);
     let j = i + 1;
     const first = this.tokens[j];
@@ -340,11 +381,11 @@ class NameScan {
     // "mother is a minor": after "is", "a" only a word no vocabulary explains, or a capitalised one
     if (j > i + 1 && j < this.tokens.length && this.t(j).shape === 'lower' && !['name', 'unknown'].includes(this.f(j).cls)) return;
     if (j > i + 1 && /\n/.test(gap(this.text, this.t(j - 1), this.t(j)))) return;
-    this.introduce(j, strength, rule);
+    this.introduce(j, strength, rule, false, header);
   }
 
   /** Marks up to four name words from word j, the first a cue of this strength can take. */
-  private introduce(j: number, strength: Strength, rule: NameRule, acrossLine = false): void {
+  private introduce(j: number, strength: Strength, rule: NameRule, acrossLine = false, header = false): void {
     if (j >= this.tokens.length) return;
     let count = 0;
     let prev: Token | undefined;
@@ -355,7 +396,7 @@ class NameScan {
         if (this.followedByColon(t)) break; // "Subject:", "MRN:" start a field
         if (!this.nameGap(g, prev) && !(count === 1 && strength !== 'weak' && /^,\s$/.test(g) && t.shape === prev.shape && t.shape !== 'lower')) break;
       } else if (acrossLine && /\n\s*\n/.test(this.text.slice(Math.max(0, t.start - 3), t.start))) break;
-      const ok = count === 0 ? (this.personLike(j, strength) || this.monthNamed(j, strength) || this.pairAfterWeakCue(j, strength)) && !this.eponym(j) && !this.region(j) && !(t.shape === 'initial' && !this.initialOfName(j) && strength === 'weak') : this.personLike(j, strength === 'weak' ? 'weak' : strength, true);
+      const ok = count === 0 ? (this.personLike(j, strength, false, header) || this.monthNamed(j, strength) || this.pairAfterWeakCue(j, strength)) && !this.eponym(j) && !this.region(j) && !(t.shape === 'initial' && !this.initialOfName(j) && strength === 'weak') : this.personLike(j, strength === 'weak' ? 'weak' : strength, true);
       if (!ok) {
         // "Dr. van den Velde"
         if (count === 0 && strength === 'title' && PARTICLES.has(t.lower)) this.particlesAfterTitle(j, rule);
@@ -377,7 +418,12 @@ class NameScan {
     const t = this.t(j);
     const n = this.tokens[j + 1];
     const unexplained = (k: number) => this.f(k).cls === 'unknown' || this.f(k).cls === 'name';
-    return t.shape === 'title' && unexplained(j) && !!n && gap(this.text, t, n) === ' ' && n.shape === 'title' && unexplained(j + 1) && !this.reserved(j) && !this.reserved(j + 1) && !this.glued(n);
+    if (!n || gap(this.text, t, n) !== ' ' || !unexplained(j) || !unexplained(j + 1) || this.reserved(j) || this.reserved(j + 1) || this.glued(n)) return false;
+    if (t.shape === 'title' && n.shape === 'title') return true;
+    // "pt ximena oyelaran admitted": in lowercase, two words no vocabulary explains that both read like names
+    // (shorthand after "pt" is one word, or reads like none: "pt sob tachy")
+    const nameLike = (k: number) => this.f(k).cls === 'name' || (this.t(k).lower.length >= 4 && nameShape(this.t(k).lower) >= 0.3);
+    return t.shape === 'lower' && n.shape === 'lower' && nameLike(j) && nameLike(j + 1);
   }
 
   /** "From: June Merriweather", "this is april": a month that is a first name, before a surname or after a strong cue. */
