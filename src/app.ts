@@ -109,6 +109,7 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     scoring: createScoring({ endpoints, judges, sql, deid: () => engine.deid }),
     logger,
     capacities: new EndpointCapacities(db, workerId, () => config.runs.leaseSeconds),
+    workerId,
     settings: {
       concurrency: config.runs.concurrencyPerEndpoint,
       maxAttempts: config.runs.maxAttempts,

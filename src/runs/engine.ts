@@ -8,7 +8,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { hostname } from 'node:os';
 import type { AuditEventInput, AuditTrail } from '../audit/types';
 import type { Catalog } from '../catalog';
 import type { EndpointPolicy } from '../egress';
@@ -48,6 +47,8 @@ export interface Engine {
   settings: EngineSettings;
   /** Model calls in flight per endpoint, shared by every run of this process. */
   capacities: EndpointCapacities;
+  /** This process as a worker: the default lease holder of the runs it executes. */
+  workerId: string;
 }
 
 export interface RunRequest {
@@ -190,7 +191,10 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
   if (ctx.benchmark.definitionHash !== run.benchmark_hash || ctx.benchmark.templateHash !== run.template_hash) {
     throw new UserError('run.definition-changed', `benchmark ${run.benchmark_id} changed since run ${runId} was requested; request a new run`);
   }
-  const workerId = opts.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  // One holder per run and process, as the scheduler names it: an execution that the database
+  // interrupted left leases under this id, and the next execution of the run here gives them back
+  // (releaseAll below) instead of waiting for them to expire.
+  const workerId = opts.workerId ?? `${engine.workerId}:${runId.slice(0, 8)}`;
   // Every call in flight listens on the run's signal.
   if (opts.signal) setMaxListeners(Math.max(10, settings.concurrency * 4), opts.signal);
 

@@ -52,6 +52,8 @@ describe('names', () => {
     ['a relation, then "(cell"', 'Called daughter Ama Okonkwo (cell 617-555-0101).', 'Ama Okonkwo'],
     ['a relation, then a comma and "test"', 'Wife Ngozi Adeyemi, test results reviewed with her.', 'Ngozi Adeyemi'],
     ['no cue, in capitals, found once before in the note', 'Patient Chidinma Okafor admitted. OKAFOR, CHIDINMA asked about discharge.', 'OKAFOR, CHIDINMA'],
+    // a chain: the relation makes "Vanadoz" a name, its recurrence widens to "Qimufev", and that recurs in capitals
+    ['in capitals, known only through a recurrence that widened', '98-year-old patient Qimufev Vanadoz admitted. Daughter Vamexez Vanadoz updated. VANADOZ, QIMUFEV asked about discharge.', 'QIMUFEV'],
   ])('finds a name with %s', (_label, text, name) => {
     expect(covered(text, name)).toBe(true);
   });

@@ -203,7 +203,6 @@ const DAY_MONTH = new RegExp(`\\b(\\d{1,2})(${ORD})?(\\s+of\\s+|\\s+|-)(${MONTH_
 const MONTH_YEAR = new RegExp(`\\b(${MONTH_ALT})(\\.?)(,?\\s+(?:of\\s+)?)(\\d{4}|['’]\\d{2})\\b`, 'gi');
 /** a month on its own */
 const MONTH_ALONE = new RegExp(`\\b(${MONTH_ALT})(\\.?)(?![\\w'’])`, 'gi');
-const YEAR_TAIL = `(?:,?\\s*(\\d{4}|['’]\\d{2}))?`;
 
 /** Whether a month name may be in the text at all (most notes write none): the four month patterns are skipped otherwise. */
 const ANY_MONTH = /\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)/i;

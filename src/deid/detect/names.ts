@@ -149,8 +149,11 @@ class NameScan {
     for (let i = 0; i < n; i++) this.cuesAt(i);
     for (let i = 0; i < n; i++) this.withoutCue(i);
     this.signatures();
-    this.recurring();
+    // Recurrence and widening feed each other: "Daughter Vamexez Vanadoz" makes the first "Vanadoz" a
+    // recurrence, widening takes "Qimufev" beside it, and only then can "VANADOZ, QIMUFEV" recur.
+    // Each round marks only unmarked words, so this ends; three rounds cover every chain seen.
     this.widen();
+    for (let round = 0; round < 3 && this.recurring() > 0; round++) this.widen();
     return this.spans();
   }
 
@@ -704,13 +707,14 @@ class NameScan {
    * of three letters or more pass it on, and a safe word only where it is capitalised: "Rose" found
    * after "wife" does not take "rose" in "BP rose" with it.
    */
-  private recurring(): void {
+  private recurring(): number {
     const names = new Set<string>(this.input.evidence ?? []);
     for (let i = 0; i < this.tokens.length; i++) {
       const t = this.t(i);
       if (this.rule[i] && t.shape !== 'initial' && t.lower.length >= 3 && !this.f(i).clinical && !this.reserved(i)) names.add(t.lower);
     }
-    if (names.size === 0) return;
+    if (names.size === 0) return 0;
+    let marked = 0;
     for (let i = 0; i < this.tokens.length; i++) {
       if (this.rule[i]) continue;
       const t = this.t(i);
@@ -720,7 +724,9 @@ class NameScan {
       if (t.shape === 'lower' && !lowerOk) continue;
       if (t.shape === 'upper' && !this.caps && (f.cls === 'safe' || f.cls === 'ambiguous') && t.lower.length < 4) continue;
       this.mark(i, 'name.recurrence');
+      marked++;
     }
+    return marked;
   }
 
   /** Widens every marked run over adjacent initials, particles and name words on the same line. */
