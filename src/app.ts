@@ -13,14 +13,10 @@ import { createDeidStage, settingsFrom } from './deid';
 import { assertSafeEgressEnvironment, type EndpointPolicy, loadEndpointPolicy, type Resolver } from './egress';
 import { createLogger, type Logger } from './log';
 import { AccessPolicy, ApprovalStore, loadPrincipals, type PrincipalDirectory } from './access';
-import { type Engine } from './runs/engine';
-import { ApprovalBudgets } from './runs/budget';
-import { EndpointModels } from './runs/model-stage';
-import { templatePrompt } from './runs/prompt';
-import { createScoring } from './runs/scoring';
-import { JudgeClients, SqlExecutor } from './metrics';
-import { EndpointCapacities } from './runs/capacity';
-import { RunStore } from './runs/store';
+import { createAnnotators, SqlExecutor } from './annotate';
+import { ApprovalBudgets, EndpointCapacities, EndpointClients, Gateway } from './calls';
+import { type Engine, templatePrompt, tokensUnderApproval } from './runs';
+import { RunStore } from './runs';
 import { DAEMON_VERSION } from './version';
 
 export interface App {
@@ -92,10 +88,17 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
   const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const approvals = new ApprovalStore(db);
   const principals = principalsLoader(config.policies.principals);
-  const models = new EndpointModels({ ...config.models, ...(opts.env ? { env: opts.env } : {}), ...(opts.resolver ? { resolver: opts.resolver } : {}) });
-  // Judges are called like the model under test: official SDK, egress-guarded transport per endpoint.
-  const judges = new JudgeClients({ ...config.models, ...(opts.env ? { env: opts.env } : {}), ...(opts.resolver ? { resolver: opts.resolver } : {}) });
+  // One client per endpoint (official SDK on its egress-guarded transport) for the model under test,
+  // judges and probes alike; only the gateway uses them.
+  const clients = new EndpointClients({ ...config.models, ...(opts.env ? { env: opts.env } : {}), ...(opts.resolver ? { resolver: opts.resolver } : {}) });
   const sql = new SqlExecutor();
+  const calls = new Gateway({
+    clients,
+    capacities: new EndpointCapacities(db, workerId, () => config.runs.leaseSeconds),
+    // Read when a call is made: the engine's stages are the gateway's (tests may wrap them).
+    ports: () => engine,
+    concurrency: () => engine.settings.concurrency,
+  });
   const engine: Engine = {
     store: new RunStore(db),
     catalog,
@@ -104,11 +107,10 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     access: new AccessPolicy(principals, approvals),
     prompt: templatePrompt,
     deid: createDeidStage(settingsFrom(config.deid)),
-    budget: new ApprovalBudgets(db, config.export.prices, config.runs.leaseSeconds),
-    models,
-    scoring: createScoring({ endpoints, judges, sql, deid: () => engine.deid }),
+    budget: new ApprovalBudgets(db, config.export.prices, config.runs.leaseSeconds, tokensUnderApproval),
+    calls,
+    annotate: createAnnotators(sql),
     logger,
-    capacities: new EndpointCapacities(db, workerId, () => config.runs.leaseSeconds),
     workerId,
     settings: {
       concurrency: config.runs.concurrencyPerEndpoint,
@@ -128,8 +130,7 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     approvals,
     principals,
     async close() {
-      await models.close();
-      await judges.close();
+      await calls.close();
       await sql.close();
       // Shutdown seals the trail: a checkpoint over everything recorded, copied to the witnesses.
       await audit.seal().catch((err: unknown) => logger.error('audit.seal-failed', { err }));

@@ -1,26 +1,48 @@
 /**
  * Errors that reach a user. Their messages are written by ehrbench itself and never quote dataset
  * text, a prompt or a completion: they name a file, a field, a rule or an id, and what to do next.
+ * Each carries a code of the catalogue (./error-codes.ts), which gives its HTTP status and exit code.
  */
-export class UserError extends Error {
+import { type ErrorCode, errorEntry } from './error-codes';
+import type { RuleId } from './policy';
+
+export { ERRORS, errorEntry, isErrorCode } from './error-codes';
+export type { ErrorCode, ErrorEntry } from './error-codes';
+
+/**
+ * A literal must be a key of the registry `K` (tsc refuses any other); a value computed at run time
+ * (typed `string`) passes, and tests/unit/error-catalogue.test.ts and policy-registry.test.ts check
+ * the literals it is made from. Once every caller passes a `K`, parameters of this type become `K`.
+ */
+export type Registered<T extends string, K extends string> = string extends T ? string : T extends K ? T : `${T} is not registered: add it to src/policy/rules.ts or src/error-codes.ts`;
+
+export class UserError<C extends string = string> extends Error {
   override readonly name = 'UserError';
-  constructor(
-    /** Stable, grep-able code such as `config.invalid` or `run.not-found`. */
-    readonly code: string,
-    message: string,
-    readonly exitCode = 1,
-  ) {
+  /**
+   * Stable, grep-able code of the catalogue, such as `config.invalid` or `run.not-found`. A code
+   * computed at run time is not checked by tsc; errorEntry() answers an unregistered one as internal.
+   */
+  readonly code: ErrorCode;
+
+  constructor(code: Registered<C, ErrorCode>, message: string) {
     super(message);
+    this.code = code as ErrorCode;
+  }
+
+  /** The CLI's exit code, from the catalogue (the daemon's HTTP status is `errorEntry(code).status`). */
+  get exitCode(): number {
+    return errorEntry(this.code).exit;
   }
 }
 
-/** A refusal by a policy: carries the rule that decided, so callers can report and audit it. */
-export class PolicyDenied extends UserError {
-  constructor(
-    readonly rule: string,
-    reason: string,
-  ) {
-    super('policy.denied', `denied by rule ${rule}: ${reason}`, 3);
+/** A refusal by a policy: carries the rule of the registry that decided, so callers can report and audit it. */
+export class PolicyDenied<R extends string = string> extends UserError<'policy.denied'> {
+  /** The rule that refused (a rule computed at run time is checked by the tests, not by tsc). */
+  readonly rule: RuleId;
+
+  constructor(rule: Registered<R, RuleId>, reason: string) {
+    super('policy.denied', `denied by rule ${rule}: ${reason}`);
+    this.rule = rule as RuleId;
   }
 }
 
@@ -28,7 +50,7 @@ export class PolicyDenied extends UserError {
  * Describes any error without its message when the error did not come from ehrbench: messages of
  * drivers and SDKs can echo SQL parameters or response bodies, which may carry patient text.
  */
-export function describeError(err: unknown): { code: string; message: string } {
+export function describeError(err: unknown): { code: ErrorCode; message: string } {
   if (err instanceof UserError) return { code: err.code, message: err.message };
   const e = err as { name?: unknown; code?: unknown; status?: unknown } | null;
   const name = typeof e?.name === 'string' ? e.name : 'Error';

@@ -98,6 +98,18 @@ function fromRow(r: ApprovalRow): Approval {
 
 export type ApprovalChange = 'suspend' | 'reinstate' | 'close';
 
+/**
+ * An approval's budget and protocol number, for the budget check (src/calls/budget.ts); with `lock`,
+ * the row is locked for the caller's transaction so concurrent calls cannot all pass under the cap.
+ */
+export async function approvalBudget(q: Queryable, approvalId: string, opts: { lock?: boolean } = {}): Promise<{ budget_usd: number | null; protocol_number: string } | undefined> {
+  const rows = await q.query<{ budget_usd: number | null; protocol_number: string }>(
+    `SELECT budget_usd, protocol_number FROM approvals WHERE approval_id = $1::uuid${opts.lock ? ' FOR UPDATE' : ''}`,
+    [approvalId],
+  );
+  return rows[0];
+}
+
 export class ApprovalStore {
   constructor(private readonly db: Database) {}
 

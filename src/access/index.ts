@@ -1,7 +1,7 @@
 /** Who may run what: principals and roles, IRB approvals, the tier rules, the pipeline's access stage. */
 export { loadPrincipals, savePrincipals, actAs } from './principals';
 export type { Principal, PrincipalDirectory, PrincipalRole } from './principals';
-export { ApprovalStore } from './approvals';
+export { ApprovalStore, approvalBudget } from './approvals';
 export type { Approval, ApprovalInput, ApprovalStatus, ApprovalChange } from './approvals';
 export { decideRunAccess, endpointDecision } from './rules';
 export type { RunAccessDecision, RunAccessRequest } from './rules';

@@ -5,9 +5,9 @@
  * account in local mode. Unknown means no access.
  */
 import { existsSync, writeFileSync, renameSync } from 'node:fs';
-import { readJsonFile, validateOrThrow } from '../config/validate';
+import { readJsonFile, validateOrThrow } from '../config';
 import { UserError } from '../errors';
-import type { Actor, Role } from '../identity/actor';
+import type { Actor, Role } from '../identity';
 
 export type PrincipalRole = Exclude<Role, 'service'>;
 

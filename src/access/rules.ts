@@ -10,15 +10,15 @@
  * approval suspended, expired or narrowed during a run stops it at its next instance.
  */
 import type { Endpoint } from '../egress';
-import type { Decision } from '../runs/stages';
+import { allow, type Decision, deny, type RuleId } from '../policy';
 import { type Tier, tierWithin } from '../tiers';
 import type { Approval } from './approvals';
 
-const allow = (rule: string, reason: string): Decision => ({ allowed: true, rule, reason });
-const deny = (rule: string, reason: string): Decision => ({ allowed: false, rule, reason });
+/** The rules of where data may go, whoever asks. */
+export type EndpointRule = Extract<RuleId, `endpoint.${string}`>;
 
 /** Where data of a tier may be sent, whoever asks. */
-export function endpointDecision(tier: Tier, endpoint: Endpoint): Decision | undefined {
+export function endpointDecision(tier: Tier, endpoint: Endpoint): Decision<EndpointRule> | undefined {
   const c = endpoint.classification;
   if (tier === 'private' && c.development) {
     return deny('endpoint.development-not-private', `endpoint ${endpoint.id} is a development endpoint and never receives private-tier data`);
@@ -61,7 +61,7 @@ function approvalProblem(a: Approval, req: RunAccessRequest): Decision | undefin
 }
 
 /** The most telling refusal among approvals that do not fit (benchmark or endpoint first, then status). */
-const REFUSAL_ORDER = ['approval.endpoint-not-covered', 'approval.benchmark-not-covered', 'approval.suspended', 'approval.expired', 'approval.not-started', 'approval.closed', 'approval.not-on-personnel'];
+const REFUSAL_ORDER: readonly RuleId[] = ['approval.endpoint-not-covered', 'approval.benchmark-not-covered', 'approval.suspended', 'approval.expired', 'approval.not-started', 'approval.closed', 'approval.not-on-personnel'];
 
 export interface RunAccessDecision extends Decision {
   /** The approval that allows the run (approval-required and private tiers). */

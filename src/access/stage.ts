@@ -2,7 +2,9 @@
  * The access stage of the run pipeline: the rules of ./rules.ts fed from the principal directory and
  * the approval store. Checked when a run is requested, when it starts and before every instance.
  */
-import type { AccessStage, Decision, RunContext } from '../runs/stages';
+import type { Endpoint } from '../egress';
+import type { Decision } from '../policy';
+import type { AccessStage, RunContext } from '../runs';
 import type { ApprovalStore } from './approvals';
 import type { PrincipalDirectory } from './principals';
 import { decideRunAccess, type RunAccessDecision } from './rules';
@@ -39,6 +41,10 @@ export class AccessPolicy implements AccessStage {
       return { ...decision, rule: 'tier.private.run-approved', reason: `run approved by ${ctx.approvedBy}`, needsRunApproval: false };
     }
     return decision;
+  }
+
+  async checkEndpoint(ctx: RunContext, endpoint: Endpoint): Promise<Decision> {
+    return this.checkInstance(endpoint.id === ctx.endpoint.id ? ctx : { ...ctx, endpoint });
   }
 
   async checkInstance(ctx: RunContext): Promise<Decision> {

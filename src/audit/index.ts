@@ -13,3 +13,5 @@ export { loadSigningKey, loadMacKeys, loadMacKeysIfPresent, trustedKeys, writeMa
 export type { AuditRecord } from './record';
 export { csvHeader, csvRow, fhirAuditEvent, jsonlCheckpoint, jsonlEvent } from './export';
 export type { ExportFormat } from './export';
+export { auditBase, ENGINE_ACTOR } from './run-events';
+export { newMacKeyHex } from './keys';

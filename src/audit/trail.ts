@@ -7,9 +7,9 @@
  * and copied to the witness files.
  */
 import { randomUUID } from 'node:crypto';
-import { validateOrThrow } from '../config/validate';
+import { validateOrThrow } from '../config';
 import type { Database, Queryable } from '../db';
-import { GroupCommit } from '../db/group-commit';
+import { GroupCommit } from '../db';
 import { describeError, UserError } from '../errors';
 import type { Logger } from '../log';
 import { observeAuditBatch, observeAuditEvent, observeAuditFailure } from '../observability';
@@ -18,10 +18,10 @@ import type { SigningKey } from './keys';
 import { type AuditRecord, type Provenance, type RecordBody, recordBody, rowHash, rowMac } from './record';
 import type { AuditEventInput, AuditTrail } from './types';
 
-export class AuditUnavailable extends UserError {
+export class AuditUnavailable extends UserError<'audit.unavailable'> {
   /** `err` is kept as the cause (never printed) so callers can tell a lost database, which is transient. */
   constructor(what: string, err?: unknown) {
-    super('audit.unavailable', `the audit trail cannot record events (${what}); the action was not performed`, 4);
+    super('audit.unavailable', `the audit trail cannot record events (${what}); the action was not performed`);
     if (err !== undefined) this.cause = err;
   }
 }

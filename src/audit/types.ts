@@ -3,7 +3,7 @@
  * prompt, a completion, a note or an instance key (which may itself be an identifier).
  */
 import type { Queryable } from '../db';
-import type { Actor } from '../identity/actor';
+import type { Actor } from '../identity';
 import type { Tier } from '../tiers';
 
 export const AUDIT_EVENT_TYPES = [

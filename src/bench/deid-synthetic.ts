@@ -8,8 +8,8 @@
  * deid-heldout are the better guide.
  */
 import { allFakers, type Faker } from '@faker-js/faker';
-import type { KnownIdentifiers } from '../catalog/types';
-import type { GoldRecord } from '../deid/gold';
+import type { KnownIdentifiers } from '../catalog';
+import type { GoldRecord } from '../deid';
 import type { Span, SpanType } from '../deid';
 
 type Piece = string | { type: SpanType | 'LOOKALIKE'; text: string };

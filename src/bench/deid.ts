@@ -24,10 +24,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { Deidentifier, defaultSettings, type Span } from '../deid';
-import { type Evaluation, evaluate, type GoldDocument } from '../deid/evaluate';
-import { type GoldRecord, readGold } from '../deid/gold';
+import { type Evaluation, evaluate, type GoldDocument } from '../deid';
+import { type GoldRecord, readGold } from '../deid';
 import { PACKAGE_ROOT } from '../paths';
-import { initHome } from '../setup/init';
+import { initHome } from '../setup';
 import { syntheticCorpus } from './deid-synthetic';
 import { argFlag, argNumber } from './harness';
 

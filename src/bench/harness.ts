@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { initHome } from '../setup/init';
+import { initHome } from '../setup';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

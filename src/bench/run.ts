@@ -11,8 +11,8 @@
  */
 import { openApp } from '../app';
 import { localCaller, Operations } from '../operations';
-import { executeRun, requestRun } from '../runs/engine';
-import { DEMO_ENDPOINT_ID } from '../setup/init';
+import { executeRun, requestRun } from '../runs';
+import { DEMO_ENDPOINT_ID } from '../setup';
 import { argFlag, argNumber, benchHome, startServerProcess } from './harness';
 
 async function bench(): Promise<void> {

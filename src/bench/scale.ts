@@ -14,7 +14,7 @@ import pg from 'pg';
 import { openApp, type App } from '../app';
 import { localCaller, Operations } from '../operations';
 import { PACKAGE_ROOT } from '../paths';
-import { requestRun } from '../runs/engine';
+import { requestRun } from '../runs';
 import { argFlag, argNumber, benchHome, startServerProcess, writeSyntheticDefinition } from './harness';
 
 const PER_WORKER = 16;

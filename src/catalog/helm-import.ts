@@ -16,7 +16,7 @@ import { createReadStream, existsSync, mkdirSync, readFileSync, writeFileSync } 
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseCsv } from 'csv-parse';
 import { parse as parseYaml } from 'yaml';
-import { validateOrThrow } from '../config/validate';
+import { validateOrThrow } from '../config';
 import { UserError } from '../errors';
 import type { Tier } from '../tiers';
 import { isSubcategoryOf } from './taxonomy';

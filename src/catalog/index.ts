@@ -9,9 +9,9 @@ import { createReadStream, existsSync, readdirSync, readFileSync } from 'node:fs
 import { createHash } from 'node:crypto';
 import { isAbsolute, join } from 'node:path';
 import { canonicalHash, sha256Hex } from '../canonical';
-import { readJsonFile, validateOrThrow } from '../config/validate';
+import { readJsonFile, validateOrThrow } from '../config';
 import { UserError } from '../errors';
-import { getMetric } from '../metrics/registry';
+import { getMetric } from '../metrics';
 import { BUILTIN_BENCHMARK_DIR } from '../paths';
 import { adapterFor } from './adapters';
 import { combineIdentity, readIdentity, withIdentity } from './identity';
@@ -295,3 +295,4 @@ function siteIdentity(b: Benchmark, record: RawRecord, file: string, instance: I
   const naming = { file, actual: (c: string) => c, label: (c: string, key: string) => `"${c}" (${where}.${key} in ${b.siteFile ?? 'the site data file'})` };
   return withIdentity(instance, combineIdentity(instance, readIdentity(record, site, naming)));
 }
+export { CHOICE_LETTERS } from './template';

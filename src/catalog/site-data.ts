@@ -7,7 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
-import { readJsonFile, validateOrThrow } from '../config/validate';
+import { readJsonFile, validateOrThrow } from '../config';
 import type { KnownColumns } from './types';
 
 export interface FileSourceSpec {

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { Agent, fetch } from 'undici';
 import type { Approval, ApprovalChange, ApprovalInput } from '../access';
 import { openApp, type App } from '../app';
-import { PolicyDenied, UserError } from '../errors';
+import { isErrorCode, PolicyDenied, UserError } from '../errors';
 import { type Caller, type ExportDownload, type ExportView, localCaller, Operations, type RunRequestInput, type RunView } from '../operations';
 
 export { localCaller };
@@ -129,7 +129,11 @@ class RemoteClient implements Client {
     if (res.ok) return payload as T;
     const e = (payload ?? {}) as { error?: string; rule?: string; message?: string };
     if (res.status === 403 && e.rule) throw new PolicyDenied(e.rule, (e.message ?? '').replace(/^denied by rule [^:]+: /, ''));
-    throw new UserError(e.error ?? `http.${res.status}`, `${e.message ?? `HTTP ${res.status}`} (HTTP ${res.status})`);
+    // The daemon's code, so the exit code is the one a local call would give; a code this client
+    // does not know (a newer daemon) is named in the message instead.
+    const code = isErrorCode(e.error) ? e.error : 'client.http-error';
+    const unknown = code === 'client.http-error' && e.error ? ` [${String(e.error).slice(0, 80)}]` : '';
+    throw new UserError(code, `${e.message ?? `HTTP ${res.status}`} (HTTP ${res.status})${unknown}`);
   }
 
   whoami = () => this.call<Whoami>('GET', '/v1/whoami');

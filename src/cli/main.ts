@@ -3,7 +3,7 @@
  * --json. Any error is one line on stderr and a non-zero exit; a stack trace only with --verbose.
  */
 import yargs from 'yargs';
-import { UserError, describeError } from '../errors';
+import { UserError, describeError, errorEntry } from '../errors';
 import { DAEMON_VERSION } from '../version';
 import type { CommandModule } from 'yargs';
 import type { GlobalArgs } from './context';
@@ -63,7 +63,7 @@ export function buildCli(argv: string[], io: Io) {
     .recommendCommands()
     .exitProcess(false)
     .fail((msg, err) => {
-      throw err ?? new UserError('cli.usage', `${msg}; see --help`, 2);
+      throw err ?? new UserError('cli.usage', `${msg}; see --help`);
     })
     .wrap(Math.min(120, process.stdout.columns || 100));
 }
@@ -75,13 +75,14 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     await buildCli(argv, io).parseAsync();
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
-    const { message } = describeError(err);
+    const { code, message } = describeError(err);
     io.stderr(`ehrbench: ${message}\n`);
     if (verbose && err instanceof Error && err.stack) {
       // Frames only: the first line of a foreign error's stack repeats its message, which may quote data.
       io.stderr(err.stack.split('\n').slice(1).join('\n') + '\n');
     }
-    return err instanceof UserError ? err.exitCode : 70;
+    // From the catalogue: 2 usage, 3 policy refusal, 4 audit unavailable, 70 internal, else 1.
+    return errorEntry(code).exit;
   }
 }
 

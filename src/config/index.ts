@@ -174,3 +174,6 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
     },
   };
 }
+export { loadSchema } from './validate';
+export { requestValidator } from './validate';
+export { validatorFor } from './validate';

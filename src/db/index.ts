@@ -57,3 +57,4 @@ export function describeDatabase(opts: DatabaseOptions): string {
 
 export { runMigrations, listMigrations } from './migrate';
 export { DatabaseUnavailable, isStoreUnavailable } from './errors';
+export { GroupCommit } from './group-commit';

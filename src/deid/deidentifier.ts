@@ -6,7 +6,7 @@
  * Used by the run pipeline's stage and by `ehrbench deid`. The records of one subject share evidence:
  * a name found in one of them is looked for in the others (`harvest`, then `evidence` on each input).
  */
-import type { KnownIdentifiers } from '../catalog/types';
+import type { KnownIdentifiers } from '../catalog';
 import { defaultDetectors, detect, type Detector, NameDetector, textInfo } from './detect';
 import { KnownMatcher } from './known';
 import { fold, originalRange } from './normalize';

@@ -10,8 +10,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import type { KnownIdentifiers } from '../catalog/types';
-import { validateOrThrow } from '../config/validate';
+import type { KnownIdentifiers } from '../catalog';
+import { validateOrThrow } from '../config';
 import { UserError } from '../errors';
 import type { GoldDocument, GoldSpan } from './evaluate';
 import { SPAN_TYPES } from './types';

@@ -4,7 +4,7 @@
  * found, including the variants notes use: any case, last or first name alone, initials ("M.H.",
  * "M. Hollis"), "Hollis, Marguerite", and misspellings within one edit ("Hollsi", "Marguerit").
  */
-import type { KnownIdentifiers } from '../catalog/types';
+import type { KnownIdentifiers } from '../catalog';
 import { monthNumber } from './detect/dates';
 import { lexicons } from './lexicons';
 import { foldValue } from './normalize';

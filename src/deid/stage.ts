@@ -6,13 +6,15 @@
  * records of one subject share evidence: while a run is planned, `harvest` collects the names found in
  * each record, and every record of the subject is then de-identified knowing all of them.
  */
-import type { DeidStage } from '../runs/stages';
+import { deidentifiedPrompt, plainPrompt } from '../prompt';
+import type { RuleId } from '../policy';
+import type { DeidStage } from '../runs';
 import { Deidentifier } from './deidentifier';
 import { type DeidSettings, loadSecret, settingsVersion } from './settings';
 import type { Detector } from './detect';
 
-export const RESIDUAL_RULE = 'deid.residual-identifier';
-export const ERROR_RULE = 'deid.failed';
+export const RESIDUAL_RULE = 'deid.residual-identifier' satisfies RuleId;
+export const ERROR_RULE = 'deid.failed' satisfies RuleId;
 
 export function createDeidStage(settings: DeidSettings, opts: { detectors?: Detector[]; secret?: () => Buffer } = {}): DeidStage {
   let secret: Buffer | undefined;
@@ -24,7 +26,7 @@ export function createDeidStage(settings: DeidSettings, opts: { detectors?: Dete
       return deid.harvest(prompt, instance.known);
     },
     apply(ctx, instance, prompt) {
-      if (!ctx.deidentify) return { ok: true, prompt, spans: 0 };
+      if (!ctx.deidentify) return { ok: true, prompt: plainPrompt(ctx.tier, prompt), spans: 0 };
       try {
         const out = deid.run({
           text: prompt,
@@ -33,7 +35,7 @@ export function createDeidStage(settings: DeidSettings, opts: { detectors?: Dete
           subject: instance.subjectId ?? `instance\u0000${ctx.benchmark.definition.id}\u0000${instance.key}`,
         });
         if (out.residual.length > 0) return { ok: false, rule: RESIDUAL_RULE };
-        return { ok: true, prompt: out.text, spans: out.spans.length };
+        return { ok: true, prompt: deidentifiedPrompt(out.text), spans: out.spans.length };
       } catch {
         // Fail closed, and say nothing about the text: the error could quote it.
         return { ok: false, rule: ERROR_RULE };

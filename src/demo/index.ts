@@ -11,8 +11,8 @@ import { configPath } from '../config';
 import { describeDatabase } from '../db';
 import { UserError } from '../errors';
 import { localCaller, Operations } from '../operations';
-import { executeRun, requestRun, type RunSummary } from '../runs/engine';
-import { DEMO_ENDPOINT_ID, initHome } from '../setup/init';
+import { executeRun, requestRun, type RunSummary } from '../runs';
+import { DEMO_ENDPOINT_ID, initHome } from '../setup';
 import { startModelServer } from './model-server';
 
 export const DEMO_BENCHMARKS = ['pubmed_qa', 'medcalc_bench', 'medec'];

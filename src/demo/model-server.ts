@@ -49,6 +49,8 @@ export interface ModelServer {
   url: string;
   received: ReceivedRequest[];
   requestCount(): number;
+  /** The most chat requests that were in progress at once, by the request's `model` (tests of endpoint limits). */
+  peakInFlight(): Record<string, number>;
   close(): Promise<void>;
 }
 
@@ -84,6 +86,8 @@ function tokens(text: string): number {
 
 export function startModelServer(opts: ModelServerOptions): Promise<ModelServer> {
   const received: ReceivedRequest[] = [];
+  const inFlight = new Map<string, number>();
+  const peaks: Record<string, number> = {};
   let count = 0;
   const server = https.createServer(
     {
@@ -118,6 +122,11 @@ export function startModelServer(opts: ModelServerOptions): Promise<ModelServer>
         }
         const prompt = promptOf(body);
         if (opts.record) received.push({ path, headers: req.headers, prompt, body: raw });
+        const model = String((body as { model?: unknown })?.model ?? '');
+        const now = (inFlight.get(model) ?? 0) + 1;
+        inFlight.set(model, now);
+        peaks[model] = Math.max(peaks[model] ?? 0, now);
+        res.once('close', () => inFlight.set(model, (inFlight.get(model) ?? 1) - 1));
         const behaviour = opts.behaviour?.(n, prompt) ?? { kind: 'answer' };
         respond(behaviour, prompt, res, opts.latencyMs ?? 0);
       });
@@ -134,6 +143,7 @@ export function startModelServer(opts: ModelServerOptions): Promise<ModelServer>
         url: `https://localhost:${port}/v1`,
         received,
         requestCount: () => count,
+        peakInFlight: () => ({ ...peaks }),
         close: () =>
           new Promise<void>((r) => {
             server.closeAllConnections();

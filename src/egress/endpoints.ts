@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
-import { readJsonFile, validateOrThrow } from '../config/validate';
+import { readJsonFile, validateOrThrow } from '../config';
 import { UserError } from '../errors';
 import type { Tier } from '../tiers';
 import { addressAllowed, parseConfigAddress, parseConfigCidr } from './addresses';

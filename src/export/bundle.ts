@@ -7,7 +7,7 @@
  */
 import { sign, verify, type KeyObject } from 'node:crypto';
 import { canonicalJson } from '../canonical';
-import { formatSchemaErrors, validatorFor } from '../config/validate';
+import { formatSchemaErrors, validatorFor } from '../config';
 import { UserError } from '../errors';
 import { keyFingerprint, type ExportSigningKey } from './keys';
 import type { Bundle, CountRange, ExportResult, MetricCell, UnsignedBundle } from './types';

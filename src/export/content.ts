@@ -7,8 +7,8 @@
 import type { Approval } from '../access';
 import type { Catalog } from '../catalog';
 import type { PriceEntry } from '../config';
-import { costUsd, priceFor } from '../runs/cost';
-import type { RunRow, RunStore } from '../runs/store';
+import { costUsd, priceFor } from '../calls';
+import type { RunRow, RunStore } from '../runs';
 import { TIERS, type Tier } from '../tiers';
 import { type DisclosureSettings, metricCell, releasedCount, subgroupCells, suppressPartition } from './disclosure';
 import { type CellRef, type ExportStore, OTHER_LABEL } from './store';

@@ -10,3 +10,8 @@ export { rangeOf, releasedCount, suppressPartition, complement, subgroupCells, m
 export { helmFilesFor, helmRunName, helmFileProblems } from './helm';
 export type { ExportRow } from './store';
 export type * from './types';
+export { heatmapSvg } from './leaderboard/index';
+export type { Leaderboard } from './leaderboard/index';
+export { leaderboardOf } from './leaderboard/index';
+export { toScoreTable } from './leaderboard/index';
+export { scoresFromRuns } from './run-scores';

@@ -6,7 +6,7 @@
  */
 import { Catalog } from '../catalog';
 import { UserError } from '../errors';
-import { getMetric } from '../metrics/registry';
+import { getMetric } from '../metrics';
 import type { LeaderboardInput } from './leaderboard';
 
 export interface RunScore {

@@ -13,10 +13,11 @@ import { randomUUID } from 'node:crypto';
 import type { Approval } from '../access';
 import type { App } from '../app';
 import { canonicalJson, sha256Hex } from '../canonical';
-import { formatSchemaErrors, validatorFor } from '../config/validate';
+import { formatSchemaErrors, validatorFor } from '../config';
 import { PolicyDenied, UserError } from '../errors';
-import type { Actor } from '../identity/actor';
-import type { RunRow } from '../runs/store';
+import type { Actor } from '../identity';
+import type { RuleId } from '../policy';
+import type { RunRow } from '../runs';
 import { DAEMON_VERSION } from '../version';
 import { signBundle } from './bundle';
 import { buildContent, safeId, type ReleasedCohort } from './content';
@@ -59,7 +60,7 @@ export class ExportService {
   }
 
   /** Audits a refusal (export.deny) and throws it. */
-  private async refuse(actor: Actor, rule: string, reason: string, exportId?: string): Promise<never> {
+  private async refuse(actor: Actor, rule: RuleId, reason: string, exportId?: string): Promise<never> {
     await this.app.audit.record({
       type: 'export.deny',
       action: 'E',
@@ -115,7 +116,7 @@ export class ExportService {
     requestedBy: string,
     requestedOn: string,
   ): Promise<Checked> {
-    const refusal = (rule: string, reason: string): Checked => ({ ok: false, rule, reason });
+    const refusal = (rule: RuleId, reason: string): Checked => ({ ok: false, rule, reason });
     for (const run of runs) {
       if (run.status !== 'completed') return refusal('export.run-not-completed', `run ${run.run_id} is ${run.status}; only completed runs can be exported`);
     }
@@ -225,7 +226,7 @@ export class ExportService {
     const signed = signBundle(unsigned, key);
     const files: ExportFiles = { exportId, bundle: signed.text, helm: helm.map((h) => ({ dir: h.dir, runSpec: h.runSpec, stats: h.stats })) };
 
-    const outcome = await this.store.transaction(async (tx) => {
+    const outcome = await this.store.transaction(async (tx): Promise<Refusal | undefined> => {
       await tx.query('SELECT pg_advisory_xact_lock($1)', [RELEASE_LOCK_KEY]);
       const close = await this.differencing(tx, cohorts, exportId);
       if (close) return { rule: 'disclosure.differencing', reason: close };
@@ -240,7 +241,7 @@ export class ExportService {
       });
       if (!done) throw new RaceLost();
       return undefined;
-    }).catch((err: unknown) => {
+    }).catch((err: unknown): Refusal => {
       if (err instanceof RaceLost) return { rule: 'export.already-released', reason: `export ${exportId} was released by someone else meanwhile; a bundle is released once` };
       throw err;
     });
@@ -280,7 +281,8 @@ export class ExportService {
 
 class RaceLost extends Error {}
 
-type Checked = { ok: true; content: ExportContent; cohorts: ReleasedCohort[] } | { ok: false; rule: string; reason: string };
+type Refusal = { rule: RuleId; reason: string };
+type Checked = { ok: true; content: ExportContent; cohorts: ReleasedCohort[] } | ({ ok: false } & Refusal);
 
 /** Why an approval no longer allows its results out, or undefined while it is active. */
 function inactive(a: Approval, now: Date): string | undefined {

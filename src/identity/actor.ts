@@ -1,3 +1,5 @@
+import { userInfo } from 'node:os';
+
 /** Who acts: a person identified by a client certificate or the local OS account, or the daemon itself. */
 export const ROLES = ['admin', 'researcher', 'compliance', 'auditor', 'service'] as const;
 export type Role = (typeof ROLES)[number];
@@ -7,6 +9,11 @@ export interface Actor {
   principal: string;
   role: Role;
   authMethod: 'mtls' | 'local-os-user' | 'service';
+}
+
+/** Whoever runs a local command on the host (holds the CA key, probes endpoints): that OS account. */
+export function hostOperator(): Actor {
+  return { principal: `local:${userInfo().username}`, role: 'admin', authMethod: 'local-os-user' };
 }
 
 export function serviceActor(name: string): Actor {

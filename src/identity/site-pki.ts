@@ -4,9 +4,9 @@
  * in the data directory's pki/ folder; private keys and bundle passwords with mode 0600.
  */
 import { X509Certificate, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import forge from 'node-forge';
 import { UserError } from '../errors';
 import { createCa, issueCertificate, type KeyAndCert } from './pki';
@@ -84,23 +84,84 @@ export interface IssuedClient {
   issuerFingerprint: string;
 }
 
-/** Issues a client certificate (CN = principal id, OU = role) with its key and a PKCS#12 bundle. */
-export function issueClientCertificate(dir: string, principal: string, role: string, days = 365, notBefore?: Date): IssuedClient {
+/** A client certificate made in memory, not yet on disk: its issuance is audited before it is written. */
+export interface PreparedClient extends IssuedClient {
+  certPem: string;
+  keyPem: string;
+  p12: Buffer;
+  p12Password: string;
+}
+
+/** How one file's bytes reach the disk; tests substitute one that fails like a full disk. */
+export type WriteClientFile = (path: string, data: string | Buffer, mode: number) => void;
+
+/** `wx`: a temporary file of another issuance is never overwritten. */
+const writeExclusive: WriteClientFile = (path, data, mode) => writeFileSync(path, data, { mode, flag: 'wx' });
+
+/** Issues a client certificate (CN = principal id, OU = role) with its key and a PKCS#12 bundle, in memory. */
+export function prepareClientCertificate(dir: string, principal: string, role: string, days = 365, notBefore?: Date): PreparedClient {
   const ca = loadCa(dir);
   const issued = issueCertificate(ca, { commonName: principal, organizationalUnit: role, usage: 'client', days, ...(notBefore ? { notBefore } : {}) });
-  const clients = join(dir, 'clients');
-  mkdirSync(clients, { recursive: true, mode: 0o700 });
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-  const base = join(clients, `${principal}-${stamp}`);
+  const base = join(dir, 'clients', `${principal}-${stamp}`);
   const password = randomBytes(18).toString('base64url');
   const p12 = forge.pkcs12.toPkcs12Asn1(forge.pki.privateKeyFromPem(issued.keyPem), [forge.pki.certificateFromPem(issued.certPem), forge.pki.certificateFromPem(ca.certPem)], password, {
     algorithm: 'aes256',
     friendlyName: principal,
   });
-  const files = { certFile: `${base}.pem`, keyFile: `${base}.key.pem`, p12File: `${base}.p12`, p12PasswordFile: `${base}.p12.password` };
-  writeFileSync(files.certFile, issued.certPem, { mode: 0o644 });
-  writeFileSync(files.keyFile, issued.keyPem, { mode: 0o600 });
-  writeFileSync(files.p12File, Buffer.from(forge.asn1.toDer(p12).getBytes(), 'binary'), { mode: 0o600 });
-  writeFileSync(files.p12PasswordFile, password + '\n', { mode: 0o600 });
-  return { ...files, serial: new X509Certificate(issued.certPem).serialNumber.toLowerCase(), issuerFingerprint: certificateFingerprint(ca.certPem) };
+  return {
+    certFile: `${base}.pem`,
+    keyFile: `${base}.key.pem`,
+    p12File: `${base}.p12`,
+    p12PasswordFile: `${base}.p12.password`,
+    serial: new X509Certificate(issued.certPem).serialNumber.toLowerCase(),
+    issuerFingerprint: certificateFingerprint(ca.certPem),
+    certPem: issued.certPem,
+    keyPem: issued.keyPem,
+    p12: Buffer.from(forge.asn1.toDer(p12).getBytes(), 'binary'),
+    p12Password: password,
+  };
+}
+
+/**
+ * Writes a prepared certificate's four files, all or none: each goes to a hidden temporary file first,
+ * and only when all are written are they renamed into place. On any failure every temporary and
+ * already renamed file of this issuance is removed, so no half of an issuance is left behind.
+ */
+export function writeClientCertificate(prepared: PreparedClient, writeFile: WriteClientFile = writeExclusive): IssuedClient {
+  const { certPem, keyPem, p12, p12Password, ...issued } = prepared;
+  const files: [string, string | Buffer, number][] = [
+    [issued.certFile, certPem, 0o644],
+    [issued.keyFile, keyPem, 0o600],
+    [issued.p12File, p12, 0o600],
+    [issued.p12PasswordFile, p12Password + '\n', 0o600],
+  ];
+  const suffix = randomBytes(6).toString('hex');
+  const temp = (file: string) => join(dirname(file), `.${basename(file)}.${suffix}.partial`);
+  const placed: string[] = [];
+  try {
+    mkdirSync(dirname(issued.certFile), { recursive: true, mode: 0o700 });
+    const taken = files.find(([file]) => existsSync(file));
+    if (taken) throw new UserError('pki.already-written', `${taken[0]} already exists; an issued certificate is never overwritten`);
+    for (const [file, data, mode] of files) writeFile(temp(file), data, mode);
+    for (const [file] of files) {
+      renameSync(temp(file), file);
+      placed.push(file);
+    }
+  } catch (err) {
+    for (const [file] of files) rmSync(temp(file), { force: true });
+    for (const file of placed) rmSync(file, { force: true });
+    throw err;
+  }
+  return issued;
+}
+
+/** Removes an issuance's files, e.g. when mapping it to its principal failed afterwards. */
+export function removeClientCertificate(issued: IssuedClient): void {
+  for (const file of [issued.certFile, issued.keyFile, issued.p12File, issued.p12PasswordFile]) rmSync(file, { force: true });
+}
+
+/** Issues and writes a client certificate at once (no audit event: tests and fixtures). */
+export function issueClientCertificate(dir: string, principal: string, role: string, days = 365, notBefore?: Date): IssuedClient {
+  return writeClientCertificate(prepareClientCertificate(dir, principal, role, days, notBefore));
 }

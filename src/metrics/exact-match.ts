@@ -3,8 +3,8 @@
  * exactly one option letter; the letter maps back to the option text, which is compared with the
  * references. "A." or "A)" maps to nothing and scores 0, as in HELM.
  */
-import { CHOICE_LETTERS } from '../catalog/template';
-import type { Instance } from '../catalog/types';
+import { CHOICE_LETTERS } from '../catalog';
+import type { Instance } from '../catalog';
 import { normalizeAnswer } from './normalize';
 import type { Metric } from './types';
 

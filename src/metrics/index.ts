@@ -1,8 +1,7 @@
-/** Metrics: a benchmark names its metrics; the scoring stage scores each instance with them. */
-export { getMetric, inProcessMetric, metricNames, providerOf, type Provider } from './registry';
-export type { Metric, MetricInfo, ScoreContext, Scorer, ScoringMode } from './types';
+/** Metrics: pure functions of (instance, prediction, annotations, mode). A benchmark names its metrics. */
+export { annotatorsFor, getMetric, inProcessMetric, metricNames, providerOf, scoreInstance, type Provider } from './registry';
+export type { Annotations, AnnotatorName, Metric, MetricInfo, ScoreContext, ScoringMode } from './types';
+export { EHRSQL_METRICS, JURY_METRICS } from './annotated';
 export { mapChoice } from './exact-match';
-export { ehrSqlScorer, SqlExecutor, postProcessSql, extractSql, EHRSQL_CURRENT_TIME, type EhrSqlContext } from './ehrsql';
-export { juryScorer, JudgeClients, judgeScores, judgePrompt, checkJudge, JUDGE_MAX_TOKENS, type JudgeCaller, type JuryContext } from './jury';
 export { helmCodes, normalizedCodes, setScores } from './icd10';
 export { rougeTokens } from './rouge';

@@ -5,7 +5,7 @@
  * published behaviour is reproduced, including its bug: the `lab` and `dosage` categories (≈35% of
  * the set) never score, because HELM looks for a category named "dosage conversion".
  */
-import type { Instance } from '../catalog/types';
+import type { Instance } from '../catalog';
 import type { Metric, ScoreContext } from './types';
 
 const NUMBER = /^[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/;

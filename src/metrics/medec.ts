@@ -4,7 +4,7 @@
  * an erroneous one needs the answer to start with the gold sentence id. HELM parses that id out of
  * the reference and always fails, so in `helm` mode erroneous notes never score, as published.
  */
-import type { Instance } from '../catalog/types';
+import type { Instance } from '../catalog';
 import type { Metric } from './types';
 
 function predictsNoError(prediction: string): boolean {

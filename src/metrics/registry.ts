@@ -1,18 +1,18 @@
 /**
  * Metric registry: every metric a benchmark may name, with its direction. Most are computed in
- * process from the prediction alone; the EHRSQL and jury metrics come from scorers that run SQL or
- * call judges, each computing several metrics in one go.
+ * process from the prediction alone; the EHRSQL and jury metrics are read from the annotations of
+ * the instance (src/annotate ran the SQL or asked the judges). Every metric is a pure function.
  */
-import { ehrSqlScorer } from './ehrsql';
+import { ANNOTATED_METRICS } from './annotated';
 import { exactMatch, prefixExactMatch, quasiExactMatch, quasiPrefixExactMatch } from './exact-match';
 import { icd10F1, icd10Precision, icd10Recall } from './icd10';
-import { juryScorer } from './jury';
 import { medcalcAccuracy } from './medcalc';
 import { medecErrorFlagAccuracy, medecErrorSentenceAccuracy } from './medec';
 import { rouge1, rouge2, rougeLMetric } from './rouge';
-import type { Metric, MetricInfo } from './types';
+import type { Annotations, AnnotatorName, Metric, MetricInfo, ScoringMode } from './types';
+import type { Instance } from '../catalog';
 
-export type Provider = { kind: 'metric'; metric: Metric } | { kind: 'scorer'; scorer: 'ehr_sql' | 'jury' };
+export type Provider = { kind: 'metric'; metric: Metric } | { kind: 'annotation'; annotator: AnnotatorName };
 
 const PROVIDERS = new Map<string, { info: MetricInfo; provider: Provider }>();
 
@@ -33,8 +33,9 @@ for (const m of [
 ]) {
   PROVIDERS.set(m.name, { info: { name: m.name, lowerIsBetter: m.lowerIsBetter }, provider: { kind: 'metric', metric: m } });
 }
-for (const info of ehrSqlScorer.metrics) PROVIDERS.set(info.name, { info, provider: { kind: 'scorer', scorer: 'ehr_sql' } });
-for (const info of juryScorer.metrics) PROVIDERS.set(info.name, { info, provider: { kind: 'scorer', scorer: 'jury' } });
+for (const { annotator, metrics } of ANNOTATED_METRICS) {
+  for (const info of metrics) PROVIDERS.set(info.name, { info, provider: { kind: 'annotation', annotator } });
+}
 
 export function getMetric(name: string): MetricInfo | undefined {
   return PROVIDERS.get(name)?.info;
@@ -52,4 +53,28 @@ export function providerOf(name: string): Provider | undefined {
 
 export function metricNames(): string[] {
   return [...PROVIDERS.keys()];
+}
+
+/** The annotators whose numbers the metrics of a benchmark read (none for in-process metrics). */
+export function annotatorsFor(metricNames: readonly string[]): AnnotatorName[] {
+  const out = new Set<AnnotatorName>();
+  for (const name of metricNames) {
+    const p = PROVIDERS.get(name)?.provider;
+    if (p?.kind === 'annotation') out.add(p.annotator);
+  }
+  return [...out];
+}
+
+/**
+ * The scores of one prediction by every metric named: a pure function of the instance, the
+ * prediction, its annotations and the scoring mode. Null where a metric does not apply.
+ */
+export function scoreInstance(metricNames: readonly string[], instance: Instance, prediction: string, annotations: Annotations, mode: ScoringMode): Record<string, number | null> {
+  const scores: Record<string, number | null> = {};
+  for (const name of metricNames) {
+    const p = PROVIDERS.get(name)?.provider;
+    if (!p) throw new Error(`metric ${name} is not in the registry`);
+    scores[name] = p.kind === 'metric' ? p.metric.score(prediction, instance, { mode }) : (annotations[p.annotator]?.[name] ?? null);
+  }
+  return scores;
 }

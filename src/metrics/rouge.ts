@@ -12,7 +12,7 @@
  */
 import { l as rougeL, n as rougeN } from 'js-rouge';
 import stemmer from 'stemmer';
-import type { Instance } from '../catalog/types';
+import type { Instance } from '../catalog';
 import type { Metric } from './types';
 
 /** rouge_score.tokenize.tokenize(text, PorterStemmer()). */

@@ -1,4 +1,4 @@
-import type { Instance } from '../catalog/types';
+import type { Instance } from '../catalog';
 
 /**
  * Scoring mode. `corrected` (default) fixes HELM's known scoring bugs; `helm` reproduces HELM's published
@@ -24,12 +24,9 @@ export interface Metric extends MetricInfo {
 }
 
 /**
- * Several metrics computed together by one piece of work that may leave the process or take time:
- * EHRSQL runs two queries for five numbers, the jury calls three judges for two. Each is scored once
- * per instance whichever of its metrics a benchmark names.
+ * What the annotation stage (src/annotate) produced for one instance, by annotator: the numbers of
+ * work that leaves the process or takes time (EHRSQL runs two queries for six numbers, the jury calls
+ * three judges for three). Metrics read them; they never call out themselves.
  */
-export interface Scorer<Ctx> {
-  name: string;
-  metrics: MetricInfo[];
-  score(prediction: string, instance: Instance, ctx: Ctx): Promise<Record<string, number | null>>;
-}
+export type AnnotatorName = 'ehr_sql' | 'jury';
+export type Annotations = Partial<Record<AnnotatorName, Record<string, number | null>>>;

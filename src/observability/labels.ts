@@ -13,6 +13,9 @@
  * ehrbench_metric_label_rejections_total, so they do not go unnoticed.
  */
 
+import { isErrorCode } from '../error-codes';
+import { isRule } from '../policy';
+
 /** The id pattern of schemas/benchmark.schema.json (`id`). */
 export const BENCHMARK_ID_PATTERN = /^[a-z0-9][a-z0-9_]{0,62}$/;
 /** The id pattern of schemas/endpoints.schema.json (`endpoints[].id`). */
@@ -85,6 +88,8 @@ export function clearConfiguredIds(): void {
 
 export function validRule(value: string): boolean {
   if (value.length > MAX_RULE_LENGTH || !RULE_PATTERN.test(value)) return false;
+  // Registered rules and error codes always pass (jury.*, budget.*, disclosure.* ... are outside the namespaces).
+  if (isRule(value) || isErrorCode(value)) return true;
   const namespace = value.slice(0, value.indexOf('.'));
   return (RULE_NAMESPACES as readonly string[]).includes(namespace);
 }

@@ -4,7 +4,7 @@
  * prompt, a completion or any other text from a dataset (labels.ts enforces it). A hook never throws:
  * a metric must not change what the code it observes does.
  */
-import { AUDIT_EVENT_TYPES, type AuditEventInput } from '../audit/types';
+import { AUDIT_EVENT_TYPES, type AuditEventInput } from '../audit';
 import { TIERS } from '../tiers';
 import { DAEMON_VERSION } from '../version';
 import { closed, idOf, rule } from './labels';

@@ -4,16 +4,16 @@
  * establishes the role it needs (deny by default; a refusal is audited as access.denied and names its
  * rule), then acts; every side effect is audited before it happens.
  */
-import { randomUUID } from 'node:crypto';
 import type { App } from '../app';
 import { actAs, type Approval, type ApprovalChange, type ApprovalInput, type Principal, type PrincipalRole } from '../access';
 import { PolicyDenied, UserError } from '../errors';
-import type { Actor } from '../identity/actor';
-import { approveRun, cancelRun, requestRun, summarize } from '../runs/engine';
-import type { RunRow } from '../runs/store';
+import { type Actor, Revocations } from '../identity';
+import type { RuleId } from '../policy';
+import { approveRun, cancelRun, requestRun, summarize } from '../runs';
+import type { RunRow } from '../runs';
 import type { ScoringMode } from '../metrics';
 import { ExportService, type ExportFiles, type ExportFormat, type ExportRow } from '../export';
-import { costUsd, priceFor } from '../runs/cost';
+import { costUsd, priceFor } from '../calls';
 
 export interface Caller {
   principal: Principal;
@@ -93,7 +93,7 @@ export class Operations {
   async as(caller: Caller, role: PrincipalRole, action: string): Promise<Actor> {
     const actor = actAs(caller.principal, role, caller.authMethod);
     if (actor) return actor;
-    const rule = `rbac.${role}-required`;
+    const rule = `rbac.${role}-required` as const;
     const reason = `${action} needs the ${role} role; ${caller.principal.id} holds ${caller.principal.roles.join(', ')}`;
     await this.app.audit.record({
       type: 'access.denied',
@@ -275,7 +275,7 @@ export class Operations {
     const actor = await this.as(caller, 'compliance', `${change} of an approval`);
     const current = await this.app.approvals.get(id);
     if (!current) throw new UserError('approval.not-found', `approval ${id} does not exist`);
-    const refuse = async (rule: string, why: string): Promise<never> => {
+    const refuse = async (rule: RuleId, why: string): Promise<never> => {
       await this.app.audit.record({ type: auditType(change), action: 'U', outcome: 'denied', rule, reason: why, actor, subject: { approvalId: id } });
       throw new PolicyDenied(rule, why);
     };
@@ -318,12 +318,8 @@ export class Operations {
       actor,
       detail: { principal: principalId, issuers: issuers.length },
     });
-    for (const issuer of issuers) {
-      await this.app.db.query(
-        `INSERT INTO revoked_certificates (revocation_id, issuer_fingerprint, serial, principal, reason, revoked_by) VALUES ($1, $2, '*', $3, $4, $5)`,
-        [randomUUID(), issuer, principalId, reason.slice(0, 200), actor.principal],
-      );
-    }
+    const revocations = new Revocations(this.app.db);
+    for (const issuer of issuers) await revocations.revokeAll(issuer, principalId, reason.slice(0, 200), actor.principal);
     return { principal: principalId, revoked: issuers.length };
   }
 }

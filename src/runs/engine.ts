@@ -1,26 +1,27 @@
 /**
  * The run engine. A run is (benchmark, endpoint). Requesting one checks access and records it;
  * executing one plans it (streams the dataset into the run store as a work queue) and then works
- * through it with bounded concurrency, each instance passing the stages in order:
- *   access check -> prompt build -> de-identification -> budget check -> guarded model call -> scoring -> persistence
+ * through it with bounded concurrency, each instance passing the stages of pipeline.ts in order:
+ *   access check -> prompt build -> de-identification -> outbound gateway -> annotation -> scoring -> persistence
  * Results are keyed (run, instance), so a restarted run claims only unfinished instances and never
  * counts one twice; aggregates are computed from the store once every instance is finished.
  */
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import type { AuditEventInput, AuditTrail } from '../audit/types';
+import type { AuditEventInput, AuditTrail } from '../audit';
 import type { Catalog } from '../catalog';
 import type { EndpointPolicy } from '../egress';
-import { isStoreUnavailable } from '../db/errors';
+import { isStoreUnavailable } from '../db';
 import { PolicyDenied, UserError, describeError } from '../errors';
-import type { Actor } from '../identity/actor';
+import type { Actor } from '../identity';
 import type { Logger } from '../log';
 import type { ScoringMode } from '../metrics';
 import { observeRunFinished, observeRunStarted } from '../observability';
 import { requiresDeidentification } from '../tiers';
-import type { AccessStage, BudgetStage, DeidStage, ModelStage, PromptStage, RunContext, ScoringStage } from './stages';
-import { auditBase, ENGINE_ACTOR } from './audit-events';
-import type { EndpointCapacities } from './capacity';
+import type { AnnotationStage } from '../annotate';
+import type { BudgetStage, Gateway } from '../calls';
+import type { AccessStage, DeidStage, PromptStage, RunContext } from './stages';
+import { auditBase, ENGINE_ACTOR } from '../audit';
 import { planningFor } from './planner';
 import { type MetricAggregate, type RunRow, type RunSpec, RunStore, type StateCounts } from './store';
 import { work } from './worker';
@@ -40,13 +41,14 @@ export interface Engine {
   access: AccessStage;
   prompt: PromptStage;
   deid: DeidStage;
+  /** The approval budgets the gateway reserves against (read by the gateway when it acts). */
   budget: BudgetStage;
-  models: ModelStage;
-  scoring: ScoringStage;
+  /** The only way out: every model and judge call of a run (src/calls). */
+  calls: Gateway;
+  /** EHRSQL execution and the LLM jury, between the model call and scoring (src/annotate). */
+  annotate: AnnotationStage;
   logger: Logger;
   settings: EngineSettings;
-  /** Model calls in flight per endpoint, shared by every run of this process. */
-  capacities: EndpointCapacities;
   /** This process as a worker: the default lease holder of the runs it executes. */
   workerId: string;
 }

@@ -1,13 +1,14 @@
 /**
- * The stages of one instance's way through a run, each a small interface the engine composes:
- *   access check -> prompt build -> de-identification -> budget check -> guarded model call -> scoring -> persistence
- * and, once every instance is finished, aggregation. The engine knows nothing of their insides.
+ * The stages of one instance's way through a run (runs/pipeline.ts composes them):
+ *   access check -> prompt build -> de-identification -> outbound gateway (src/calls) -> annotation
+ *   (src/annotate) -> scoring (src/metrics, pure) -> one store call
+ * and, once every instance is finished, aggregation. The pipeline knows nothing of their insides.
  */
+import type { SendablePrompt } from '../prompt';
 import type { Benchmark, Instance } from '../catalog';
 import type { Endpoint } from '../egress';
-import type { Actor } from '../identity/actor';
+import type { Actor } from '../identity';
 import type { ScoringMode } from '../metrics';
-import type { CallHooks, Completion } from '../models';
 import type { Tier } from '../tiers';
 
 /** Everything stages may know about the run an instance belongs to. No instance data. */
@@ -46,13 +47,19 @@ export interface AccessStage {
   checkRun(ctx: Omit<RunContext, 'runId'> & { runId?: string }): Promise<RunDecision>;
   /** Before each instance: approvals can be suspended, expire or narrow while a run is in progress. */
   checkInstance(ctx: RunContext): Promise<Decision>;
+  /**
+   * Before each outbound call of the run (src/calls): whether `endpoint` (the model's, or a judge's)
+   * may receive this run's data, by the same rules (tier, approval, the approval's endpoint list).
+   */
+  checkEndpoint(ctx: RunContext, endpoint: Endpoint): Promise<Decision>;
 }
 
 export interface PromptStage {
   build(ctx: RunContext, instance: Instance): string;
 }
 
-export type DeidOutcome = { ok: true; prompt: string; spans: number } | { ok: false; rule: string };
+/** A prompt the gateway may send (de-identified, or plain for a tier that needs none), or the rule that blocked it. */
+export type DeidOutcome = { ok: true; prompt: SendablePrompt; spans: number } | { ok: false; rule: string };
 
 export interface DeidStage {
   /** Hash of the de-identification configuration, recorded with each run it applies to. */
@@ -65,43 +72,5 @@ export interface DeidStage {
   harvest?(ctx: RunContext, instance: Instance, prompt: string): string[];
 }
 
-/** A hold on an approval's budget for one call's worst-case cost, released once the call's tokens are stored. */
-export interface BudgetHold {
-  holdId: string;
-}
-
-export interface BudgetDecision extends Decision {
-  hold?: BudgetHold;
-  /** Dollar figures behind the decision (rounded), for the audit event. */
-  detail?: Record<string, number>;
-}
-
-export interface BudgetStage {
-  /**
-   * Before each model call of a run bound to an approval with a budget: the estimated spend of every
-   * run under that approval, plus calls in flight, plus this call's worst case must stay within it.
-   */
-  reserve(ctx: RunContext, prompt: string): Promise<BudgetDecision>;
-  release(hold: BudgetHold): Promise<void>;
-}
-
-export interface ModelStage {
-  complete(ctx: RunContext, prompt: string, hooks: CallHooks): Promise<Completion>;
-}
-
 /** Scores of one instance by metric name; null where a metric does not apply. */
 export type Scores = Record<string, number | null>;
-
-export interface ScoringStage {
-  /**
-   * Scores one prediction. Asynchronous because some metrics call out (an LLM jury calls judge
-   * endpoints, EHRSQL runs queries); such calls get `hooks` so each is audited before it is made.
-   */
-  score(ctx: RunContext, instance: Instance, prediction: string, hooks: ScoringHooks): Promise<Scores>;
-}
-
-export interface ScoringHooks {
-  /** Must be awaited before any outbound call a metric makes (writes its audit event). */
-  beforeCall(endpointId: string, detail: Record<string, number | string | boolean>): Promise<void>;
-  signal?: AbortSignal;
-}

@@ -3,7 +3,7 @@
  * transaction spans a model call), so it works on PostgreSQL and on PGlite's single session alike.
  */
 import type { Database, Queryable } from '../db';
-import { GroupCommit } from '../db/group-commit';
+import { GroupCommit } from '../db';
 import type { Instance } from '../catalog';
 import type { Tier } from '../tiers';
 
@@ -44,6 +44,21 @@ export interface RunSpec {
   purpose?: string;
   irbProtocol?: string;
   approvalId?: string;
+}
+
+/**
+ * The model's tokens stored with the finished instances of every run under an approval, by endpoint
+ * (and its model or deployment), for the approval's budget (src/calls/budget.ts).
+ */
+export async function tokensUnderApproval(q: Queryable, approvalId: string): Promise<{ endpoint_id: string; model: string | null; deployment: string | null; p: number; c: number }[]> {
+  return q.query(
+    `SELECT r.endpoint_id, r.spec->'endpoint'->>'model' AS model, r.spec->'endpoint'->>'deployment' AS deployment,
+            COALESCE(sum(i.prompt_tokens), 0)::bigint AS p, COALESCE(sum(i.completion_tokens), 0)::bigint AS c
+       FROM runs r JOIN run_items i ON i.run_id = r.run_id
+      WHERE r.approval_id = $1::uuid AND i.state = 'done'
+      GROUP BY r.endpoint_id, r.spec->'endpoint'->>'model', r.spec->'endpoint'->>'deployment'`,
+    [approvalId],
+  );
 }
 
 export interface ClaimedItem {

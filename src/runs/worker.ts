@@ -1,20 +1,15 @@
 /**
- * The work loop of one worker on one run: loops take claimed instances and pass each through the
- * stages. There are more loops than model-call slots (PIPELINE_DEPTH per slot), so that audit writes,
- * prompt building and result writes of some instances overlap the calls of others, while the endpoint
- * never has more than `concurrency` calls in flight (EndpointCapacity). The next batch is claimed
- * before the local queue runs dry; a worker stops when nothing is queued, claimable, in flight or
- * still being planned, and after every result it handed off has been written.
+ * The work loop of one worker on one run: the queue, the leases and the loops. Loops take claimed
+ * instances and pass each through the pipeline (pipeline.ts). There are more loops than model-call
+ * slots (PIPELINE_DEPTH per slot), so that audit writes, prompt building and result writes of some
+ * instances overlap the calls of others, while the gateway keeps each endpoint within its capacity.
+ * The next batch is claimed before the local queue runs dry; a worker stops when nothing is queued,
+ * claimable, in flight or still being planned, and after every result it handed off has been written.
  */
-import type { AuditEventInput } from '../audit/types';
-import { sha256Hex } from '../canonical';
-import { PolicyDenied } from '../errors';
-import { ModelCallError } from '../models';
-import { observeInstance, observeModelCall, observeModelCallFailure } from '../observability';
-import { auditBase, ENGINE_ACTOR } from './audit-events';
+import { observeInstance, observeModelCallFailure } from '../observability';
 import type { Engine, ExecuteOptions } from './engine';
+import { processInstance } from './pipeline';
 import type { Planning } from './planner';
-import type { EndpointCapacity } from './capacity';
 import type { RunContext } from './stages';
 import type { ClaimedItem } from './store';
 
@@ -24,11 +19,10 @@ export const PIPELINE_DEPTH = 2;
 /** Runs the loops; returns the error that must stop the run (refusal, audit failure), if any. */
 export async function work(engine: Engine, ctx: RunContext, workerId: string, planning: Planning | undefined, opts: ExecuteOptions): Promise<unknown> {
   const { store, settings } = engine;
-  // The endpoint's capacity across all workers (its policy limit, or the configured default), and
-  // what this worker's loops are sized for; calls in flight here are bounded by this worker's share.
+  // Loops are sized for this worker's share of the endpoint's capacity (its policy limit, or the
+  // configured default); the gateway holds calls in flight to that share.
   const total = Math.max(1, ctx.endpoint.limits?.concurrency ?? settings.concurrency);
   const perWorker = Math.max(1, Math.min(total, settings.concurrency));
-  const { capacity, slots } = engine.capacities.for(ctx.endpoint.id, total, perWorker);
   const loops = perWorker * PIPELINE_DEPTH;
   const batchSize = Math.max(settings.claimBatch, loops);
   // Result writes handed off by the loops; awaited before the worker returns (and bounded).
@@ -97,7 +91,7 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
     for (let item = await next(); item; item = await next()) {
       inFlight += 1;
       try {
-        const handed = await processItem(engine, ctx, workerId, item, capacity, opts.signal);
+        const handed = await processItem(engine, ctx, workerId, item, opts.signal);
         if (handed) {
           const tracked = handed.write.catch((err: unknown) => {
             fatal ??= err;
@@ -119,7 +113,7 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
       }
     }
   };
-  await slots.join();
+  const capacity = await engine.calls.join(ctx);
   // Heartbeat: this worker's claimed instances keep their leases while it is alive; a worker that
   // dies stops renewing, and its instances are claimed again once their leases expire.
   // Each beat is independent: a failed renewal (the database restarting) is retried at the next one.
@@ -139,7 +133,7 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
     await Promise.all(writes);
   } finally {
     clearInterval(heartbeat);
-    await slots.leave().catch(() => undefined);
+    await capacity.leave();
   }
   // A prefetch may still be claiming: let it land so the caller's releaseAll returns those leases.
   await claiming;
@@ -148,117 +142,39 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
   return fatal ?? (opts.signal?.aborted ? undefined : planning?.error);
 }
 
-/** The audit event written before every outbound call of a run: to the model, or to a judge. */
-function callEvent(ctx: RunContext, endpointId: string, detail: Record<string, number | string | boolean>): AuditEventInput {
-  const base = auditBase(ctx);
-  return {
-    type: 'endpoint.call',
-    action: 'E',
-    outcome: 'success',
-    rule: 'egress.allowlisted-endpoint',
-    actor: ENGINE_ACTOR,
-    ...base,
-    subject: { ...base.subject, endpointId },
-    detail,
-  };
-}
-
-/** Errors that stop the whole run rather than one instance: refusals and an unavailable audit trail. */
-function isFatal(err: unknown): boolean {
-  return !(err instanceof ModelCallError);
-}
-
 /**
- * One instance through every stage. Throws only for errors that must stop the run. When the model
- * answered, the result write is returned unawaited: the loop moves on to its next instance while the
- * write (group-committed with others) lands; the worker awaits every such write before it finishes.
+ * One instance through the pipeline, and its outcome turned into one store call. Throws only for
+ * errors that must stop the run. When the model answered, the result write is returned unawaited:
+ * the loop moves on to its next instance while the write (group-committed with others) lands; the
+ * worker awaits every such write before it finishes.
  */
-async function processItem(
-  engine: Engine,
-  ctx: RunContext,
-  workerId: string,
-  item: ClaimedItem,
-  capacity: EndpointCapacity,
-  signal?: AbortSignal,
-): Promise<{ write: Promise<void> } | undefined> {
+async function processItem(engine: Engine, ctx: RunContext, workerId: string, item: ClaimedItem, signal?: AbortSignal): Promise<{ write: Promise<void> } | undefined> {
   const { store, settings, logger } = engine;
-  // A refusal or any other fatal error leaves the instance claimed: releaseAll gives it back unspent.
-  const access = await engine.access.checkInstance(ctx);
-  if (!access.allowed) throw new PolicyDenied(access.rule, access.reason);
-
-  const prompt = engine.prompt.build(ctx, item.instance);
-  const deid = await engine.deid.apply(ctx, item.instance, prompt);
-  if (!deid.ok) {
-    await engine.audit.record({
-      type: 'instance.blocked',
-      action: 'E',
-      outcome: 'denied',
-      rule: deid.rule,
-      reason: 'prompt still carries an identifier after de-identification; not sent',
-      actor: ENGINE_ACTOR,
-      ...auditBase(ctx),
-      detail: { ordinal: item.ordinal },
-    });
-    if (await store.finishWithout(ctx.runId, item.itemKey, workerId, 'blocked', deid.rule)) observeInstance(ctx, 'blocked', deid.rule);
-    return undefined;
-  }
-
-  const requestBytes = Buffer.byteLength(deid.prompt);
-  const requestSha256 = sha256Hex(deid.prompt);
-  // The budget check: a refusal is audited as a call not made, then stops the run (halted, its rule).
-  const budget = await engine.budget.reserve(ctx, deid.prompt);
-  if (!budget.allowed) {
-    await engine.audit.record({
-      type: 'endpoint.call',
-      action: 'E',
-      outcome: 'denied',
-      rule: budget.rule,
-      reason: budget.reason.slice(0, 300),
-      actor: ENGINE_ACTOR,
-      ...auditBase(ctx),
-      detail: { ordinal: item.ordinal, ...budget.detail },
-    });
-    throw new PolicyDenied(budget.rule, budget.reason);
-  }
-  let handedOff = false;
-  try {
-    const completion = await engine.models.complete(ctx, deid.prompt, {
-      ...(signal ? { signal } : {}),
-      acquire: () => capacity.acquire(signal),
-      // No audit record, no call: this runs before every attempt and its failure stops the call.
-      beforeAttempt: (attempt) => engine.audit.record(callEvent(ctx, ctx.endpoint.id, { ordinal: item.ordinal, attempt, requestBytes, requestSha256 })),
-    });
-    observeModelCall(ctx.endpoint.id, completion.latencyMs);
-    const scores = await engine.scoring.score(ctx, item.instance, completion.text, {
-      ...(signal ? { signal } : {}),
-      beforeCall: (endpointId, detail) => engine.audit.record(callEvent(ctx, endpointId, { ordinal: item.ordinal, purposeOfCall: 'scoring', ...detail })),
-    });
-    const write = store
-      .complete(ctx.runId, item.itemKey, workerId, {
-        prediction: completion.text,
-        scores,
-        promptTokens: completion.promptTokens,
-        completionTokens: completion.completionTokens,
-        latencyMs: completion.latencyMs,
-      })
-      .then((stored) => {
-        if (stored) observeInstance(ctx, 'done');
-      })
-      // After the result is stored its tokens count as spent; the worst-case hold is no longer needed.
-      .finally(() => (budget.hold ? engine.budget.release(budget.hold) : undefined));
-    handedOff = true;
-    // Wrapped: an async function returning a promise would wait for it.
-    return { write };
-  } catch (err) {
-    // An interrupted call (cancel, shutdown) costs no attempt: releaseAll returns the instance.
-    if (signal?.aborted) return undefined;
-    if (isFatal(err)) throw err;
-    const e = err as ModelCallError;
-    logger.warn('run.item.call-failed', { runId: ctx.runId, ordinal: item.ordinal, errorCode: e.code, httpStatus: e.httpStatus, attempt: item.attempts });
-    observeModelCallFailure(ctx, e.code, item.attempts >= settings.maxAttempts);
-    await store.release(ctx.runId, item.itemKey, workerId, settings.maxAttempts, e.code);
-    return undefined;
-  } finally {
-    if (budget.hold && !handedOff) await engine.budget.release(budget.hold);
+  const outcome = await processInstance(engine, ctx, item, signal);
+  switch (outcome.kind) {
+    case 'blocked':
+      if (await store.finishWithout(ctx.runId, item.itemKey, workerId, 'blocked', outcome.rule)) observeInstance(ctx, 'blocked', outcome.rule);
+      return undefined;
+    case 'answered': {
+      const write = store
+        .complete(ctx.runId, item.itemKey, workerId, outcome.result)
+        .then((stored) => {
+          if (stored) observeInstance(ctx, 'done');
+        })
+        // After the result is stored its tokens count as spent; the worst-case hold is no longer needed.
+        .finally(outcome.settle);
+      // Wrapped: an async function returning a promise would wait for it.
+      return { write };
+    }
+    case 'call-failed': {
+      const e = outcome.error;
+      logger.warn('run.item.call-failed', { runId: ctx.runId, ordinal: item.ordinal, errorCode: e.code, httpStatus: e.httpStatus, attempt: item.attempts });
+      observeModelCallFailure(ctx, e.code, item.attempts >= settings.maxAttempts);
+      await store.release(ctx.runId, item.itemKey, workerId, settings.maxAttempts, e.code);
+      return undefined;
+    }
+    case 'interrupted':
+      // An interrupted call (cancel, shutdown) costs no attempt: releaseAll returns the instance.
+      return undefined;
   }
 }

@@ -6,7 +6,9 @@
 import type { TLSSocket } from 'node:tls';
 import type { App } from '../app';
 import type { Queryable } from '../db';
+import { Revocations } from '../identity';
 import type { Principal } from '../access';
+import type { RuleId } from '../policy';
 
 export interface PeerIdentity {
   commonName: string;
@@ -15,7 +17,7 @@ export interface PeerIdentity {
   notBefore: Date;
 }
 
-export type IdentityResult = { ok: true; principal: Principal; peer: PeerIdentity } | { ok: false; rule: string; reason: string; peer?: PeerIdentity };
+export type IdentityResult = { ok: true; principal: Principal; peer: PeerIdentity } | { ok: false; rule: RuleId; reason: string; peer?: PeerIdentity };
 
 /** "AB:CD:..." -> "abcd..." */
 export function normalizeFingerprint(fp: string): string {
@@ -37,14 +39,8 @@ export function peerIdentity(socket: TLSSocket): PeerIdentity | undefined {
 }
 
 /** True when the certificate, or every certificate of the principal issued before a blanket revocation, is revoked. */
-export async function isRevoked(db: Queryable, peer: PeerIdentity, principalId: string): Promise<boolean> {
-  const rows = await db.query(
-    `SELECT 1 FROM revoked_certificates
-      WHERE issuer_fingerprint = $1 AND (serial = $2 OR (serial = '*' AND principal = $3 AND revoked_at > $4))
-      LIMIT 1`,
-    [peer.issuerFingerprint, peer.serial, principalId, peer.notBefore],
-  );
-  return rows.length > 0;
+export function isRevoked(db: Queryable, peer: PeerIdentity, principalId: string): Promise<boolean> {
+  return new Revocations(db).isRevoked(peer, principalId);
 }
 
 export async function identify(app: App, socket: TLSSocket): Promise<IdentityResult> {

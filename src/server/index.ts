@@ -11,12 +11,12 @@ import type { TLSSocket } from 'node:tls';
 import rateLimit from '@fastify/rate-limit';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { App } from '../app';
-import { formatSchemaErrors, loadSchema, requestValidator } from '../config/validate';
-import { PolicyDenied, UserError, describeError } from '../errors';
+import { formatSchemaErrors, loadSchema, requestValidator } from '../config';
+import { type ErrorCode, errorEntry, PolicyDenied, UserError, describeError } from '../errors';
 import { type Caller, Operations } from '../operations';
-import { RunScheduler } from '../runs/scheduler';
+import { RunScheduler } from '../runs';
 import { enableProcessMetrics, metricsText, observeStore, restrictIds, startLocalListener } from '../observability';
-import { serviceActor } from '../identity/actor';
+import { serviceActor } from '../identity';
 import { identify } from './identity';
 import { registerRoutes } from './routes';
 
@@ -43,24 +43,34 @@ function readPem(file: string, what: string): string {
   }
 }
 
-/** Maps an error to a status and a one-line body; never a stack trace, never data. */
-export function errorReply(err: unknown): { status: number; body: { error: string; rule?: string; message: string } } {
+type ErrorBody = { error: string; rule?: string; message: string };
+
+/** An answer whose status is the catalogue's for its code. */
+const answer = (code: ErrorCode, message: string, rule?: string): { status: number; body: ErrorBody } => ({
+  status: errorEntry(code).status,
+  body: { error: code, ...(rule ? { rule } : {}), message },
+});
+
+/**
+ * Maps an error to a status and a one-line body; never a stack trace, never data. The status is the
+ * error catalogue's for the code (src/error-codes.ts); anything that is not an ehrbench error, or
+ * carries a code the catalogue does not know, is an internal error (500).
+ */
+export function errorReply(err: unknown): { status: number; body: ErrorBody } {
   const e = err as { validation?: unknown; statusCode?: number; code?: string; validationContext?: string };
   if (e?.validation) {
     const lines = formatSchemaErrors(e.validation as never).map((l) => l.replace(/^\/: unknown key/, 'unknown field').replace(/^\//, `${e.validationContext ?? 'body'} /`));
-    return { status: 400, body: { error: 'request.invalid', message: lines.join('; ') || 'request does not match its schema' } };
+    return answer('request.invalid', lines.join('; ') || 'request does not match its schema');
   }
-  if (err instanceof PolicyDenied) return { status: 403, body: { error: err.code, rule: err.rule, message: err.message } };
-  if (err instanceof UserError) {
-    const status = /not-found|unknown$/.test(err.code) ? 404 : err.code === 'audit.unavailable' ? 503 : 400;
-    return { status, body: { error: err.code, message: err.message } };
-  }
-  if (e?.statusCode === 413 || e?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return { status: 413, body: { error: 'request.too-large', message: 'request body exceeds the size limit' } };
-  if (e?.statusCode === 415 || e?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return { status: 415, body: { error: 'request.media-type', message: 'send application/json' } };
+  if (err instanceof PolicyDenied) return answer('policy.denied', err.message, err.rule);
+  if (err instanceof UserError) return { status: errorEntry(err.code).status, body: { error: err.code, message: err.message } };
+  // fastify's own refusals of a request, before any route ran.
+  if (e?.statusCode === 413 || e?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return answer('request.too-large', 'request body exceeds the size limit');
+  if (e?.statusCode === 415 || e?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return answer('request.media-type', 'send application/json');
   if (e?.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
-    return { status: e.statusCode, body: { error: 'request.invalid', message: e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'body is not valid JSON' : `request refused (${e.code ?? e.statusCode})` } };
+    return answer('request.invalid', e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? 'body is not valid JSON' : `request refused (${e.code ?? e.statusCode})`);
   }
-  return { status: 500, body: { error: 'internal', message: describeError(err).message } };
+  return answer('internal', describeError(err).message);
 }
 
 export interface ServeOptions {
@@ -100,7 +110,10 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
   });
   // JSON only: a text/plain body is a 415, not a string that happens to fail the schema.
   server.removeContentTypeParser('text/plain');
-  server.setNotFoundHandler((_req, reply) => void reply.code(404).send({ error: 'route.not-found', message: 'no such route' }));
+  server.setNotFoundHandler((_req, reply) => {
+    const { status, body } = answer('route.not-found', 'no such route');
+    void reply.code(status).send(body);
+  });
 
   server.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     if (req.url === '/health' || req.url === '/ready') return;
@@ -109,7 +122,8 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
       await app.audit
         .record({ type: 'access.denied', action: 'E', outcome: 'denied', rule: who.rule, reason: who.reason.slice(0, 200), actor: serviceActor('daemon') })
         .catch(() => undefined);
-      return reply.code(403).send({ error: 'identity.denied', rule: who.rule, message: who.reason });
+      const { status, body } = answer('identity.denied', who.reason, who.rule);
+      return reply.code(status).send(body);
     }
     req.caller = { principal: who.principal, authMethod: 'mtls' };
   });
@@ -118,7 +132,8 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
     max: cfg.rateLimit.max,
     timeWindow: cfg.rateLimit.windowSeconds * 1000,
     keyGenerator: (req) => req.caller?.principal.id ?? req.ip,
-    errorResponseBuilder: (_req, ctx) => ({ statusCode: 429, error: 'rate-limited', message: `more than ${ctx.max} requests in ${Math.round(ctx.ttl / 1000)} s; slow down` }),
+    // Thrown by the plugin, so the error handler answers it like any other (429 from the catalogue).
+    errorResponseBuilder: (_req, ctx) => new UserError('request.rate-limited', `more than ${ctx.max} requests in ${Math.round(ctx.ttl / 1000)} s; slow down`),
   });
 
   registerRoutes(server, app, ops, scheduler, (name) => {

@@ -6,7 +6,7 @@ import { loadCheckpoints, loadMacKeysIfPresent, readWitness, type RecordFilter, 
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Operations, RunRequestInput } from '../operations';
-import type { RunScheduler } from '../runs/scheduler';
+import type { RunScheduler } from '../runs';
 
 type Schema = (name: string) => Record<string, unknown>;
 

@@ -17,9 +17,9 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CONFIG_FILE_NAME, type ConfigFile } from '../config';
-import { MAC_KEY_FILE, newMacKeyHex } from '../audit/keys';
-import { EXPORT_PUBLIC_KEY_FILE, EXPORT_SIGNING_KEY_FILE } from '../export/keys';
-import { createCa, issueCertificate } from '../identity/pki';
+import { MAC_KEY_FILE, newMacKeyHex } from '../audit';
+import { EXPORT_PUBLIC_KEY_FILE, EXPORT_SIGNING_KEY_FILE } from '../export';
+import { createCa, issueCertificate } from '../identity';
 
 export const DEMO_ENDPOINT_ID = 'demo-loopback';
 export const DEFAULT_DEMO_PORT = 18443;

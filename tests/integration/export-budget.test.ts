@@ -5,7 +5,7 @@
  */
 import { renderTemplate, type Instance } from '../../src/catalog';
 import { type Caller, Operations } from '../../src/operations';
-import { costUsd, promptTokenBound } from '../../src/runs/cost';
+import { costUsd, deidentifiedPrompt, promptTokenBound } from '../../src/calls';
 import { executeRun } from '../../src/runs/engine';
 import type { App } from '../../src/app';
 import { backends } from '../helpers/db';
@@ -28,7 +28,7 @@ describe.each(backends())('approval budgets on %s', (backend) => {
       const { app } = t;
       // The budget arithmetic is checked against known prompt sizes, so the de-identification stage
       // (tested on its own in deid-run and phi-canary) passes prompts through unchanged here.
-      app.engine.deid = { version: 'test-passthrough', apply: (_ctx, _instance, prompt) => ({ ok: true, prompt, spans: 0 }) };
+      app.engine.deid = { version: 'test-passthrough', apply: (_ctx, _instance, prompt) => ({ ok: true, prompt: deidentifiedPrompt(prompt), spans: 0 }) };
       const ops = new Operations(app);
       const alice = callerOf(app, 'alice');
       const carol = callerOf(app, 'carol');

@@ -4,14 +4,20 @@
  * invalid and partial JSON. Also: every judge call is audited before it is made, explanations are
  * kept nowhere, and a judge endpoint that may not receive the benchmark's tier is refused by rule.
  */
+import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type App, openApp } from '../../src/app';
 import type { AuditEventInput } from '../../src/audit';
-import { type Behaviour, type ModelServer, startModelServer } from '../../src/demo/model-server';
+import { type Behaviour, DEMO_MODEL_ID, type ModelServer, startModelServer } from '../../src/demo/model-server';
 import { PolicyDenied } from '../../src/errors';
-import { JudgeClients, juryScorer } from '../../src/metrics';
+import { annotateWithJury } from '../../src/annotate';
+import { type ApprovalBudgets, costUsd } from '../../src/calls';
+import type { Benchmark, Instance } from '../../src/catalog';
 import { executeRun, requestRun } from '../../src/runs/engine';
+import { judgesFor } from '../../src/runs/pipeline';
+import type { RunContext } from '../../src/runs/stages';
+import type { Tier } from '../../src/tiers';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
 import { researcher } from '../helpers/app';
 import { makeHome, type TestHome } from '../helpers/home';
@@ -33,8 +39,24 @@ interface JuryApp {
   close(): Promise<void>;
 }
 
+/** The context of a run of `benchmark` by alice on the demo endpoint, for calling the jury directly. */
+function runContext(t: JuryApp, benchmark: Benchmark, tier: Tier, approvalId?: string): RunContext {
+  return {
+    runId: randomUUID(),
+    benchmark,
+    endpoint: t.app.endpoints.get(DEMO_ENDPOINT_ID),
+    tier,
+    requester: researcher,
+    scoring: 'corrected',
+    deidentify: tier !== 'public',
+    ...(approvalId ? { approvalId } : {}),
+  };
+}
+
+const item = (instance: Instance) => ({ itemKey: 'k', ordinal: 0, attempts: 1, instance });
+
 /** A test app whose allowlist has three judge endpoints (and one that may receive public data only). */
-async function startJuryApp(behaviour: (n: number, prompt: string) => Behaviour): Promise<JuryApp> {
+async function startJuryApp(behaviour: (n: number, prompt: string) => Behaviour, limits: { judgeLimit?: number; modelLimit?: number } = {}): Promise<JuryApp> {
   const home = await makeHome('pglite');
   const server = await startModelServer({
     certPem: readFileSync(join(home.home, 'keys', 'demo-model-server.pem'), 'utf8'),
@@ -46,7 +68,9 @@ async function startJuryApp(behaviour: (n: number, prompt: string) => Behaviour)
   const policyFile = join(home.home, 'access-policies', 'endpoints.json');
   const policy = JSON.parse(readFileSync(policyFile, 'utf8')) as { endpoints: Record<string, unknown>[] };
   const demo = policy.endpoints[0] as Record<string, unknown>;
-  const judge = (id: string, classification: Record<string, unknown>) => ({ ...demo, id, description: `judge ${id}`, model: id, classification });
+  if (limits.modelLimit) demo.limits = { ...(demo.limits as object | undefined), concurrency: limits.modelLimit };
+  const judgeLimits = limits.judgeLimit ? { limits: { ...(demo.limits as object | undefined), concurrency: limits.judgeLimit } } : {};
+  const judge = (id: string, classification: Record<string, unknown>) => ({ ...demo, id, description: `judge ${id}`, model: id, classification, ...judgeLimits });
   policy.endpoints.push(
     judge('judge-gpt', { inVpc: true, baa: true, maxTier: 'private' }),
     judge('judge-llama', { inVpc: true, baa: true, maxTier: 'private' }),
@@ -155,22 +179,39 @@ describe('LLM jury on ACI-Bench', () => {
       const base = t.app.catalog.get('aci_bench');
       // The same benchmark as if it held approval-required data, judged by an endpoint allowed public data only.
       const benchmark = { ...base, definition: { ...base.definition, tier: 'approval-required' as const }, judges: ['judge-gpt', 'judge-public-only'] };
+      const approval = await t.app.approvals.create({ protocolNumber: 'IRB-JURY-1', principalInvestigator: 'alice', personnel: ['alice'], benchmarks: ['aci_bench'], purpose: 'jury test' }, 'carol');
+      const run = runContext(t, benchmark, 'approval-required', approval.approvalId);
       const instance = { key: 'k', vars: { conversation: '[doctor] hello' }, references: ['note'] };
-      const calls: string[] = [];
-      const err = await juryScorer
-        .score('a note', instance, {
-          mode: 'corrected',
-          benchmark,
-          tier: 'approval-required',
-          endpoints: t.app.endpoints,
-          judges: { complete: async () => Promise.reject(new Error('must not be called')) },
-          beforeCall: async (id) => void calls.push(id),
-        })
-        .catch((e: unknown) => e);
+      const err = await annotateWithJury('a note', instance, { mode: 'corrected', benchmark, judges: judgesFor(t.app.engine, run, item(instance), undefined) }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(PolicyDenied);
       expect((err as PolicyDenied).rule).toBe('jury.endpoint.tier-ceiling');
       expect((err as Error).message).toContain('judge-public-only');
-      expect(calls).toEqual([]);
+      // No judge was called (not even the allowed one): the refusal is audited as a call not made.
+      expect(t.audited.filter((a) => a.event.type === 'endpoint.call').map((a) => [a.event.outcome, a.event.rule, a.event.subject?.endpointId])).toEqual([
+        ['denied', 'jury.endpoint.tier-ceiling', 'judge-public-only'],
+      ]);
+      expect(t.server.requestCount()).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('refuses a judge the run\'s approval does not name, before any judge sees the note', async () => {
+    const t = await startJuryApp(() => ({ kind: 'answer', text: judgeAnswer([5, 5, 5]) }));
+    try {
+      const base = t.app.catalog.get('aci_bench');
+      const benchmark = { ...base, definition: { ...base.definition, tier: 'approval-required' as const } };
+      // The approval names the model endpoint and two of the three judges.
+      const approval = await t.app.approvals.create(
+        { protocolNumber: 'IRB-JURY-2', principalInvestigator: 'alice', personnel: ['alice'], benchmarks: ['aci_bench'], endpoints: [DEMO_ENDPOINT_ID, 'judge-gpt', 'judge-llama'], purpose: 'jury test' },
+        'carol',
+      );
+      const run = runContext(t, benchmark, 'approval-required', approval.approvalId);
+      const instance = { key: 'k', vars: { conversation: '[doctor] hello' }, references: ['note'] };
+      const err = await annotateWithJury('a note', instance, { mode: 'corrected', benchmark, judges: judgesFor(t.app.engine, run, item(instance), undefined) }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(PolicyDenied);
+      expect((err as PolicyDenied).rule).toBe('jury.approval.endpoint-not-covered');
+      expect((err as Error).message).toContain('judge-claude');
       expect(t.server.requestCount()).toBe(0);
     } finally {
       await t.close();
@@ -182,14 +223,70 @@ describe('LLM jury on ACI-Bench', () => {
     try {
       const b = t.app.catalog.get('aci_bench');
       const instance = { key: 'k', vars: { conversation: '[doctor] hello FAILING' }, references: ['note'] };
-      const judges = new JudgeClients({ timeoutMs: 10_000, maxRetries: 0, maxBackoffMs: 10, env: t.home.env });
-      const ctx = (mode: 'helm' | 'corrected') => ({ mode, benchmark: b, tier: 'public' as const, endpoints: t.app.endpoints, judges, beforeCall: async () => undefined });
+      const run = runContext(t, b, 'public');
+      const lease = await t.app.engine.calls.join(run);
       try {
-        expect(await juryScorer.score('a note', instance, ctx('helm'))).toEqual({ jury_score: 1, jury_score_normalized: 0, jury_judges_used: 0 });
-        await expect(juryScorer.score('a note', instance, ctx('corrected'))).rejects.toMatchObject({ code: 'model.http-error' });
+        const judges = judgesFor(t.app.engine, run, item(instance), undefined);
+        const ctx = (mode: 'helm' | 'corrected') => ({ mode, benchmark: b, judges });
+        expect(await annotateWithJury('a note', instance, ctx('helm'))).toEqual({ jury_score: 1, jury_score_normalized: 0, jury_judges_used: 0 });
+        await expect(annotateWithJury('a note', instance, ctx('corrected'))).rejects.toMatchObject({ code: 'model.http-error' });
       } finally {
-        await judges.close();
+        await lease.leave();
       }
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('holds each judge to its endpoint\'s concurrency limit, as the model endpoint is held to its own', async () => {
+    const t = await startJuryApp((_n, prompt) => (isJudgePrompt(prompt) ? { kind: 'answer', text: judgeAnswer([4, 4, 4]), latencyMs: 40 } : { kind: 'answer', text: 'A note.', latencyMs: 40 }), {
+      judgeLimit: 1,
+      modelLimit: 4,
+    });
+    try {
+      Object.assign(t.app.engine.settings, { concurrency: 4 });
+      const run = await requestRun(t.app.engine, { benchmarkId: 'aci_bench', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 12 });
+      const summary = await executeRun(t.app.engine, run.run_id);
+      expect(summary.status).toBe('completed');
+      const peaks = t.server.peakInFlight();
+      // Control: the run did overlap its calls (the model endpoint saw more than one at once).
+      expect(peaks[DEMO_MODEL_ID]).toBeGreaterThan(1);
+      expect(peaks[DEMO_MODEL_ID]).toBeLessThanOrEqual(4);
+      for (const judge of ['judge-gpt', 'judge-llama', 'judge-claude']) expect([judge, peaks[judge]]).toEqual([judge, 1]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('charges judge calls to the approval\'s budget, and halts before the judge call that would exceed it', async () => {
+    const t = await startJuryApp((_n, prompt) => ({ kind: 'answer', text: isJudgePrompt(prompt) ? judgeAnswer([4, 4, 4]) : 'A note.' }));
+    try {
+      // The model is cheap and the judges dear: the budget covers the first instance's model call but
+      // not the worst case of all of its judge calls.
+      const cheap = { inputUsdPerMillion: 1, outputUsdPerMillion: 1 };
+      const dear = { inputUsdPerMillion: 100, outputUsdPerMillion: 100 };
+      t.app.config.export.prices.push({ endpoint: DEMO_ENDPOINT_ID, ...cheap }, ...['judge-gpt', 'judge-llama', 'judge-claude'].map((endpoint) => ({ endpoint, ...dear })));
+      const budgetUsd = 1.0; // one judge call's worst case is 4,096 tokens out at $100/M = $0.41, plus the prompt
+      const approval = await t.app.approvals.create({ protocolNumber: 'IRB-JURY-BUDGET', principalInvestigator: 'alice', personnel: ['alice'], benchmarks: ['aci_bench'], purpose: 'jury budget', budgetUsd }, 'carol');
+      const run = await requestRun(t.app.engine, { benchmarkId: 'aci_bench', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 3, approvalId: approval.approvalId });
+      const err = await executeRun(t.app.engine, run.run_id).catch((e: unknown) => e);
+      expect(err).toMatchObject({ rule: 'budget.exceeded' });
+      // The refused call was a judge's, audited as not made; the judge server never received it.
+      const denied = t.audited.filter((a) => a.event.type === 'endpoint.call' && a.event.outcome === 'denied');
+      // (two instances are in flight at once, so each may be refused at its own judge call)
+      expect(denied.length).toBeGreaterThan(0);
+      expect(new Set(denied.map((a) => `${a.event.rule} ${a.event.detail?.metric}`))).toEqual(new Set(['budget.exceeded jury']));
+      const sent = t.audited.filter((a) => a.event.type === 'endpoint.call' && a.event.outcome === 'success' && a.event.detail?.metric === 'jury');
+      expect(t.server.received.filter((r) => isJudgePrompt(r.prompt))).toHaveLength(sent.length);
+      // What the judges that were called cost is the approval's spend, beside the model's.
+      const spend = await t.app.db.query<{ endpoint_id: string; prompt_tokens: number }>('SELECT endpoint_id, prompt_tokens FROM judge_spend WHERE run_id = $1', [run.run_id]);
+      expect(spend.length).toBe(sent.length);
+      expect(spend.every((r) => r.prompt_tokens > 0)).toBe(true);
+      const spent = await (t.app.engine.budget as ApprovalBudgets).spent(approval.approvalId);
+      const judgeUsd = spend.reduce((a, r) => a + costUsd(r.prompt_tokens, 0, dear), 0);
+      expect(spent.usd).toBeGreaterThanOrEqual(judgeUsd);
+      expect(spent.usd).toBeLessThanOrEqual(budgetUsd);
+      expect(await t.app.db.query('SELECT 1 FROM budget_holds')).toEqual([]);
     } finally {
       await t.close();
     }

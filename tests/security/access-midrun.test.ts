@@ -2,6 +2,7 @@
  * An approval suspended or expiring while a run is in progress stops the run at its next instance:
  * the daemon's worker checks access before every instance. Over the real daemon (mutual TLS).
  */
+import { deidentifiedPrompt } from '../../src/calls';
 import { main } from '../../src/cli/main';
 import type { Io } from '../../src/cli/output';
 import { executeRun } from '../../src/runs/engine';
@@ -13,7 +14,7 @@ jest.setTimeout(120_000);
 
 // De-identification is not what these tests are about: prompts of the synthetic site benchmark pass
 // through unchanged so that instances reach the model server and the stop is observable.
-const passThrough: DeidStage = { version: 'test-pass-through', apply: (_c, _i, prompt) => ({ ok: true, prompt, spans: 0 }) };
+const passThrough: DeidStage = { version: 'test-pass-through', apply: (_c, _i, prompt) => ({ ok: true, prompt: deidentifiedPrompt(prompt), spans: 0 }) };
 
 async function waitFor<T>(fn: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
   const end = Date.now() + ms;

@@ -7,8 +7,10 @@
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { type App, openApp } from '../../src/app';
 import { spkiSha256 } from '../../src/egress';
 import { tempDir } from '../helpers/db';
+import { makeHome, type TestHome } from '../helpers/home';
 import { ROOT } from '../helpers/paths';
 import { startTlsServer, testPki, type TlsServer } from '../helpers/tls';
 
@@ -63,6 +65,8 @@ function endpointJson(port: number, tls: Record<string, unknown>, extra: Record<
   };
 }
 
+const REFUSE_INSERTS = 'CREATE TRIGGER audit_store_down BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION audit_refuse_change()';
+
 const servers: TlsServer[] = [];
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
@@ -112,11 +116,30 @@ describe('ehrbench endpoints check', () => {
 });
 
 describe('ehrbench endpoints probe', () => {
+  // A probe is audited like every outbound call: it runs against a site home (config, audit trail).
+  let home: TestHome;
+  beforeAll(async () => {
+    home = await makeHome('pglite');
+  });
+  afterAll(async () => {
+    await home.cleanup();
+  });
+  const withDb = async <T>(fn: (app: App) => Promise<T>): Promise<T> => {
+    const app = await openApp({ file: home.configFile, env: home.env });
+    try {
+      return await fn(app);
+    } finally {
+      await app.close();
+    }
+  };
+  const probe = (policy: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}) =>
+    cli(['endpoints', 'probe', 'local', '--config', home.configFile, '--policy', policy, ...extra], { ...home.env, ...env });
+
   it('connects through the guard, verifies CA, name and pin, lists the models, and exits 0', async () => {
     const pki = testPki();
     const s = await server();
     const policy = writePolicy([endpointJson(s.port, { caFile: pki.caFile, spkiSha256: [pinOf(pki.server.certPem)] })]);
-    const r = await cli(['endpoints', 'probe', 'local', '--policy', policy, '--json']);
+    const r = await probe(policy, ['--json']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({
@@ -140,7 +163,7 @@ describe('ehrbench endpoints probe', () => {
         { provider: 'azure-openai', url: `https://model.test:${s.port}/openai`, deployment: 'gpt-4o', apiVersion: '2024-10-21', model: undefined, auth: { type: 'api-key', env: 'PROBE_KEY' } },
       ),
     ]);
-    const r = await cli(['endpoints', 'probe', 'local', '--policy', policy], { PROBE_KEY: 'k-123' });
+    const r = await probe(policy, [], { PROBE_KEY: 'k-123' });
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^endpoint local: ok\n/);
     expect(s.paths).toEqual(['GET /openai/models?api-version=2024-10-21']);
@@ -151,10 +174,41 @@ describe('ehrbench endpoints probe', () => {
     const pki = testPki();
     const s = await server();
     const policy = writePolicy([endpointJson(s.port, { caFile: pki.caFile, spkiSha256: [pinOf(pki.rogueCa.certPem)] })]);
-    const r = await cli(['endpoints', 'probe', 'local', '--policy', policy, '--json']);
+    const r = await probe(policy, ['--json']);
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, rule: 'egress.tls.pin-mismatch', address: '127.0.0.1', models: null });
     expect(s.requests()).toBe(0);
+  });
+
+  it('records the probe in the audit trail before the request leaves; with no trail, no request', async () => {
+    const pki = testPki();
+    const s = await server();
+    const policy = writePolicy([endpointJson(s.port, { caFile: pki.caFile })]);
+    const probes = () =>
+      withDb((app) =>
+        app.db.query<{ outcome: string; rule: string; actor: string; endpoint: string }>(
+          "SELECT outcome, rule, actor_principal AS actor, endpoint_id AS endpoint FROM audit_events WHERE event_type = 'endpoint.call' AND detail->>'purposeOfCall' = 'probe'",
+        ),
+      );
+    const before = (await probes()).length;
+    const ok = await probe(policy, ['--json']);
+    expect(ok.code).toBe(0);
+    const after = await probes();
+    expect(after.length).toBe(before + 1);
+    expect(after.at(-1)).toMatchObject({ outcome: 'success', rule: 'egress.allowlisted-endpoint', endpoint: 'local' });
+    expect(after.at(-1)?.actor).toMatch(/^local:/);
+
+    // The trail refuses to record: the probe stops before any request, with the audit error in one line.
+    await withDb((app) => app.db.query(REFUSE_INSERTS));
+    try {
+      const requests = s.requests();
+      const refused = await probe(policy, ['--json']);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toMatch(/^ehrbench: the audit trail cannot record events .*\n$/);
+      expect(s.requests()).toBe(requests);
+    } finally {
+      await withDb((app) => app.db.query('DROP TRIGGER IF EXISTS audit_store_down ON audit_events'));
+    }
   });
 
   it('is not widened by NODE_EXTRA_CA_CERTS: a server certified only through it is refused', async () => {
@@ -171,16 +225,16 @@ describe('ehrbench endpoints probe', () => {
     const requestsBefore = s.requests();
 
     // The guard, with the endpoint trusting only Node's bundled roots, refuses it before any request.
-    const bundled = await cli(['endpoints', 'probe', 'local', '--policy', writePolicy([endpointJson(s.port, {})]), '--json'], extra);
+    const bundled = await probe(writePolicy([endpointJson(s.port, {})]), ['--json'], extra);
     expect(bundled.code).toBe(1);
     expect(JSON.parse(bundled.stdout)).toMatchObject({ ok: false, rule: 'egress.tls.untrusted' });
     // Nor does an endpoint CA file widen to the process store.
-    const other = await cli(['endpoints', 'probe', 'local', '--policy', writePolicy([endpointJson(s.port, { caFile: pki.caFile })]), '--json'], extra);
+    const other = await probe(writePolicy([endpointJson(s.port, { caFile: pki.caFile })]), ['--json'], extra);
     expect(JSON.parse(other.stdout)).toMatchObject({ ok: false, rule: 'egress.tls.untrusted' });
     expect(s.requests()).toBe(requestsBefore);
 
     // Named as the endpoint's own CA, the same server is accepted: the refusal was about trust.
-    const named = await cli(['endpoints', 'probe', 'local', '--policy', writePolicy([endpointJson(s.port, { caFile: pki.rogueCaFile })]), '--json'], extra);
+    const named = await probe(writePolicy([endpointJson(s.port, { caFile: pki.rogueCaFile })]), ['--json'], extra);
     expect(named.code).toBe(0);
   });
 });

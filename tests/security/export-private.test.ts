@@ -7,6 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { deidentifiedPrompt } from '../../src/calls';
 import { EXPORT_PUBLIC_KEY_FILE, loadExportPublicKey, verifyBundle } from '../../src/export';
 import { backends, tempDir } from '../helpers/db';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
@@ -51,7 +52,7 @@ describe.each(backends())('private results leave only as a released bundle (%s)'
       writeFileSync(join(t.home.home, 'site-benchmarks', 'site_private', 'data.csv'), canaryCsv());
       // The canaries here are planted in predictions and instance data to test the export door, not
       // de-identification (deid-run and phi-canary test that), so the stage passes prompts through.
-      t.app.engine.deid = { version: 'test-passthrough', apply: (_ctx, _instance, prompt) => ({ ok: true, prompt, spans: 0 }) };
+      t.app.engine.deid = { version: 'test-passthrough', apply: (_ctx, _instance, prompt) => ({ ok: true, prompt: deidentifiedPrompt(prompt), spans: 0 }) };
 
       const approval = await t.call('carol', 'POST', '/v1/approvals', {
         protocolNumber: 'IRB-PRIV-7',

@@ -34,7 +34,7 @@ import { main } from '../../src/cli/main';
 import { describeError } from '../../src/errors';
 import { EXPORT_PUBLIC_KEY_FILE, loadExportPublicKey, verifyBundle } from '../../src/export';
 import type { Logger } from '../../src/log';
-import type { DeidStage, ModelStage } from '../../src/runs/stages';
+import type { DeidStage } from '../../src/runs/stages';
 import { backends } from '../helpers/db';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 
@@ -614,14 +614,13 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
       const logger = recordingLogger(app.logger, captured.loggerInput);
       app.engine.logger = logger;
       app.logger = logger;
-      const models = app.engine.models;
-      app.engine.models = {
-        complete: (ctx, prompt, hooks) =>
-          models.complete(ctx, prompt, hooks).catch((err: unknown) => {
-            captured.thrown.push(errorText(err));
-            throw err;
-          }),
-      } satisfies ModelStage;
+      const calls = app.engine.calls;
+      const complete = calls.complete.bind(calls);
+      calls.complete = (run, call) =>
+        complete(run, call).catch((err: unknown) => {
+          captured.thrown.push(errorText(err));
+          throw err;
+        });
       // One record goes through a de-identification stage whose detectors are missing (a regression
       // in a detector, say): only its known identifiers are replaced, the residual scan must block it.
       const full = app.engine.deid;
@@ -806,7 +805,7 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
       expect(found).toEqual([]);
 
       // Controls: every sink was there to be searched, and the flow took the paths it was meant to.
-      const mayBeEmpty = new Set(['console', 'table budget_holds', 'table revoked_certificates', 'table endpoint_slots', 'table endpoint_workers']);
+      const mayBeEmpty = new Set(['console', 'table budget_holds', 'table judge_spend', 'table revoked_certificates', 'table endpoint_slots', 'table endpoint_workers']);
       const emptySinks = Object.entries(sinks).filter(([name, text]) => !mayBeEmpty.has(name) && (text.trim() === '' || text.trim() === '[]'));
       expect(emptySinks.map(([name]) => name)).toEqual([]);
       const prompts = t.server.received.map((r) => r.prompt);

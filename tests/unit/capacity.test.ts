@@ -1,4 +1,4 @@
-import { EndpointCapacity } from '../../src/runs/capacity';
+import { EndpointCapacity } from '../../src/calls';
 
 describe('EndpointCapacity', () => {
   it('never lends more slots than its limit, and a released slot goes to the next waiter', async () => {

@@ -2,6 +2,7 @@
  * Known identifiers and their variants; replacement (consistent surrogates, date shifting, 90+, ZIP,
  * typed tags); the residual scan; the pipeline stage. Every name and number here is invented.
  */
+import { plainPrompt } from '../../src/prompt';
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Benchmark, Instance } from '../../src/catalog';
@@ -148,12 +149,12 @@ describe('residual scan', () => {
 });
 
 describe('the de-identification stage', () => {
-  const ctx = (deidentify: boolean) => ({ deidentify, benchmark: { definition: { id: 'b' } } as Benchmark }) as unknown as RunContext;
+  const ctx = (deidentify: boolean) => ({ deidentify, tier: deidentify ? 'private' : 'public', benchmark: { definition: { id: 'b' } } as Benchmark }) as unknown as RunContext;
   const instance: Instance = { key: 'k1', vars: {}, references: [], known: { names: ['Ann Hollis'] }, subjectId: 'p-9' };
 
   it('passes public prompts through untouched', async () => {
     const stage = createDeidStage(settings(), { secret: () => SECRET });
-    expect(await stage.apply(ctx(false), instance, 'Ann Hollis 508-555-0187')).toEqual({ ok: true, prompt: 'Ann Hollis 508-555-0187', spans: 0 });
+    expect(await stage.apply(ctx(false), instance, 'Ann Hollis 508-555-0187')).toEqual({ ok: true, prompt: plainPrompt('public', 'Ann Hollis 508-555-0187'), spans: 0 });
   });
 
   it('de-identifies EHR-tier prompts and counts the spans', async () => {
@@ -161,9 +162,14 @@ describe('the de-identification stage', () => {
     const out = await stage.apply(ctx(true), instance, 'Ann Hollis 508-555-0187');
     expect(out.ok).toBe(true);
     if (out.ok) {
-      expect(out.prompt).not.toMatch(/Hollis|555-0187/);
+      expect(out.prompt.deidentified).toBe(true);
+      expect(out.prompt.text).not.toMatch(/Hollis|555-0187/);
       expect(out.spans).toBe(2);
     }
+  });
+
+  it('will not pass an EHR-tier prompt through as plain text', () => {
+    expect(() => plainPrompt('approval-required', 'Ann Hollis')).toThrow(/only after de-identification/);
   });
 
   it('blocks a prompt the residual scan objects to, with a named rule', async () => {

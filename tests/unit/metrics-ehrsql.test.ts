@@ -7,7 +7,8 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Instance } from '../../src/catalog';
-import { ehrSqlScorer, postProcessSql, SqlExecutor, type ScoringMode } from '../../src/metrics';
+import { annotateWithSql, postProcessSql, SqlExecutor } from '../../src/annotate';
+import type { ScoringMode } from '../../src/metrics';
 import { tempDir } from '../helpers/db';
 
 jest.setTimeout(30_000);
@@ -37,7 +38,7 @@ function item(query: string, opts: { impossible?: boolean; value?: Record<string
 }
 
 function score(prediction: string, instance: Instance, mode: ScoringMode = 'corrected') {
-  return ehrSqlScorer.score(prediction, instance, { mode, database: db, benchmarkId: 'ehr_sql', executor });
+  return annotateWithSql(prediction, instance, { mode, database: db, benchmarkId: 'ehr_sql', executor });
 }
 
 const GOLD = "select distinct lab.patientunitstayid from lab where lab.labname = 'glucose'";
@@ -134,7 +135,7 @@ describe('EHRSQL runs the site database read-only and time-limited', () => {
   });
 
   it('asks for the database when the site has not configured one', async () => {
-    await expect(ehrSqlScorer.score('select 1', item(GOLD), { mode: 'corrected', database: undefined, benchmarkId: 'ehr_sql', executor })).rejects.toThrow(
+    await expect(annotateWithSql('select 1', item(GOLD), { mode: 'corrected', database: undefined, benchmarkId: 'ehr_sql', executor })).rejects.toThrow(
       /set benchmarks\.ehr_sql\.database in the site data file/,
     );
   });

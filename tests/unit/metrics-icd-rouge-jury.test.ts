@@ -3,7 +3,8 @@
  * worked out by hand in the comments.
  */
 import type { Instance } from '../../src/catalog';
-import { helmCodes, inProcessMetric, judgePrompt, judgeScores, normalizedCodes, rougeTokens, type ScoringMode } from '../../src/metrics';
+import { judgePrompt, judgeScores } from '../../src/annotate';
+import { helmCodes, inProcessMetric, normalizedCodes, rougeTokens, type ScoringMode } from '../../src/metrics';
 
 function instance(references: string[]): Instance {
   return { key: 'k', vars: {}, references };

@@ -1,6 +1,6 @@
 import type { CommandModule } from 'yargs';
 import type { ApprovalChange, ApprovalInput } from '../../access';
-import { validateOrThrow } from '../../config/validate';
+import { validateOrThrow } from '../../config';
 import type { Tier } from '../../tiers';
 import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';
 import type { GlobalArgs } from '../context';

@@ -27,7 +27,7 @@ import {
 } from '../../audit';
 import { loadConfig } from '../../config';
 import { describeError, UserError } from '../../errors';
-import type { Actor } from '../../identity/actor';
+import type { Actor } from '../../identity';
 import { Operations } from '../../operations';
 import { localCaller } from '../client';
 import { type GlobalArgs, withApp } from '../context';
@@ -52,7 +52,7 @@ interface FilterArgs extends GlobalArgs {
 function isoOption(value: string | undefined, name: string): string | undefined {
   if (value === undefined) return undefined;
   const t = Date.parse(value);
-  if (Number.isNaN(t)) throw new UserError('cli.usage', `--${name} must be a date or ISO-8601 time, e.g. 2026-11-01 or 2026-11-01T08:00:00Z`, 2);
+  if (Number.isNaN(t)) throw new UserError('cli.usage', `--${name} must be a date or ISO-8601 time, e.g. 2026-11-01 or 2026-11-01T08:00:00Z`);
   return new Date(t).toISOString();
 }
 

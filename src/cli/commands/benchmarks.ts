@@ -42,7 +42,7 @@ function dataLabel(b: Benchmark): string {
 function categoryArg(value: string | undefined): string | undefined {
   if (!value) return undefined;
   const found = CATEGORIES.filter((c) => c.toLowerCase().startsWith(value.toLowerCase()));
-  if (found.length !== 1) throw new UserError('cli.usage', `--category must name one of: ${CATEGORIES.join('; ')}`, 2);
+  if (found.length !== 1) throw new UserError('cli.usage', `--category must name one of: ${CATEGORIES.join('; ')}`);
   return found[0];
 }
 

@@ -199,7 +199,7 @@ export function deidEvalCommand(io: Io): CommandModule<GlobalArgs, EvalArgs> {
         .option('with-known', { type: 'boolean', describe: 'Give detection each document\'s "known" identifiers, as a run with structured data would (default: measured without them)' })
         .epilog('Without --show-text no text of the gold file is printed: misses and false positives are given by document id, type and offsets.\nExit codes: 0 the report was produced (whatever the figures); 1 the gold file is unreadable or invalid (the error names the line); 2 usage.'),
     handler: (args) => {
-      if (args.json && args['show-text']) throw new UserError('cli.usage', '--json and --show-text cannot be combined: --show-text applies to the table only and --json never carries text; drop one of them', 2);
+      if (args.json && args['show-text']) throw new UserError('cli.usage', '--json and --show-text cannot be combined: --show-text applies to the table only and --json never carries text; drop one of them');
       const file = resolve(args.gold);
       const docs = readGoldFile(file);
       const config = loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env });

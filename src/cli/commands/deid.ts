@@ -20,7 +20,7 @@ import { createInterface } from 'node:readline';
 import type { CommandModule } from 'yargs';
 import { loadConfig, validateOrThrow } from '../../config';
 import { Deidentifier, type DeidOutput, loadSecret, RESIDUAL_RULE, type ReplacementMode, settingsFrom, type SpanType } from '../../deid';
-import type { KnownIdentifiers } from '../../catalog/types';
+import type { KnownIdentifiers } from '../../catalog';
 import { UserError } from '../../errors';
 import type { GlobalArgs } from '../context';
 import { type Io, printJson } from '../output';
@@ -285,10 +285,10 @@ export function deidCommand(io: Io): CommandModule<GlobalArgs, DeidArgs> {
         .option('mode', { choices: ['surrogate', 'tag'] as const, global: false, describe: "Replacement (default: the configuration's deid.mode)" })
         .epilog('Exit codes: 0 done; 1 bad input or a residual identifier with --on-residual fail (nothing written); 2 usage; 3 lines were marked with --on-residual mark (file written).'),
     handler: async (args) => {
-      if (!args.in || !args.out) throw new UserError('cli.usage', 'give --in FILE.jsonl and --out FILE.jsonl (or use `deid eval --gold FILE`); see --help', 2);
+      if (!args.in || !args.out) throw new UserError('cli.usage', 'give --in FILE.jsonl and --out FILE.jsonl (or use `deid eval --gold FILE`); see --help');
       const inFile = resolve(args.in);
       const outFile = resolve(args.out);
-      if (inFile === outFile) throw new UserError('cli.usage', `--out must differ from --in (${args.out})`, 2);
+      if (inFile === outFile) throw new UserError('cli.usage', `--out must differ from --in (${args.out})`);
       const config = loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env });
       const settings = settingsFrom({ ...config.deid, ...(args.mode ? { mode: args.mode } : {}) });
       let secret: Buffer | undefined;

@@ -1,16 +1,9 @@
 import type { CommandModule } from 'yargs';
 import { loadConfig } from '../../config';
-import {
-  assertSafeEgressEnvironment,
-  createEndpointTransport,
-  decideUrl,
-  type EgressEvent,
-  EgressDenied,
-  loadEndpointPolicy,
-} from '../../egress';
+import { assertSafeEgressEnvironment, decideUrl, type EgressEvent, EgressDenied, loadEndpointPolicy } from '../../egress';
 import { describeError, UserError } from '../../errors';
-import { ModelClient } from '../../models';
-import type { GlobalArgs } from '../context';
+import { hostOperator } from '../../identity';
+import { type GlobalArgs, withApp } from '../context';
 import { formatTable, type Io, printJson } from '../output';
 
 interface PolicyArgs extends GlobalArgs {
@@ -96,51 +89,56 @@ interface ProbeResult {
 function probe(io: Io): CommandModule<GlobalArgs, ProbeArgs> {
   return {
     command: 'probe <id>',
-    describe: 'Connect to an allowlisted endpoint through the egress guard (resolution, CIDR, CA, host name, pins, client certificate) and list its models (GET <url>/models); exit 0 only if all succeeded',
+    describe:
+      'Connect to an allowlisted endpoint through the egress guard (resolution, CIDR, CA, host name, pins, client certificate) and list its models (GET <url>/models); audited before the request leaves; exit 0 only if all succeeded',
     builder: (b) => b.positional('id', { type: 'string', demandOption: true, describe: 'Endpoint id from the policy' }).option('policy', policyOption),
-    handler: async (args) => {
-      assertSafeEgressEnvironment(io.env);
-      const policy = loadEndpointPolicy(policyFile(args, io));
-      const endpoint = policy.get(String(args.id));
-      const events: EgressEvent[] = [];
-      const transport = createEndpointTransport(endpoint, { onEvent: (e) => events.push(e), timeoutMs: 30_000 });
-      const result: ProbeResult = { ok: false, endpoint: endpoint.id, url: endpoint.url, address: null, cidr: null, resolution: null, tls: null, models: null };
-      try {
-        const client = new ModelClient(endpoint, transport, { timeoutMs: 30_000, maxRetries: 0, maxBackoffMs: 0, env: io.env });
-        result.models = await client.listModels();
-        result.ok = true;
-      } catch (err) {
-        const denied = err instanceof EgressDenied ? err : undefined;
-        result.rule = denied?.rule ?? (err instanceof UserError ? err.code : 'probe.failed');
-        result.reason = describeError(err).message;
-      } finally {
-        await transport.close();
-      }
-      const connected = events.find((e): e is Extract<EgressEvent, { type: 'egress.connected' }> => e.type === 'egress.connected');
-      if (connected) {
-        result.address = connected.address;
-        result.cidr = connected.cidr;
-        result.resolution = connected.resolution;
-        result.tls = { protocol: connected.tlsProtocol, trust: connected.trust, hostnameVerified: true, serverSpkiSha256: connected.serverSpkiSha256, pinChecked: connected.pinChecked };
-      } else {
-        const denied = events.find((e): e is Extract<EgressEvent, { type: 'egress.denied' }> => e.type === 'egress.denied');
-        if (denied?.address) result.address = denied.address;
-      }
-      if (args.json) printJson(io, result);
-      else if (result.ok) {
-        io.stdout(
-          `endpoint ${result.endpoint}: ok\n` +
-            `  address     ${result.address} in ${result.cidr} (by ${result.resolution})\n` +
-            `  tls         ${result.tls?.protocol}, ${result.tls?.trust === 'endpoint-ca' ? "endpoint's CA" : "Node's bundled roots"}, host name verified, ${result.tls?.pinChecked ? 'SPKI pin matched' : 'no SPKI pin configured'}\n` +
-            `  server key  sha256/${result.tls?.serverSpkiSha256}\n` +
-            `  models      ${result.models?.length ?? 0}${result.models?.length ? ` (${result.models.slice(0, 5).join(', ')}${result.models.length > 5 ? ', ...' : ''})` : ''}\n`,
-        );
-      } else {
-        io.stdout(`endpoint ${result.endpoint}: failed (${result.rule})${result.address ? ` at ${result.address}` : ''}: ${result.reason}\n`);
-      }
-      if (!result.ok) process.exitCode = 1;
-    },
+    handler: (args) =>
+      withApp(args, io, async (app) => {
+        const policy = args.policy ? loadEndpointPolicy(args.policy) : app.endpoints;
+        const endpoint = policy.get(String(args.id));
+        const events: EgressEvent[] = [];
+        const result: ProbeResult = { ok: false, endpoint: endpoint.id, url: endpoint.url, address: null, cidr: null, resolution: null, tls: null, models: null };
+        // Through the gateway: the probe's audit event is recorded before the request leaves, and a
+        // trail that cannot record it stops the probe (that error is the command's, not the endpoint's).
+        try {
+          result.models = await app.engine.calls.probe(endpoint, hostOperator(), (e) => events.push(e));
+          result.ok = true;
+        } catch (err) {
+          if (err instanceof UserError && err.code === 'audit.unavailable') throw err;
+          const denied = err instanceof EgressDenied ? err : undefined;
+          result.rule = denied?.rule ?? (err instanceof UserError ? err.code : 'probe.failed');
+          result.reason = describeError(err).message;
+        }
+        report(io, args, result, events);
+      }),
   };
+}
+
+/** What the probe found, from the guard's events: printed as lines or as JSON; exit 1 unless it succeeded. */
+function report(io: Io, args: ProbeArgs, result: ProbeResult, events: EgressEvent[]): void {
+  const connected = events.find((e): e is Extract<EgressEvent, { type: 'egress.connected' }> => e.type === 'egress.connected');
+  if (connected) {
+    result.address = connected.address;
+    result.cidr = connected.cidr;
+    result.resolution = connected.resolution;
+    result.tls = { protocol: connected.tlsProtocol, trust: connected.trust, hostnameVerified: true, serverSpkiSha256: connected.serverSpkiSha256, pinChecked: connected.pinChecked };
+  } else {
+    const denied = events.find((e): e is Extract<EgressEvent, { type: 'egress.denied' }> => e.type === 'egress.denied');
+    if (denied?.address) result.address = denied.address;
+  }
+  if (args.json) printJson(io, result);
+  else if (result.ok) {
+    io.stdout(
+      `endpoint ${result.endpoint}: ok\n` +
+        `  address     ${result.address} in ${result.cidr} (by ${result.resolution})\n` +
+        `  tls         ${result.tls?.protocol}, ${result.tls?.trust === 'endpoint-ca' ? "endpoint's CA" : "Node's bundled roots"}, host name verified, ${result.tls?.pinChecked ? 'SPKI pin matched' : 'no SPKI pin configured'}\n` +
+        `  server key  sha256/${result.tls?.serverSpkiSha256}\n` +
+        `  models      ${result.models?.length ?? 0}${result.models?.length ? ` (${result.models.slice(0, 5).join(', ')}${result.models.length > 5 ? ', ...' : ''})` : ''}\n`,
+    );
+  } else {
+    io.stdout(`endpoint ${result.endpoint}: failed (${result.rule})${result.address ? ` at ${result.address}` : ''}: ${result.reason}\n`);
+  }
+  if (!result.ok) process.exitCode = 1;
 }
 
 export function endpointsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {

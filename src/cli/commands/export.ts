@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
 import { UserError } from '../../errors';
-import { formatSchemaErrors, validatorFor } from '../../config/validate';
+import { formatSchemaErrors, validatorFor } from '../../config';
 import { type ExportContent, type ExportResult, type MetricCell, type Count, helmFileProblems, loadExportPublicKey, verifyBundle, writeExportFiles } from '../../export';
 import type { ExportDownload, ExportView } from '../../operations';
 import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';

@@ -1,6 +1,6 @@
 import type { CommandModule } from 'yargs';
 import { dataHome } from '../../paths';
-import { initHome } from '../../setup/init';
+import { initHome } from '../../setup';
 import type { GlobalArgs } from '../context';
 import { type Io, printJson } from '../output';
 

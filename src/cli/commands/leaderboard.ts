@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
-import { readJsonFile } from '../../config/validate';
+import { readJsonFile } from '../../config';
 import { UserError } from '../../errors';
-import { heatmapSvg, type Leaderboard, leaderboardOf, toScoreTable } from '../../export/leaderboard';
-import { scoresFromRuns } from '../../export/run-scores';
+import { heatmapSvg, type Leaderboard, leaderboardOf, toScoreTable } from '../../export';
+import { scoresFromRuns } from '../../export';
 import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';
 import type { GlobalArgs } from '../context';
 import { formatScore, formatTable, type Io, printJson } from '../output';
@@ -55,7 +55,7 @@ export function leaderboardCommand(io: Io): CommandModule<GlobalArgs, Leaderboar
         .option('svg', { type: 'string', describe: 'Also write a heat map of scores per benchmark to this SVG file' }),
     handler: async (args) => {
       const runIds = (args.runs ?? []).flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean);
-      if ((args.scores === undefined) === (runIds.length === 0)) throw new UserError('cli.usage', 'give either --scores FILE or --runs ID...; see --help', 2);
+      if ((args.scores === undefined) === (runIds.length === 0)) throw new UserError('cli.usage', 'give either --scores FILE or --runs ID...; see --help');
       const table = args.scores
         ? toScoreTable(readJsonFile(args.scores, 'leaderboard.invalid'), args.scores)
         : toScoreTable(scoresFromRuns(await withClient(args, io, (c) => Promise.all(runIds.map((id) => c.showRun(id))))), '--runs');

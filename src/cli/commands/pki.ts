@@ -3,15 +3,17 @@ import type { CommandModule } from 'yargs';
 import { type Principal, type PrincipalRole, loadPrincipals, savePrincipals } from '../../access';
 import { loadConfig } from '../../config';
 import { UserError } from '../../errors';
-import type { Actor } from '../../identity/actor';
-import { initSitePki, issueClientCertificate } from '../../identity/site-pki';
+import { hostOperator } from '../../identity';
+import { initSitePki, type IssuedClient, prepareClientCertificate, removeClientCertificate, writeClientCertificate } from '../../identity';
 import { Operations } from '../../operations';
 import { type GlobalArgs, withApp } from '../context';
 import { type Io, printJson } from '../output';
 
-/** PKI is managed by whoever holds the CA key on the host: recorded as that operating-system account. */
-function hostOperator(): Actor {
-  return { principal: `local:${userInfo().username}`, role: 'admin', authMethod: 'local-os-user' };
+
+/** An error's code for a message and the trail: a system error code or ours, never a foreign message. */
+function safeCode(err: unknown): string {
+  const code = err instanceof UserError ? err.code : (err as NodeJS.ErrnoException | null)?.code;
+  return typeof code === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(code) ? code : 'error';
 }
 
 interface IssueArgs extends GlobalArgs {
@@ -62,15 +64,16 @@ export function pkiCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
               const file = app.config.policies.principals;
               const principals = loadPrincipals(file).principals.map((p) => ({ ...p }));
               let target: Principal | undefined = principals.find((p) => p.id === args.principal);
-              if (!target && !args.role) throw new UserError('cli.usage', `principal ${args.principal} is new: give its --role`, 2);
-              const issued = issueClientCertificate(app.config.pkiDir, args.principal, args.role ?? target?.roles[0] ?? 'researcher', args.days);
+              if (!target && !args.role) throw new UserError('cli.usage', `principal ${args.principal} is new: give its --role`);
+              // Made in memory first: the serial goes into the pki.issue event, which precedes any file.
+              const prepared = prepareClientCertificate(app.config.pkiDir, args.principal, args.role ?? target?.roles[0] ?? 'researcher', args.days);
               await app.audit.record({
                 type: 'pki.issue',
                 action: 'C',
                 outcome: 'success',
                 rule: 'pki.issue.host-operator',
                 actor: hostOperator(),
-                detail: { principal: args.principal, serial: issued.serial, days: args.days },
+                detail: { principal: args.principal, serial: prepared.serial, days: args.days },
               });
               if (!target) {
                 target = { id: args.principal, roles: [args.role as PrincipalRole], status: 'active' };
@@ -79,7 +82,7 @@ export function pkiCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
               if (args.role && !target.roles.includes(args.role)) target.roles = [...target.roles, args.role];
               if (args['display-name']) target.displayName = args['display-name'];
               if (args['local-user']) target.localUser = args['local-user'];
-              const mapping = { commonName: args.principal, issuerFingerprint: issued.issuerFingerprint };
+              const mapping = { commonName: args.principal, issuerFingerprint: prepared.issuerFingerprint };
               if (!target.certificates?.some((c) => c.commonName === mapping.commonName && c.issuerFingerprint === mapping.issuerFingerprint)) {
                 target.certificates = [...(target.certificates ?? []), mapping];
               }
@@ -92,7 +95,32 @@ export function pkiCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
                 actor: hostOperator(),
                 detail: { principal: args.principal, roles: target.roles.join('+') },
               });
-              savePrincipals(file, principals);
+              // Both decisions are recorded; only now does anything reach the disk, all of it or none.
+              const failed = async (step: string, err: unknown): Promise<never> => {
+                const code = safeCode(err);
+                await app.audit.record({
+                  type: 'pki.issue',
+                  action: 'C',
+                  outcome: 'failed',
+                  rule: 'pki.write-failed',
+                  reason: `${step} for principal ${args.principal} failed (${code}); no file of this issuance was left`,
+                  actor: hostOperator(),
+                  detail: { principal: args.principal, serial: prepared.serial, errorCode: code },
+                });
+                throw new UserError('pki.write-failed', `${app.config.pkiDir}: ${step} for principal ${args.principal} failed (${code}); no file of this issuance was left, principals.json is unchanged`);
+              };
+              let issued: IssuedClient;
+              try {
+                issued = writeClientCertificate(prepared);
+              } catch (err) {
+                return failed('writing the certificate files', err);
+              }
+              try {
+                savePrincipals(file, principals);
+              } catch (err) {
+                removeClientCertificate(issued);
+                return failed('mapping the certificate in principals.json', err);
+              }
               return issued;
             });
             if (args.json) return printJson(io, out);

@@ -3,7 +3,7 @@ import type { CommandModule } from 'yargs';
 import type { App } from '../../app';
 import { UserError } from '../../errors';
 import type { RunRequestInput, RunView } from '../../operations';
-import { executeRun, type RunSummary } from '../../runs/engine';
+import { executeRun, type RunSummary } from '../../runs';
 import { CLIENT_OPTIONS, type ClientArgs, localCaller, withClient } from '../client';
 import { type GlobalArgs, withApp } from '../context';
 import { formatScore, formatTable, type Io, printJson } from '../output';

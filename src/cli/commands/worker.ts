@@ -3,9 +3,9 @@ import type { CommandModule } from 'yargs';
 import { openApp } from '../../app';
 import { isStoreUnavailable } from '../../db';
 import { describeError, UserError } from '../../errors';
-import { serviceActor } from '../../identity/actor';
+import { serviceActor } from '../../identity';
 import { enableProcessMetrics, observeStore, restrictIds, startLocalListener } from '../../observability';
-import { RunScheduler } from '../../runs/scheduler';
+import { RunScheduler } from '../../runs';
 import type { GlobalArgs } from '../context';
 import type { Io } from '../output';
 
@@ -27,7 +27,7 @@ export function workerCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs & { 
       const workers = args.workers ?? app.config.server.workers;
       if (workers < 1) {
         await app.close();
-        throw new UserError('cli.usage', '--workers must be at least 1 for a worker process', 2);
+        throw new UserError('cli.usage', '--workers must be at least 1 for a worker process');
       }
       const scheduler = new RunScheduler(app.engine, { workers, pollSeconds: app.config.server.pollSeconds });
       restrictIds({ benchmarks: app.catalog.list().map((b) => b.definition.id), endpoints: app.endpoints.endpoints.map((e) => e.id) });

@@ -1,5 +1,5 @@
 /**
- * EHRSQL execution accuracy: the gold and the predicted SQL run against the site's SQLite database
+ * EHRSQL execution (an annotator, as HELM's EhrSqlAnnotator): the gold and the predicted SQL run against the site's SQLite database
  * (read-only, time-limited, in a child process: executor.ts) and their result sets are compared as
  * sets of rows. An empty answer (or "null", EHRSQL's token) is an abstention.
  *
@@ -17,23 +17,14 @@
  * counts as answerable (HELM looks for is_impossible in the prompt text, where it never is), and
  * validity and the answerability indicators are 0/1 on every item.
  */
-import type { Instance } from '../../catalog/types';
+import type { Instance } from '../../catalog';
 import { UserError } from '../../errors';
-import type { MetricInfo, Scorer, ScoringMode } from '../types';
+import type { ScoringMode } from '../../metrics';
 import type { ExecResult, SqlExecutor } from './executor';
 
 export { SqlExecutor, DEFAULT_TIMEOUT_MS, type ExecResult } from './executor';
 
 export const EHRSQL_CURRENT_TIME = '2105-12-31 23:59:00';
-
-export const EHRSQL_METRICS: MetricInfo[] = [
-  { name: 'ehr_sql_execution_accuracy', lowerIsBetter: false },
-  { name: 'ehr_sql_query_validity', lowerIsBetter: false },
-  { name: 'ehr_sql_precision_answerable', lowerIsBetter: false },
-  { name: 'ehr_sql_recall_answerable', lowerIsBetter: false },
-  { name: 'ehr_sql_total_predicted_answerable', lowerIsBetter: false },
-  { name: 'ehr_sql_total_ground_truth_answerable', lowerIsBetter: false },
-];
 
 export interface EhrSqlContext {
   mode: ScoringMode;
@@ -148,14 +139,11 @@ async function scoreCorrected(prediction: string, instance: Instance, ctx: EhrSq
   };
 }
 
-export const ehrSqlScorer: Scorer<EhrSqlContext> = {
-  name: 'ehr_sql',
-  metrics: EHRSQL_METRICS,
-  async score(prediction, instance, ctx) {
-    const db = ctx.database;
-    if (!db) {
-      throw new UserError('ehrsql.no-database', `benchmark ${ctx.benchmarkId}: no SQLite database configured; set benchmarks.${ctx.benchmarkId}.database in the site data file`);
-    }
-    return ctx.mode === 'helm' ? scoreHelm(prediction, instance, ctx, db) : scoreCorrected(prediction, instance, ctx, db);
-  },
-};
+/** Runs the predicted and the gold SQL and returns the EHRSQL numbers (src/metrics reads them). */
+export async function annotateWithSql(prediction: string, instance: Instance, ctx: EhrSqlContext): Promise<Record<string, number | null>> {
+  const db = ctx.database;
+  if (!db) {
+    throw new UserError('ehrsql.no-database', `benchmark ${ctx.benchmarkId}: no SQLite database configured; set benchmarks.${ctx.benchmarkId}.database in the site data file`);
+  }
+  return ctx.mode === 'helm' ? scoreHelm(prediction, instance, ctx, db) : scoreCorrected(prediction, instance, ctx, db);
+}

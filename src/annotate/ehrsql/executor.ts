@@ -36,7 +36,7 @@ function childScript(): string {
   // Compiled: beside this file. Under ts-jest/swc (src/*.ts): the built copy in dist/.
   const here = join(__dirname, 'executor-main.js');
   if (existsSync(here)) return here;
-  const built = join(PACKAGE_ROOT, 'dist', 'metrics', 'ehrsql', 'executor-main.js');
+  const built = join(PACKAGE_ROOT, 'dist', 'annotate', 'ehrsql', 'executor-main.js');
   if (existsSync(built)) return built;
   throw new UserError('ehrsql.executor-missing', `${built} is missing; run "npm run build"`);
 }

@@ -6,7 +6,7 @@
  * The answer must hold every criterion as an object with `score` and `explanation`, or the judge is
  * dropped. Only the scores are returned: explanations are discarded here and never leave this function.
  */
-import type { ScoringMode } from '../types';
+import type { ScoringMode } from '../../metrics';
 
 export interface Scale {
   min: number;

@@ -1,0 +1,35 @@
+/**
+ * The annotation stage, between the model call and scoring (HELM's annotators): work on a prediction
+ * that leaves the process or takes time, once per instance whichever of its metrics a benchmark names.
+ *   ehr_sql  runs the predicted and the gold SQL against the site's SQLite database (child process)
+ *   jury     asks each judge endpoint, only through the run's outbound gateway (JudgePort)
+ * Metrics then read the numbers (src/metrics); they never call out.
+ */
+import type { Instance } from '../catalog';
+import { annotatorsFor, type Annotations } from '../metrics';
+import type { RunContext } from '../runs';
+import { annotateWithSql, type SqlExecutor } from './ehrsql';
+import { annotateWithJury, type JudgePort } from './jury';
+
+export { annotateWithSql, extractSql, postProcessSql, SqlExecutor, EHRSQL_CURRENT_TIME, DEFAULT_TIMEOUT_MS, type EhrSqlContext, type ExecResult } from './ehrsql';
+export { annotateWithJury, judgePrompt, judgeScores, JUDGE_MAX_TOKENS, type JudgePort, type JuryContext } from './jury';
+
+export interface AnnotationStage {
+  annotate(ctx: RunContext, instance: Instance, prediction: string, judges: JudgePort): Promise<Annotations>;
+}
+
+export function createAnnotators(sql: SqlExecutor): AnnotationStage {
+  return {
+    async annotate(ctx, instance, prediction, judges) {
+      const d = ctx.benchmark.definition;
+      const out: Annotations = {};
+      for (const annotator of annotatorsFor([d.metrics.main, ...(d.metrics.secondary ?? [])])) {
+        out[annotator] =
+          annotator === 'ehr_sql'
+            ? await annotateWithSql(prediction, instance, { mode: ctx.scoring, database: ctx.benchmark.site?.database, benchmarkId: d.id, executor: sql })
+            : await annotateWithJury(prediction, instance, { mode: ctx.scoring, benchmark: ctx.benchmark, judges });
+      }
+      return out;
+    },
+  };
+}

@@ -1,0 +1,215 @@
+/**
+ * The outbound gateway: every call that leaves the process (the model under test, every judge, an
+ * endpoint probe) goes through `complete` or `probe`, which always, in this order:
+ *   1. decides the endpoint for the run's tier and the run's approval (its endpoint list), by rule;
+ *   2. reserves the call's worst case against the approval's budget;
+ *   3. waits for a slot of the endpoint's capacity (its `limits.concurrency`, shared by all workers);
+ *   4. records the audit event before every attempt (no event, no attempt);
+ *   5. makes the call on the endpoint's egress-guarded client;
+ *   6. releases what it took (slot after each attempt; budget hold when the spend is stored).
+ * A refusal at 1 or 2 is audited as a call not made and throws PolicyDenied. Only a SendablePrompt is
+ * accepted, and one that skipped de-identification only for a tier that needs none.
+ */
+import type { AuditEventInput, AuditTrail } from '../audit';
+import { sha256Hex } from '../canonical';
+import type { EgressEvent, Endpoint, EndpointPolicy } from '../egress';
+import { PolicyDenied } from '../errors';
+import type { Actor } from '../identity';
+import type { Completion } from '../models';
+import type { AccessStage, RunContext } from '../runs';
+import { auditBase, ENGINE_ACTOR } from '../audit';
+import type { BudgetHold, BudgetStage } from './budget';
+import type { EndpointCapacities, EndpointCapacity } from './capacity';
+import type { EndpointClients } from './clients';
+import type { SharedSlots } from './slots';
+import { SendablePrompt } from '../prompt';
+
+export type CallPurpose = 'model' | 'judge';
+
+export interface OutboundCall {
+  purpose: CallPurpose;
+  endpointId: string;
+  prompt: SendablePrompt;
+  maxTokens: number;
+  temperature: number;
+  /** Audit detail of the call (instance ordinal, judge number...): numbers and ids, never text. */
+  detail: Record<string, number | string | boolean>;
+  signal?: AbortSignal;
+}
+
+export interface Answer {
+  completion: Completion;
+  /**
+   * Gives back the call's budget hold once its tokens count as spent: a model call's when its result
+   * is stored (the caller calls this after the write); a judge's spend is stored here, so a no-op.
+   */
+  settle(): Promise<void>;
+}
+
+/** What the gateway reads from the composition root when it acts (tests may replace these). */
+export interface GatewayPorts {
+  /** The allowlist (re-read when the policy changes). */
+  endpoints: EndpointPolicy;
+  audit: Pick<AuditTrail, 'record'>;
+  access: Pick<AccessStage, 'checkEndpoint'>;
+  budget: BudgetStage;
+}
+
+export interface GatewayOptions {
+  clients: EndpointClients;
+  capacities: EndpointCapacities;
+  ports: () => GatewayPorts;
+  /** Calls in flight per endpoint in this process, and the default limit where a policy sets none. */
+  concurrency: () => number;
+}
+
+/** A run's use of its endpoints' capacities, from `join` to `leave`. */
+export interface CapacityLease {
+  leave(): Promise<void>;
+}
+
+export class Gateway {
+  /** Capacities the runs of this process have joined: run id -> endpoint id -> capacity. */
+  private readonly joined = new Map<string, Map<string, EndpointCapacity>>();
+
+  constructor(private readonly opts: GatewayOptions) {}
+
+  /**
+   * A run starts calling out: it takes its share of the capacity of its model endpoint and of every
+   * judge its benchmark names. Calls of the run wait for these slots.
+   */
+  async join(run: RunContext): Promise<CapacityLease> {
+    // A judge missing from the allowlist joins nothing: its first call is refused by `decide`.
+    const ids = [...new Set([run.endpoint.id, ...(run.benchmark.judges ?? [])])].filter((id) => this.opts.ports().endpoints.endpoints.some((e) => e.id === id));
+    const mine = new Map<string, EndpointCapacity>();
+    const slots: SharedSlots[] = [];
+    for (const id of ids) {
+      const endpoint = this.opts.ports().endpoints.get(id);
+      const total = Math.max(1, endpoint.limits?.concurrency ?? this.opts.concurrency());
+      const perWorker = Math.max(1, Math.min(total, this.opts.concurrency()));
+      const entry = this.opts.capacities.for(id, total, perWorker);
+      await entry.slots.join();
+      slots.push(entry.slots);
+      mine.set(id, entry.capacity);
+    }
+    this.joined.set(run.runId, mine);
+    return {
+      leave: async () => {
+        this.joined.delete(run.runId);
+        await Promise.all(slots.map((s) => s.leave().catch(() => undefined)));
+      },
+    };
+  }
+
+  /** The decision for a call of the run to `endpointId` (tier, approval, endpoint list), without calling. */
+  async decide(run: RunContext, call: Pick<OutboundCall, 'purpose' | 'endpointId'>): Promise<{ allowed: boolean; rule: string; reason: string }> {
+    // get() throws endpoint.unknown for an id the allowlist does not hold.
+    const { access, endpoints } = this.opts.ports();
+    const d = await access.checkEndpoint(run, endpoints.get(call.endpointId));
+    if (d.allowed || call.purpose === 'model') return d;
+    // A judge refused for the run's data: named as the jury's refusal.
+    return { allowed: false, rule: `jury.${d.rule}`, reason: `judge ${d.reason}` };
+  }
+
+  /** `decide`, and a refusal audited as a call not made and thrown as PolicyDenied. */
+  async check(run: RunContext, call: Pick<OutboundCall, 'purpose' | 'endpointId' | 'detail'>): Promise<void> {
+    const decision = await this.decide(run, call);
+    if (decision.allowed) return;
+    await this.opts.ports().audit.record(callEvent(run, call.endpointId, 'denied', decision.rule, decision.reason, call.detail));
+    throw new PolicyDenied(decision.rule, decision.reason);
+  }
+
+  async complete(run: RunContext, call: OutboundCall): Promise<Answer> {
+    const { audit, budget } = this.opts.ports();
+    const prompt = sendable(run, call.prompt);
+    await this.check(run, call);
+    const endpoint = this.opts.ports().endpoints.get(call.endpointId);
+    const capacity = this.joined.get(run.runId)?.get(endpoint.id);
+    if (!capacity) throw new Error(`run ${run.runId} calls endpoint ${endpoint.id} without having joined its capacity`);
+
+    const reserved = await budget.reserve(run, { endpoint, prompt, maxTokens: call.maxTokens });
+    if (!reserved.allowed) {
+      await audit.record(callEvent(run, endpoint.id, 'denied', reserved.rule, reserved.reason.slice(0, 300), { ...call.detail, ...reserved.detail }));
+      throw new PolicyDenied(reserved.rule, reserved.reason);
+    }
+    const hold = reserved.hold;
+    const requestBytes = Buffer.byteLength(prompt);
+    const requestSha256 = sha256Hex(prompt);
+    let completion: Completion;
+    try {
+      completion = await this.opts.clients.complete(
+        endpoint,
+        { prompt, maxTokens: call.maxTokens, temperature: call.temperature },
+        {
+          ...(call.signal ? { signal: call.signal } : {}),
+          acquire: () => capacity.acquire(call.signal),
+          beforeAttempt: (attempt) => audit.record(callEvent(run, endpoint.id, 'success', 'egress.allowlisted-endpoint', undefined, { ...call.detail, attempt, requestBytes, requestSha256 })),
+        },
+      );
+    } catch (err) {
+      if (hold) await budget.release(hold);
+      throw err;
+    }
+    if (call.purpose === 'judge') {
+      await budget.charge(run, endpoint, completion, hold);
+      return { completion, settle: async () => undefined };
+    }
+    return { completion, settle: () => release(budget, hold) };
+  }
+
+  /**
+   * `endpoints probe`: lists the endpoint's models through the guard, audited before the request
+   * leaves. Outside any run: the endpoint must be allowlisted, and no prompt is sent.
+   */
+  async probe(endpoint: Endpoint, actor: Actor, onEvent: (e: EgressEvent) => void): Promise<string[]> {
+    const { audit } = this.opts.ports();
+    await audit.record({
+      type: 'endpoint.call',
+      action: 'E',
+      outcome: 'success',
+      rule: 'egress.allowlisted-endpoint',
+      actor,
+      subject: { endpointId: endpoint.id },
+      detail: { purposeOfCall: 'probe', attempt: 1 },
+    });
+    return this.opts.clients.listModels(endpoint, onEvent);
+  }
+
+  close(): Promise<void> {
+    return this.opts.clients.close();
+  }
+}
+
+function release(budget: BudgetStage, hold: BudgetHold | undefined): Promise<void> {
+  return hold ? budget.release(hold) : Promise.resolve();
+}
+
+/** The prompt's text, if this run may send it: de-identified whenever the run de-identifies. */
+function sendable(run: RunContext, prompt: SendablePrompt): string {
+  if (!(prompt instanceof SendablePrompt)) throw new PolicyDenied('deid.not-applied', 'only a prompt from the de-identification stage may be sent');
+  if (run.deidentify && !prompt.deidentified) throw new PolicyDenied('deid.not-applied', `run ${run.runId} de-identifies its prompts; this one was not`);
+  return prompt.text;
+}
+
+/** The audit event of one outbound call of a run, written before each attempt or for a refusal. */
+function callEvent(
+  run: RunContext,
+  endpointId: string,
+  outcome: 'success' | 'denied',
+  rule: string,
+  reason: string | undefined,
+  detail: Record<string, number | string | boolean>,
+): AuditEventInput {
+  const base = auditBase(run);
+  return {
+    type: 'endpoint.call',
+    action: 'E',
+    outcome,
+    rule,
+    ...(reason ? { reason } : {}),
+    actor: ENGINE_ACTOR,
+    ...base,
+    subject: { ...base.subject, endpointId },
+    detail,
+  };
+}

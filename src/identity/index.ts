@@ -1,0 +1,13 @@
+/** The folder's public surface: other folders import from here only. */
+export { serviceActor } from './actor';
+export type { Actor } from './actor';
+export type { Role } from './actor';
+export { hostOperator } from './actor';
+export { initSitePki } from './site-pki';
+export type { IssuedClient } from './site-pki';
+export { prepareClientCertificate } from './site-pki';
+export { removeClientCertificate } from './site-pki';
+export { writeClientCertificate } from './site-pki';
+export { createCa } from './pki';
+export { issueCertificate } from './pki';
+export { Revocations, type RevocationSubject } from './revocations';

@@ -1,0 +1,36 @@
+/**
+ * Certificate revocations (the `revoked_certificates` table, owned here): a blanket revocation of a
+ * principal stops every certificate of theirs issued before it, at once.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../db';
+
+/** What the server knows of a client certificate. */
+export interface RevocationSubject {
+  issuerFingerprint: string;
+  serial: string;
+  notBefore: Date;
+}
+
+export class Revocations {
+  constructor(private readonly db: Queryable) {}
+
+  /** True when the certificate, or every certificate of the principal issued before a blanket revocation, is revoked. */
+  async isRevoked(cert: RevocationSubject, principalId: string): Promise<boolean> {
+    const rows = await this.db.query(
+      `SELECT 1 FROM revoked_certificates
+        WHERE issuer_fingerprint = $1 AND (serial = $2 OR (serial = '*' AND principal = $3 AND revoked_at > $4))
+        LIMIT 1`,
+      [cert.issuerFingerprint, cert.serial, principalId, cert.notBefore],
+    );
+    return rows.length > 0;
+  }
+
+  /** Every certificate of the principal from this issuer, issued until now. */
+  async revokeAll(issuerFingerprint: string, principalId: string, reason: string, revokedBy: string): Promise<void> {
+    await this.db.query(
+      `INSERT INTO revoked_certificates (revocation_id, issuer_fingerprint, serial, principal, reason, revoked_by) VALUES ($1, $2, '*', $3, $4, $5)`,
+      [randomUUID(), issuerFingerprint, principalId, reason, revokedBy],
+    );
+  }
+}

@@ -1,0 +1,25 @@
+/**
+ * The metrics read from annotations (src/annotate): their names and directions live here, so the
+ * catalog can check a benchmark's metric names without loading any annotator or client code.
+ */
+import type { AnnotatorName, MetricInfo } from './types';
+
+export const EHRSQL_METRICS: MetricInfo[] = [
+  { name: 'ehr_sql_execution_accuracy', lowerIsBetter: false },
+  { name: 'ehr_sql_query_validity', lowerIsBetter: false },
+  { name: 'ehr_sql_precision_answerable', lowerIsBetter: false },
+  { name: 'ehr_sql_recall_answerable', lowerIsBetter: false },
+  { name: 'ehr_sql_total_predicted_answerable', lowerIsBetter: false },
+  { name: 'ehr_sql_total_ground_truth_answerable', lowerIsBetter: false },
+];
+
+export const JURY_METRICS: MetricInfo[] = [
+  { name: 'jury_score', lowerIsBetter: false },
+  { name: 'jury_score_normalized', lowerIsBetter: false },
+  { name: 'jury_judges_used', lowerIsBetter: null },
+];
+
+export const ANNOTATED_METRICS: { annotator: AnnotatorName; metrics: MetricInfo[] }[] = [
+  { annotator: 'ehr_sql', metrics: EHRSQL_METRICS },
+  { annotator: 'jury', metrics: JURY_METRICS },
+];

@@ -1,0 +1,6 @@
+/** The rules ehrbench decides by: the registry (id -> meaning) and the decision that names one. */
+export { RULES, isRule } from './rules';
+export type { RuleId } from './rules';
+export { allow, deny } from './decision';
+export type { Decision } from './decision';
+export { ruleTable, withRuleTable } from './rule-table';

@@ -1,0 +1,175 @@
+/**
+ * Every rule ehrbench decides by, in one registry: id -> what it means, in one line. A decision, a
+ * refusal (PolicyDenied), an audit event's `rule` and a metric's `rule` label name one of these.
+ * The compliance officer's table in audit/README.md is generated from it (`npm run docs:rules`), and
+ * tests/unit/policy-registry.test.ts fails on a rule written in src/ that is not here, or an entry
+ * here that nothing uses. A new rule is added here first, with its meaning.
+ */
+
+/** The access rules' refusals, as the run's own endpoint or a judge's endpoint may meet them. */
+const ACCESS_DENIALS = {
+  'endpoint.development-not-private': 'a development endpoint never receives private-tier data',
+  'endpoint.tier-ceiling': "the endpoint accepts data of a lower tier than the benchmark's",
+  'endpoint.not-in-vpc': 'approval-required and private data go only to endpoints inside the hospital network',
+  'endpoint.no-baa': 'private data go only to endpoints with a business associate agreement',
+  'principal.unknown-or-disabled': 'the requester is not an active principal',
+  'rbac.researcher-required': 'runs are requested by researchers',
+  'approval.none': 'the researcher is named on no IRB approval; approval-required and private benchmarks need one',
+  'approval.unknown': 'the IRB approval the run is bound to does not exist',
+  'approval.suspended': 'the IRB approval is suspended',
+  'approval.closed': 'the IRB approval is closed',
+  'approval.not-started': 'the IRB approval is not valid yet',
+  'approval.expired': 'the IRB approval has expired',
+  'approval.not-on-personnel': 'the researcher is neither on the personnel nor the PI of the IRB approval',
+  'approval.benchmark-not-covered': 'the IRB approval covers neither the benchmark nor its tier',
+  'approval.endpoint-not-covered': 'the IRB approval lists endpoints, and not this one',
+  'tier.private.run-not-approved': "a private run has no compliance officer's approval yet; nothing is sent",
+} as const;
+
+/** A judge's endpoint refused for the run's data (the gateway names it `jury.<access rule>`). */
+type JuryDenials = { readonly [K in keyof typeof ACCESS_DENIALS as `jury.${K}`]: string };
+const JURY_DENIALS = Object.fromEntries(Object.entries(ACCESS_DENIALS).map(([id, meaning]) => [`jury.${id}`, `judge endpoint: ${meaning}`])) as JuryDenials;
+
+export const RULES = {
+  // Who may run what (src/access): tiers, endpoints, approvals.
+  'tier.public': 'public benchmark: any researcher, any allowlisted endpoint',
+  'tier.approval-required.approval': 'approval-required benchmark: covered by an active IRB approval naming the researcher',
+  'tier.private.approval': "private benchmark: covered by an active IRB approval; the run waits for a compliance officer's approval",
+  'tier.private.run-approved': 'private run: approved by a compliance officer who is not the requester',
+  ...ACCESS_DENIALS,
+  ...JURY_DENIALS,
+
+  // Roles (src/operations): an action needs a role the caller does not hold.
+  'rbac.admin-required': 'the action needs the admin role',
+  'rbac.compliance-required': 'the action needs the compliance role',
+  'rbac.auditor-required': 'the action needs the auditor role',
+  'rbac.cancel-not-allowed': 'only the requester, a compliance officer or an admin may stop a run',
+
+  // Who is calling.
+  'identity.no-certificate': 'the daemon needs a client certificate from a trusted CA',
+  'identity.unknown-principal': 'the client certificate is mapped to no active principal',
+  'identity.local-user-unknown': 'the operating-system account is mapped to no active principal (local mode)',
+  'pki.certificate-revoked': 'the client certificate, or every certificate of its principal, is revoked',
+
+  // Separation of duties.
+  'sod.compliance-approval': 'a private run approved by a compliance officer other than the requester',
+  'sod.approver-is-requester': 'the requester of a run may not approve it',
+  'sod.compliance-release': 'an export released by a compliance officer other than the requester',
+  'sod.releaser-is-requester': 'the requester of an export may not release it',
+  'sod.reinstate-by-suspender': 'the officer who suspended an approval may not reinstate it; a second officer must',
+
+  // IRB approvals as records.
+  'approval.recorded-by-compliance': 'an IRB approval recorded by a compliance officer',
+  'approval.suspend': 'an IRB approval suspended',
+  'approval.reinstate': 'a suspended IRB approval reinstated',
+  'approval.close': 'an IRB approval closed for good',
+  'approval.closed-is-final': 'a closed IRB approval cannot change',
+  'approval.not-suspended': 'only a suspended IRB approval can be reinstated',
+  'approval.already-suspended': 'the IRB approval is already suspended',
+
+  // Runs.
+  'run.not-awaiting-approval': 'the run is not waiting for an approval',
+  'run.not-active': 'the run has already ended',
+  'run.cancel.by-requester': 'the requester cancelled the run',
+  'run.halt.by-officer': 'a compliance officer or an admin halted the run',
+  'run.all-instances-finished': 'every instance of the run is done, blocked or failed',
+  'run.item.attempts-exhausted': 'an instance failed on every attempt it was allowed',
+
+  // The approval's budget, before every model call.
+  'budget.not-bound': 'the run is bound to no approval, so no budget applies',
+  'budget.none': 'the approval has no budget',
+  'budget.within': "the call's worst case fits within the approval's budget",
+  'budget.exceeded': "the call's worst case would exceed the approval's budget; the call is not made and the run halts",
+  'budget.no-price': 'an endpoint under a budget has no price in the config (export.prices), so the budget cannot be enforced',
+  'budget.approval-unknown': 'the approval the run is bound to does not exist',
+
+  // De-identification of prompts.
+  'deid.residual-identifier': 'an identifier remained after de-identification; the prompt was not sent',
+  'deid.failed': 'de-identification failed; the prompt was not sent (fail closed)',
+  'deid.not-applied': 'only a prompt from the de-identification stage may be sent, de-identified when the run de-identifies',
+
+  // The egress guard: which endpoint, which address, which TLS.
+  'egress.allowlisted-endpoint': 'the call goes to an allowlisted endpoint at a checked address',
+  'egress.internal': 'the egress check itself failed; refused (fail closed)',
+  'egress.endpoint.invalid-url': "the endpoint's own configured URL is not canonical https",
+  'egress.url.not-allowlisted': 'no allowlisted endpoint has this host',
+  'egress.url.host': "the URL's host is not the endpoint's host",
+  'egress.url.port': "the URL's port is not the endpoint's port (or is port 0)",
+  'egress.url.path': "the URL's path is outside the endpoint's path",
+  'egress.url.ip-literal': 'an IP-address host is refused unless the endpoint is itself written with that address',
+  'egress.url.unparseable': 'the URL is empty or cannot be parsed',
+  'egress.url.too-long': 'the URL is longer than the limit',
+  'egress.url.bad-characters': 'the URL contains whitespace, control characters or a backslash',
+  'egress.url.fragment': 'the URL carries a fragment',
+  'egress.url.scheme': 'only https URLs are allowed',
+  'egress.url.not-canonical': 'the URL does not start with a lower-case "https://"',
+  'egress.url.userinfo': 'the URL carries userinfo (user@host)',
+  'egress.url.host-not-ascii': 'the host is not plain ASCII (look-alike names are refused)',
+  'egress.url.host-zone-id': 'the IPv6 host carries a zone id',
+  'egress.url.host-percent-encoded': 'the host is percent-encoded',
+  'egress.url.host-trailing-dot': 'the host ends with a dot',
+  'egress.url.host-not-canonical': 'the host is not in canonical (lower-case ASCII) form',
+  'egress.url.ipv6-embedded-ipv4': 'the IPv6 host embeds an IPv4 address',
+  'egress.url.ipv6-not-canonical': 'the IPv6 host is not in compressed canonical form',
+  'egress.url.ipv4-non-canonical': 'the IPv4 host is not in four-part decimal form',
+  'egress.url.unspecified-address': 'the host is the unspecified address',
+  'egress.url.port-not-canonical': 'the port is not in canonical form (no default :443, no leading zeros)',
+  'egress.url.path-not-canonical': 'the path changes under normalisation (dot segments, characters needing encoding)',
+  'egress.url.path-encoded': 'the path carries an encoded dot, slash or backslash',
+  'egress.url.query-not-canonical': 'the query string changes under normalisation',
+  'egress.dns.failed': "resolving the endpoint's host failed or timed out",
+  'egress.dns.empty': "resolving the endpoint's host gave no address",
+  'egress.address.not-allowed': "an address of the endpoint's host is outside its allowedCidrs",
+  'egress.address.remote-mismatch': 'the socket reached an address that was not checked',
+  'egress.tls.name-mismatch': "the server certificate does not name the endpoint's host",
+  'egress.tls.expired': 'the server certificate has expired',
+  'egress.tls.not-yet-valid': 'the server certificate is not valid yet',
+  'egress.tls.untrusted': 'the server certificate does not chain to a trusted CA',
+  'egress.tls.handshake-failed': 'the TLS handshake failed',
+  'egress.tls.pin-mismatch': "the server's key matches none of the endpoint's spkiSha256 pins",
+  'egress.redirect.refused': 'the endpoint answered with a redirect; redirects are never followed',
+  'egress.response-too-large': 'the guard cut a call short: the response is larger than the cap',
+  'egress.deadline': "the guard cut a call short: the call's total deadline passed",
+
+  // Exports: the only door out.
+  'export.request.own-completed-runs': 'an export requested of completed runs of the requester',
+  'export.run-not-owned': 'only the requester of a run may ask to export it',
+  'export.run-not-completed': 'only completed runs can be exported',
+  'export.run-missing': 'a run of the export no longer exists',
+  'export.mixed-protocols': 'the runs were made under different IRB protocols; one export per protocol',
+  'export.approval-missing': 'an approval-required or private run is bound to no existing IRB approval',
+  'export.approval-inactive': "a run's IRB approval is no longer active; its results cannot be released",
+  'export.preview-stale': 'the aggregates differ from the preview that was reviewed; request a new export',
+  'export.already-released': 'an export is released once',
+  'export.write-failed': 'the released files could not be written; nothing partial was left',
+  'export.download': 'a released bundle fetched again by its requester or a compliance officer',
+  'disclosure.differencing': 'a released cohort would differ from another by fewer than k instances',
+
+  // The audit trail and the processes that write it.
+  'audit.read.api': 'the audit trail read over the daemon API by compliance or an auditor',
+  'audit.verify.api': 'the audit trail verified over the daemon API by compliance or an auditor',
+  'audit.read.local-operator': 'the audit trail read or exported on the host by its operator',
+  'audit.verify.local-operator': 'the audit trail verified on the host by its operator',
+  'daemon.start': 'the daemon started',
+  'daemon.stop': 'the daemon stopped',
+  'worker.start': 'a worker process started',
+  'worker.stop': 'a worker process stopped',
+
+  // Certificates and principals, changed on the host.
+  'pki.issue.host-operator': 'a client certificate issued on the host by its operator',
+  'pki.write-failed': 'the files of an issued certificate could not be written; none was left',
+  'pki.revoke.principal': "every certificate of a principal revoked (break-glass)",
+  'policy.principals.host-operator': 'the principals file changed on the host by its operator',
+
+  // Fallbacks where a rule is reported but none was given.
+  'probe.failed': 'endpoints probe: the call failed for a reason that is neither a refusal nor an ehrbench error',
+  'access.unnamed-rule': 'metrics: a denied audit event that named no rule',
+  'deid.unknown': 'metrics: a blocked prompt that named no rule',
+  'egress.unknown': 'metrics: an egress refusal that named no rule',
+} as const satisfies Record<string, string>;
+
+export type RuleId = keyof typeof RULES;
+
+export function isRule(id: unknown): id is RuleId {
+  return typeof id === 'string' && Object.prototype.hasOwnProperty.call(RULES, id);
+}

@@ -1,0 +1,118 @@
+/**
+ * The house rules, checked on the source rather than hoped for (ARCHITECTURE.md):
+ *  - a folder of src/ is a room: another room imports it through its index.ts, never its insides;
+ *  - src/models (the SDK clients) is imported by the outbound gateway (src/calls) only, and only the
+ *    gateway builds an endpoint transport or a model client;
+ *  - only the de-identification stage mints a de-identified prompt.
+ * Each rule is also run on a planted violation, so a rule that can no longer fail is noticed.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { ROOT } from '../helpers/paths';
+
+const SRC = join(ROOT, 'src');
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) return sourceFiles(p);
+    return /\.ts$/.test(name) && !/\.d\.ts$/.test(name) ? [p] : [];
+  });
+}
+
+interface Import {
+  file: string;
+  specifier: string;
+}
+
+/** Static imports and re-exports, dynamic import() and require() of relative paths. */
+export function importsOf(file: string, text: string): Import[] {
+  const out: Import[] = [];
+  const patterns = [/\b(?:import|export)\s[^'";]*?\sfrom\s*'([^']+)'/g, /\bimport\s*'([^']+)'/g, /\bimport\(\s*'([^']+)'\s*\)/g, /\brequire\(\s*'([^']+)'\s*\)/g];
+  for (const re of patterns) for (const m of text.matchAll(re)) out.push({ file, specifier: m[1] as string });
+  return out.filter((i) => i.specifier.startsWith('.'));
+}
+
+/** The room of a source file: its top-level folder under src/, or undefined for a top-level file. */
+function roomOf(path: string): string | undefined {
+  const parts = relative(SRC, path).split(sep);
+  return parts.length > 1 ? parts[0] : undefined;
+}
+
+/** A violation of "another room only through its index.ts", or undefined. */
+export function pastIndex(imp: Import): string | undefined {
+  const target = resolve(dirname(imp.file), imp.specifier);
+  const from = roomOf(imp.file);
+  const to = roomOf(target + '.ts') ?? roomOf(join(target, 'index.ts'));
+  if (to === undefined || to === from) return undefined;
+  const inside = relative(join(SRC, to), target);
+  if (inside === '' || inside === 'index') return undefined;
+  return `${relative(ROOT, imp.file)} imports ${imp.specifier} (inside src/${to}; use src/${to}/index.ts)`;
+}
+
+/** Which rooms may import which: src/models only from the gateway. */
+export function forbiddenRoom(imp: Import): string | undefined {
+  const target = resolve(dirname(imp.file), imp.specifier);
+  const to = roomOf(target + '.ts') ?? roomOf(join(target, 'index.ts'));
+  const from = roomOf(imp.file);
+  if (to === 'models' && from !== 'models' && from !== 'calls') return `${relative(ROOT, imp.file)} imports src/models (only src/calls may)`;
+  return undefined;
+}
+
+/** Constructions only the gateway may write, and mints only their owners may call. */
+const RESTRICTED: { what: RegExp; allowed: (rel: string) => boolean; rule: string }[] = [
+  { what: /\bcreateEndpointTransport\s*\(/, allowed: (rel) => rel.startsWith('src/calls/') || rel.startsWith('src/egress/'), rule: 'only src/calls builds an endpoint transport' },
+  { what: /\bnew\s+ModelClient\s*\(/, allowed: (rel) => rel.startsWith('src/calls/') || rel.startsWith('src/models/'), rule: 'only src/calls builds a model client' },
+  { what: /\bnew\s+(?:OpenAI|AzureOpenAI)\s*\(/, allowed: (rel) => rel.startsWith('src/models/'), rule: 'only src/models builds an SDK client' },
+  { what: /\bdeidentifiedPrompt\s*\(/, allowed: (rel) => rel === 'src/deid/stage.ts' || rel.startsWith('src/prompt/'), rule: 'only the de-identification stage mints a de-identified prompt' },
+];
+
+export function restrictedUse(rel: string, text: string): string[] {
+  // comments may name the constructions (this file's own documentation does)
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
+  return RESTRICTED.filter((r) => r.what.test(code) && !r.allowed(rel)).map((r) => `${rel}: ${r.rule}`);
+}
+
+const files = sourceFiles(SRC).map((file) => ({ file, rel: relative(ROOT, file).split(sep).join('/'), text: readFileSync(file, 'utf8') }));
+
+describe('boundaries of src/', () => {
+  it('reaches another folder only through its index.ts', () => {
+    const violations = files.flatMap(({ file, text }) => importsOf(file, text).flatMap((i) => pastIndex(i) ?? []));
+    expect(violations).toEqual([]);
+  });
+
+  it('imports src/models only from the outbound gateway', () => {
+    const violations = files.flatMap(({ file, text }) => importsOf(file, text).flatMap((i) => forbiddenRoom(i) ?? []));
+    expect(violations).toEqual([]);
+  });
+
+  it('builds transports and clients only in the gateway, and mints de-identified prompts only in the de-identification stage', () => {
+    expect(files.flatMap(({ rel, text }) => restrictedUse(rel, text))).toEqual([]);
+  });
+
+  it('sees every source file and its imports (the checks above have something to check)', () => {
+    expect(files.length).toBeGreaterThan(100);
+    expect(files.reduce((n, { file, text }) => n + importsOf(file, text).length, 0)).toBeGreaterThan(500);
+  });
+});
+
+describe('each rule fails on a planted violation', () => {
+  const inRuns = join(SRC, 'runs', 'x.ts');
+  it('an import past a folder index', () => {
+    expect(pastIndex({ file: inRuns, specifier: '../catalog/template' })).toMatch(/inside src\/catalog/);
+    expect(pastIndex({ file: join(SRC, 'annotate', 'jury', 'x.ts'), specifier: '../../catalog/types' })).toMatch(/inside src\/catalog/);
+    expect(pastIndex({ file: inRuns, specifier: '../catalog' })).toBeUndefined();
+    expect(pastIndex({ file: inRuns, specifier: './store' })).toBeUndefined();
+    expect(pastIndex({ file: inRuns, specifier: '../errors' })).toBeUndefined();
+  });
+  it('src/models outside the gateway', () => {
+    expect(forbiddenRoom({ file: inRuns, specifier: '../models' })).toMatch(/only src\/calls/);
+    expect(forbiddenRoom({ file: join(SRC, 'calls', 'x.ts'), specifier: '../models' })).toBeUndefined();
+  });
+  it('a transport, a client or a de-identified prompt made elsewhere', () => {
+    expect(restrictedUse('src/runs/x.ts', 'const t = createEndpointTransport(e, {});')).toHaveLength(1);
+    expect(restrictedUse('src/metrics/x.ts', 'const c = new ModelClient(e, t, o);')).toHaveLength(1);
+    expect(restrictedUse('src/runs/x.ts', 'return { ok: true, prompt: deidentifiedPrompt(text) };')).toHaveLength(1);
+    expect(restrictedUse('src/calls/clients.ts', 'const t = createEndpointTransport(e, {});')).toEqual([]);
+  });
+});
