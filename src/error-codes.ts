@@ -92,7 +92,7 @@ export const ERRORS = {
   'catalog.missing': e(500, 'a catalog folder does not exist'),
   'benchmark.invalid': e(500, 'a benchmark definition is not valid'),
   'benchmark.duplicate': e(500, 'two benchmarks have the same id'),
-  'template.missing-variable': e(500, "the prompt template names a variable the instance does not have"),
+  'template.missing-variable': e(500, 'the prompt template names a variable the instance does not have'),
   'template.no-choices': e(500, 'the prompt template shows choices but the instance has none'),
   'template.too-many-choices': e(500, 'the instance has more choices than the template can letter'),
   'dataset.not-configured': e(500, 'the site supplies the data of this benchmark and none is configured'),
@@ -135,7 +135,7 @@ export const ERRORS = {
   'demo.port-in-use': e(500, "the demo model server's port is in use"),
   'db.url-invalid': e(500, 'the database URL is not valid'),
   'db.migration-changed': e(500, 'an applied database migration has changed'),
-  'db.migration-not-permitted': e(500, "the database role may not apply migrations"),
+  'db.migration-not-permitted': e(500, 'the database role may not apply migrations'),
   'leaderboard.svg': e(500, 'the heat map cannot be written'),
 
   // Failures while acting: the disk, the store, the audit trail, upstream services.

@@ -149,10 +149,7 @@ export class ApprovalStore {
 
   async list(filter: { personnel?: string } = {}): Promise<Approval[]> {
     const rows = filter.personnel
-      ? await this.db.query<ApprovalRow>(
-          `SELECT ${COLUMNS} FROM approvals WHERE $1 = ANY(personnel) OR principal_investigator = $1 ORDER BY created_at DESC`,
-          [filter.personnel],
-        )
+      ? await this.db.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approvals WHERE $1 = ANY(personnel) OR principal_investigator = $1 ORDER BY created_at DESC`, [filter.personnel])
       : await this.db.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approvals ORDER BY created_at DESC`);
     return rows.map(fromRow);
   }
@@ -174,10 +171,7 @@ export class ApprovalStore {
   async change(id: string, change: ApprovalChange, by: string): Promise<Approval | undefined> {
     const status: ApprovalStatus = change === 'suspend' ? 'suspended' : change === 'close' ? 'closed' : 'active';
     return this.db.transaction(async (tx) => {
-      const rows = await tx.query(
-        `UPDATE approvals SET status = $2, version = version + 1, updated_by = $3, updated_at = now() WHERE approval_id = $1::uuid RETURNING 1`,
-        [id, status, by],
-      );
+      const rows = await tx.query(`UPDATE approvals SET status = $2, version = version + 1, updated_by = $3, updated_at = now() WHERE approval_id = $1::uuid RETURNING 1`, [id, status, by]);
       if (rows.length === 0) return undefined;
       return this.snapshot(tx, id, change, by);
     });
@@ -185,10 +179,7 @@ export class ApprovalStore {
 
   /** The last person who made a given change (suspend), for separation of duties on the reverse change. */
   async lastChangedBy(id: string, change: ApprovalChange): Promise<string | undefined> {
-    const rows = await this.db.query<{ changed_by: string }>(
-      'SELECT changed_by FROM approval_history WHERE approval_id = $1::uuid AND change = $2 ORDER BY version DESC LIMIT 1',
-      [id, change],
-    );
+    const rows = await this.db.query<{ changed_by: string }>('SELECT changed_by FROM approval_history WHERE approval_id = $1::uuid AND change = $2 ORDER BY version DESC LIMIT 1', [id, change]);
     return rows[0]?.changed_by;
   }
 

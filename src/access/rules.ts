@@ -61,7 +61,15 @@ function approvalProblem(a: Approval, req: RunAccessRequest): Decision | undefin
 }
 
 /** The most telling refusal among approvals that do not fit (benchmark or endpoint first, then status). */
-const REFUSAL_ORDER: readonly RuleId[] = ['approval.endpoint-not-covered', 'approval.benchmark-not-covered', 'approval.suspended', 'approval.expired', 'approval.not-started', 'approval.closed', 'approval.not-on-personnel'];
+const REFUSAL_ORDER: readonly RuleId[] = [
+  'approval.endpoint-not-covered',
+  'approval.benchmark-not-covered',
+  'approval.suspended',
+  'approval.expired',
+  'approval.not-started',
+  'approval.closed',
+  'approval.not-on-personnel',
+];
 
 export interface RunAccessDecision extends Decision {
   /** The approval that allows the run (approval-required and private tiers). */

@@ -18,9 +18,32 @@ export function jsonlCheckpoint(c: SignedCheckpoint): string {
 }
 
 const CSV_COLUMNS: (keyof AuditRecord)[] = [
-  'seq', 'recorded_at', 'event_type', 'action', 'outcome', 'rule', 'reason', 'actor_principal', 'actor_role', 'actor_auth',
-  'purpose', 'irb_protocol', 'run_id', 'benchmark_id', 'tier', 'endpoint_id', 'export_id', 'approval_id', 'address', 'detail',
-  'site_id', 'host', 'daemon_version', 'event_id', 'prev_hash', 'row_hash',
+  'seq',
+  'recorded_at',
+  'event_type',
+  'action',
+  'outcome',
+  'rule',
+  'reason',
+  'actor_principal',
+  'actor_role',
+  'actor_auth',
+  'purpose',
+  'irb_protocol',
+  'run_id',
+  'benchmark_id',
+  'tier',
+  'endpoint_id',
+  'export_id',
+  'approval_id',
+  'address',
+  'detail',
+  'site_id',
+  'host',
+  'daemon_version',
+  'event_id',
+  'prev_hash',
+  'row_hash',
 ];
 
 export function csvHeader(): string {

@@ -18,7 +18,9 @@ export const MAC_KEY_FILE = 'audit-mac.key';
 export const TRUSTED_DIR = 'audit-trusted';
 
 export function publicKeyFingerprint(key: KeyObject): string {
-  return createHash('sha256').update(key.export({ type: 'spki', format: 'der' })).digest('hex');
+  return createHash('sha256')
+    .update(key.export({ type: 'spki', format: 'der' }))
+    .digest('hex');
 }
 
 export function macKeyId(key: Buffer): string {

@@ -46,9 +46,32 @@ export interface AuditRecord {
 /** The fields a row hash covers. */
 type Hashed = Pick<
   AuditRecord,
-  | 'action' | 'actor_auth' | 'actor_principal' | 'actor_role' | 'address' | 'approval_id' | 'benchmark_id' | 'daemon_version'
-  | 'detail' | 'endpoint_id' | 'event_id' | 'event_type' | 'export_id' | 'host' | 'irb_protocol' | 'outcome' | 'prev_hash'
-  | 'purpose' | 'reason' | 'recorded_at' | 'rule' | 'run_id' | 'schema_version' | 'seq' | 'site_id' | 'tier'
+  | 'action'
+  | 'actor_auth'
+  | 'actor_principal'
+  | 'actor_role'
+  | 'address'
+  | 'approval_id'
+  | 'benchmark_id'
+  | 'daemon_version'
+  | 'detail'
+  | 'endpoint_id'
+  | 'event_id'
+  | 'event_type'
+  | 'export_id'
+  | 'host'
+  | 'irb_protocol'
+  | 'outcome'
+  | 'prev_hash'
+  | 'purpose'
+  | 'reason'
+  | 'recorded_at'
+  | 'rule'
+  | 'run_id'
+  | 'schema_version'
+  | 'seq'
+  | 'site_id'
+  | 'tier'
 >;
 
 /** RFC 8785 for one scalar: ECMAScript JSON serialisation of strings, finite numbers, booleans, null. */

@@ -18,4 +18,3 @@ export function auditBase(ctx: Pick<RunContext, 'benchmark' | 'endpoint' | 'tier
     },
   };
 }
-

@@ -18,7 +18,7 @@ import type { SigningKey } from './keys';
 import { type AuditRecord, type Provenance, type RecordBody, recordBody, rowHash, rowMac } from './record';
 import type { AuditEventInput, AuditTrail } from './types';
 
-export class AuditUnavailable extends UserError<'audit.unavailable'> {
+export class AuditUnavailable extends UserError {
   /** `err` is kept as the cause (never printed) so callers can tell a lost database, which is transient. */
   constructor(what: string, err?: unknown) {
     super('audit.unavailable', `the audit trail cannot record events (${what}); the action was not performed`);
@@ -189,10 +189,15 @@ export class AuditLog implements AuditTrail {
       headHash,
       signedAt: this.clock().toISOString(),
     });
-    await tx.query(
-      'INSERT INTO audit_checkpoints (checkpoint_id, seq, head_hash, signed_at, key_fingerprint, statement, signature) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-      [cp.statement.checkpointId, seq, headHash, cp.statement.signedAt, cp.statement.keyFingerprint, cp.statementText, cp.signature],
-    );
+    await tx.query('INSERT INTO audit_checkpoints (checkpoint_id, seq, head_hash, signed_at, key_fingerprint, statement, signature) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+      cp.statement.checkpointId,
+      seq,
+      headHash,
+      cp.statement.signedAt,
+      cp.statement.keyFingerprint,
+      cp.statementText,
+      cp.signature,
+    ]);
     return cp;
   }
 

@@ -4,6 +4,8 @@
  */
 import type { Queryable } from '../db';
 import type { Actor } from '../identity';
+import type { ErrorCode } from '../errors';
+import type { RuleId } from '../policy';
 import type { Tier } from '../tiers';
 
 export const AUDIT_EVENT_TYPES = [
@@ -58,7 +60,7 @@ export interface AuditEventInput {
   action: AuditAction;
   outcome: AuditOutcome;
   /** The rule that decided (always set for denied and failed). */
-  rule?: string;
+  rule?: RuleId | ErrorCode;
   /** Short, PHI-free reason. */
   reason?: string;
   actor: Actor;

@@ -95,38 +95,39 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
   let lastTime = '';
   // Seqs a checkpoint or witness points at that were found in the chain (not every seq: memory stays flat).
   const found = new Set<number>();
-  for await (const page of input.records) for (const r of page) {
-    events += 1;
-    if (firstSeq === null) {
-      firstSeq = r.seq;
-      expectedSeq = r.seq;
-      if (!input.partial && r.seq !== 1) find(r.seq, `chain starts at seq ${r.seq}: seq 1..${r.seq - 1} missing`);
-      prevHash = input.partial && r.seq !== 1 ? r.prev_hash : GENESIS_HASH;
-    }
-    if (r.seq !== expectedSeq) {
-      if (r.seq > (expectedSeq as number)) find(r.seq, `seq ${expectedSeq}..${r.seq - 1} missing (rows deleted)`);
-      else find(r.seq, `seq ${r.seq} out of order or duplicated after seq ${(expectedSeq as number) - 1}`);
-    }
-    if (r.prev_hash !== prevHash) find(r.seq, `prev_hash does not match the row before it (row deleted, inserted or moved)`);
-    const hash = rowHash(r);
-    if (hash !== r.row_hash) find(r.seq, `row_hash mismatch: a field of this row was changed`);
-    if (input.macKeys) {
-      const key = input.macKeys.get(r.mac_key_id);
-      if (!key) find(r.seq, `MAC key ${r.mac_key_id} unknown`);
-      else if (rowMac(key, r.row_hash) !== r.row_mac) find(r.seq, `row MAC invalid: row forged or altered by someone without the MAC key`);
-    }
-    if (r.recorded_at < lastTime) warnings.push({ seq: r.seq, problem: `recorded_at ${r.recorded_at} is earlier than the row before (clock moved back)` });
-    lastTime = r.recorded_at;
-    const covering = wanted.get(r.seq);
-    if (covering) {
-      found.add(r.seq);
-      for (const cp of covering) {
-        if (cp.statement.headHash !== r.row_hash) find(r.seq, `checkpoint ${cp.statement.checkpointId} signed head hash differs from the chain at seq ${r.seq}`);
+  for await (const page of input.records)
+    for (const r of page) {
+      events += 1;
+      if (firstSeq === null) {
+        firstSeq = r.seq;
+        expectedSeq = r.seq;
+        if (!input.partial && r.seq !== 1) find(r.seq, `chain starts at seq ${r.seq}: seq 1..${r.seq - 1} missing`);
+        prevHash = input.partial && r.seq !== 1 ? r.prev_hash : GENESIS_HASH;
       }
+      if (r.seq !== expectedSeq) {
+        if (r.seq > (expectedSeq as number)) find(r.seq, `seq ${expectedSeq}..${r.seq - 1} missing (rows deleted)`);
+        else find(r.seq, `seq ${r.seq} out of order or duplicated after seq ${(expectedSeq as number) - 1}`);
+      }
+      if (r.prev_hash !== prevHash) find(r.seq, `prev_hash does not match the row before it (row deleted, inserted or moved)`);
+      const hash = rowHash(r);
+      if (hash !== r.row_hash) find(r.seq, `row_hash mismatch: a field of this row was changed`);
+      if (input.macKeys) {
+        const key = input.macKeys.get(r.mac_key_id);
+        if (!key) find(r.seq, `MAC key ${r.mac_key_id} unknown`);
+        else if (rowMac(key, r.row_hash) !== r.row_mac) find(r.seq, `row MAC invalid: row forged or altered by someone without the MAC key`);
+      }
+      if (r.recorded_at < lastTime) warnings.push({ seq: r.seq, problem: `recorded_at ${r.recorded_at} is earlier than the row before (clock moved back)` });
+      lastTime = r.recorded_at;
+      const covering = wanted.get(r.seq);
+      if (covering) {
+        found.add(r.seq);
+        for (const cp of covering) {
+          if (cp.statement.headHash !== r.row_hash) find(r.seq, `checkpoint ${cp.statement.checkpointId} signed head hash differs from the chain at seq ${r.seq}`);
+        }
+      }
+      prevHash = r.row_hash;
+      expectedSeq = r.seq + 1;
     }
-    prevHash = r.row_hash;
-    expectedSeq = r.seq + 1;
-  }
   const headSeq = expectedSeq === null ? null : expectedSeq - 1;
 
   // Checkpoints and witnesses pointing beyond the chain, or at rows that are gone.
@@ -142,7 +143,10 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
   for (const w of input.witnesses) {
     const s = w.checkpoint.statement;
     if (!lastDb || s.checkpointId > lastDb.checkpointId) {
-      find(s.seq, `witness ${w.source} holds checkpoint ${s.checkpointId} (seq ${s.seq}) but the database's newest is ${lastDb ? `${lastDb.checkpointId} (seq ${lastDb.seq})` : 'none'}: checkpoints removed or an older one replayed`);
+      find(
+        s.seq,
+        `witness ${w.source} holds checkpoint ${s.checkpointId} (seq ${s.seq}) but the database's newest is ${lastDb ? `${lastDb.checkpointId} (seq ${lastDb.seq})` : 'none'}: checkpoints removed or an older one replayed`,
+      );
     }
   }
   if (!input.macKeys && headSeq !== null && (lastDb?.seq ?? 0) < headSeq) {

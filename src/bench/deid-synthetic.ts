@@ -71,7 +71,20 @@ class Generator {
     this.f = allFakers.en_US;
     this.f.seed(seed);
     // US patients and staff carry names from many languages; faker's locales supply them.
-    this.locales = [allFakers.en_US, allFakers.en_US, allFakers.en_US, allFakers.es_MX, allFakers.de, allFakers.fr, allFakers.it, allFakers.pl, allFakers.vi, allFakers.nl, allFakers.pt_BR, allFakers.tr];
+    this.locales = [
+      allFakers.en_US,
+      allFakers.en_US,
+      allFakers.en_US,
+      allFakers.es_MX,
+      allFakers.de,
+      allFakers.fr,
+      allFakers.it,
+      allFakers.pl,
+      allFakers.vi,
+      allFakers.nl,
+      allFakers.pt_BR,
+      allFakers.tr,
+    ];
     this.locales.forEach((l, i) => l.seed(seed * 31 + i));
   }
   pick<T>(xs: readonly T[]): T {
@@ -301,7 +314,15 @@ FINDINGS: `;
   pieces.push(
     ...t`There is a 1.4 x 1.1 cm spiculated nodule in the right upper lobe. No pleural effusion. Pacemaker leads in place (device serial ${mark('DEVICE', `${g.letters(2)}${g.digits(7)}`)}). Images transferred to PACS at ${mark('IP', g.chance(0.7) ? `${g.int(10, 223)}.${g.int(0, 255)}.${g.int(0, 255)}.${g.int(1, 254)}` : `2001:db8:${g.int(10, 99)}a::${g.int(1, 9)}f`)}.
 IMPRESSION: Spiculated RUL nodule, suspicious for malignancy. Findings discussed with Dr. ${N(c.doctor.last)} at ${mark('LOOKALIKE', `${g.int(10, 23)}:${g.pick(['05', '20', '47'])}`)} on ${D(g.dateText(6))}.
-Report available at ${mark('URL', `https://pacs.${c.hospital.split(' ')[0]?.toLowerCase().replace(/[^a-z]/g, '') || 'hosp'}.org/studies/${g.digits(6)}`)}
+Report available at ${mark(
+      'URL',
+      `https://pacs.${
+        c.hospital
+          .split(' ')[0]
+          ?.toLowerCase()
+          .replace(/[^a-z]/g, '') || 'hosp'
+      }.org/studies/${g.digits(6)}`,
+    )}
 Electronically signed: ${N(`${g.person().first} ${g.person().last}`)}, MD, license ${mark('LICENSE', `${g.letters(2)}${g.digits(6)}`)}
 `,
   );
@@ -321,7 +342,13 @@ My name is ${N(`${rel.first} ${rel.last}`)} and I am writing about ${N(`${c.pati
     ...t` Her neighbor ${N(g.person().first)} checks on her every day. We moved her to ${L(c.street)} in ${L(c.city)} last month.
 Could the visiting nurse, ${N(c.nurse.first)}, come on ${D(g.dateText(5))} instead? Her appointment at ${L(c.hospital)} is ${D(g.dateText(7))}.
 You can reach me at ${mark('PHONE', c.phone)} or ${mark('EMAIL', g.email(rel))}. Her insurance member ID is ${mark('HEALTH_PLAN', `${g.letters(3)}${g.digits(9)}`)}; her car (VIN ${mark('VEHICLE', g.vin())}) is still in the garage.
-The pharmacy's site ${mark('URL', `www.${g.city().toLowerCase().replace(/[^a-z]/g, '')}rx.com`)} shows her refill. She used the fingerprint check-in (template ${mark('BIOMETRIC', `FP-${g.digits(8)}`)}).
+The pharmacy's site ${mark(
+      'URL',
+      `www.${g
+        .city()
+        .toLowerCase()
+        .replace(/[^a-z]/g, '')}rx.com`,
+    )} shows her refill. She used the fingerprint check-in (template ${mark('BIOMETRIC', `FP-${g.digits(8)}`)}).
 Thank you,
 ${N(rel.first)}
 `,
@@ -334,7 +361,6 @@ function corpus(seed: number, count: number): Note[] {
   const styles = [discharge, icuCaps, radiology, portal];
   return Array.from({ length: count }, (_, i) => (styles[i % styles.length] as (g: Generator, c: Cast) => Note)(g, cast(g)));
 }
-
 
 /** The corpus as gold records, for src/deid/evaluate. */
 export function syntheticCorpus(seed: number, count: number): GoldRecord[] {

@@ -70,14 +70,20 @@ function printEvaluation(title: string, e: Evaluation): void {
   for (const [type, f] of Object.entries(e.bySubtype)) if (f.gold) w(`  ${type.padEnd(22)} ${String(f.gold).padStart(5)}  ${pct(f.recall)}\n`);
   w(`all            ${' '.repeat(5)}  ${pct(e.recall)}  ${' '.repeat(9)}  ${pct(e.precision).padStart(9)}\n`);
   w(`masked ${pct(e.maskedShare)} of the text (${pct(e.overMaskedShare)} outside the gold); look-alikes untouched ${pct(e.lookalikes.survival)} of ${e.lookalikes.total}\n`);
-  w(`false positives: ${e.falsePositives.length} (${((e.falsePositives.length / e.characters) * 1e4).toFixed(2)} per 10k characters: the figure that decides precision on notes with few identifiers)\n`);
+  w(
+    `false positives: ${e.falsePositives.length} (${((e.falsePositives.length / e.characters) * 1e4).toFixed(2)} per 10k characters: the figure that decides precision on notes with few identifiers)\n`,
+  );
 }
 
 function byStyle(deid: Deidentifier, docs: GoldRecord[]): Record<string, { recall: number | null; precision: number | null; falsePositivesPer10k: number }> {
   const styles = [...new Set(docs.map((d) => d.style ?? ''))].sort();
   return Object.fromEntries(
     styles.map((s) => {
-      const e = score(deid, docs.filter((d) => (d.style ?? '') === s), false);
+      const e = score(
+        deid,
+        docs.filter((d) => (d.style ?? '') === s),
+        false,
+      );
       return [s, { recall: e.recall, precision: e.precision, falsePositivesPer10k: +((e.falsePositives.length / e.characters) * 1e4).toFixed(2) }];
     }),
   );
@@ -135,7 +141,8 @@ function realFigures(deid: Deidentifier, misses: boolean) {
     for (const s of deid.find(text)) {
       masked += s.end - s.start;
       spans[s.type] = (spans[s.type] ?? 0) + 1;
-      if (misses && examples.length < 150) examples.push(`${s.type}: ${text.slice(Math.max(0, s.start - 25), s.start)}[[${text.slice(s.start, s.end)}]]${text.slice(s.end, s.end + 15)}`.replace(/\s+/g, ' '));
+      if (misses && examples.length < 150)
+        examples.push(`${s.type}: ${text.slice(Math.max(0, s.start - 25), s.start)}[[${text.slice(s.start, s.end)}]]${text.slice(s.end, s.end + 15)}`.replace(/\s+/g, ' '));
     }
   }
   const bytes = texts.reduce((a, t) => a + Buffer.byteLength(t), 0);
@@ -221,7 +228,10 @@ function endToEnd(docs: GoldRecord[]): { bytes: number; seconds: number; mbPerSe
     for (let round = 0; round < 3; round++) {
       const output = join(dir, `out-${round}.jsonl`);
       const started = process.hrtime.bigint();
-      const r = spawnSync(process.execPath, [join(PACKAGE_ROOT, 'bin', 'ehrbench.js'), 'deid', '--in', input, '--out', output, '--on-residual', 'mark'], { env: { ...process.env, EHRBENCH_HOME: dir }, encoding: 'utf8' });
+      const r = spawnSync(process.execPath, [join(PACKAGE_ROOT, 'bin', 'ehrbench.js'), 'deid', '--in', input, '--out', output, '--on-residual', 'mark'], {
+        env: { ...process.env, EHRBENCH_HOME: dir },
+        encoding: 'utf8',
+      });
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       if (r.status !== 0 && r.status !== 3) throw new Error(`ehrbench deid exited ${r.status}: ${r.stderr.trim()}`);
       if (statSync(output).size === 0) throw new Error('ehrbench deid wrote nothing');
@@ -247,11 +257,22 @@ function bench(): void {
     const hasKnown = docs.some((d) => d.known);
     const known = hasKnown ? score(deid, docs, true) : undefined;
     const styles = byStyle(deid, docs);
-    result[name] = { withoutKnown: { ...plain, misses: undefined, falsePositives: undefined }, ...(known ? { withKnown: { recall: known.recall, precision: known.precision, maskedShare: known.maskedShare, nameRecall: known.byType.NAME?.recall ?? null } } : {}), recallByStyle: styles };
+    result[name] = {
+      withoutKnown: { ...plain, misses: undefined, falsePositives: undefined },
+      ...(known ? { withKnown: { recall: known.recall, precision: known.precision, maskedShare: known.maskedShare, nameRecall: known.byType.NAME?.recall ?? null } } : {}),
+      recallByStyle: styles,
+    };
     if (json) return;
     printEvaluation(`${title}, without known identifiers`, plain);
-    process.stdout.write(`by style (recall / precision / false positives per 10k chars):\n${Object.entries(styles).map(([s, v]) => `  ${s.padEnd(18)} ${pct(v.recall)} / ${pct(v.precision)} / ${v.falsePositivesPer10k.toFixed(2)}`).join('\n')}\n`);
-    if (known) process.stdout.write(`with known identifiers: recall ${pct(known.recall)}, NAME recall ${pct(known.byType.NAME?.recall ?? null)}, precision ${pct(known.precision)}, masked ${pct(known.maskedShare)}\n`);
+    process.stdout.write(
+      `by style (recall / precision / false positives per 10k chars):\n${Object.entries(styles)
+        .map(([s, v]) => `  ${s.padEnd(18)} ${pct(v.recall)} / ${pct(v.precision)} / ${v.falsePositivesPer10k.toFixed(2)}`)
+        .join('\n')}\n`,
+    );
+    if (known)
+      process.stdout.write(
+        `with known identifiers: recall ${pct(known.recall)}, NAME recall ${pct(known.byType.NAME?.recall ?? null)}, precision ${pct(known.precision)}, masked ${pct(known.maskedShare)}\n`,
+      );
     if (misses) printMisses(deid, docs, plain);
   };
   if (want('synthetic')) section('synthetic', 'synthetic corpus (seeded, 400 notes)', syntheticCorpus(seed, argNumber('notes', 400)));
@@ -263,7 +284,13 @@ function bench(): void {
     const real = realFigures(deid, misses);
     result.realText = { ...real, examples: undefined };
     if (!json) {
-      process.stdout.write(`\nreal clinical text without PHI annotations (MEDEC + MedCalc-Bench case notes, ${real.texts} texts, ${(real.chars / 1e6).toFixed(2)} M chars): masked ${pct(real.maskedShare)}\n  spans per 10k chars: ${Object.entries(real.spansPer10kChars).map(([k, v]) => `${k} ${v}`).join(', ')}\n`);
+      process.stdout.write(
+        `\nreal clinical text without PHI annotations (MEDEC + MedCalc-Bench case notes, ${real.texts} texts, ${(real.chars / 1e6).toFixed(2)} M chars): masked ${pct(real.maskedShare)}\n  spans per 10k chars: ${Object.entries(
+          real.spansPer10kChars,
+        )
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}\n`,
+      );
       for (const e of real.examples) process.stdout.write(`  masked ${e}\n`);
     }
   }
@@ -277,7 +304,9 @@ function bench(): void {
     if (!json) {
       process.stdout.write(`\ndetection: ${mbPerSecond.toFixed(2)} MB/s on one core (realistic notes)\n`);
       process.stdout.write(`ehrbench deid end to end, start-up included: ${(cli.bytes / 1e6).toFixed(2)} MB in ${cli.seconds.toFixed(2)} s = ${cli.mbPerSecond.toFixed(2)} MB/s\n`);
-      process.stdout.write(`inputs built to backtrack: ${worst.map((w) => `${w.input} ${w.mbPerSecond.toFixed(2)}`).join(', ')} MB/s\n  slowest: ${slowest.input} ${slowest.mbPerSecond.toFixed(2)} MB/s\n`);
+      process.stdout.write(
+        `inputs built to backtrack: ${worst.map((w) => `${w.input} ${w.mbPerSecond.toFixed(2)}`).join(', ')} MB/s\n  slowest: ${slowest.input} ${slowest.mbPerSecond.toFixed(2)} MB/s\n`,
+      );
     }
   }
   result.targets = { recall: 0.98, precision: 0.8, maskedShareMax: 0.02, lookalikeSurvival: 0.95, cliMbPerSecond: 2, slowestMbPerSecond: 0.5 };

@@ -104,10 +104,13 @@ export class ApprovalBudgets implements BudgetStage {
         };
       }
       const holdId = randomUUID();
-      await tx.query(
-        `INSERT INTO budget_holds (hold_id, approval_id, run_id, usd, expires_at) VALUES ($1::uuid, $2::uuid, $3::uuid, $4, now() + make_interval(secs => $5))`,
-        [holdId, approvalId, ctx.runId, worst, this.holdSeconds],
-      );
+      await tx.query(`INSERT INTO budget_holds (hold_id, approval_id, run_id, usd, expires_at) VALUES ($1::uuid, $2::uuid, $3::uuid, $4, now() + make_interval(secs => $5))`, [
+        holdId,
+        approvalId,
+        ctx.runId,
+        worst,
+        this.holdSeconds,
+      ]);
       return { allowed: true, rule: 'budget.within', reason: 'within the approval budget', hold: { holdId }, detail };
     });
   }
@@ -151,9 +154,6 @@ async function spentUnder(q: Queryable, approvalId: string, prices: readonly Pri
 }
 
 async function heldUnder(q: Queryable, approvalId: string): Promise<number> {
-  const rows = await q.query<{ usd: number }>(
-    'SELECT COALESCE(sum(usd), 0)::double precision AS usd FROM budget_holds WHERE approval_id = $1::uuid AND expires_at > now()',
-    [approvalId],
-  );
+  const rows = await q.query<{ usd: number }>('SELECT COALESCE(sum(usd), 0)::double precision AS usd FROM budget_holds WHERE approval_id = $1::uuid AND expires_at > now()', [approvalId]);
   return Number(rows[0]?.usd ?? 0);
 }

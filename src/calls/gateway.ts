@@ -16,6 +16,7 @@ import type { EgressEvent, Endpoint, EndpointPolicy } from '../egress';
 import { PolicyDenied } from '../errors';
 import type { Actor } from '../identity';
 import type { Completion } from '../models';
+import { type Decision, isRule, type RuleId } from '../policy';
 import type { AccessStage, RunContext } from '../runs';
 import { auditBase, ENGINE_ACTOR } from '../audit';
 import type { BudgetHold, BudgetStage } from './budget';
@@ -102,13 +103,14 @@ export class Gateway {
   }
 
   /** The decision for a call of the run to `endpointId` (tier, approval, endpoint list), without calling. */
-  async decide(run: RunContext, call: Pick<OutboundCall, 'purpose' | 'endpointId'>): Promise<{ allowed: boolean; rule: string; reason: string }> {
+  async decide(run: RunContext, call: Pick<OutboundCall, 'purpose' | 'endpointId'>): Promise<Decision> {
     // get() throws endpoint.unknown for an id the allowlist does not hold.
     const { access, endpoints } = this.opts.ports();
     const d = await access.checkEndpoint(run, endpoints.get(call.endpointId));
     if (d.allowed || call.purpose === 'model') return d;
-    // A judge refused for the run's data: named as the jury's refusal.
-    return { allowed: false, rule: `jury.${d.rule}`, reason: `judge ${d.reason}` };
+    // A judge refused for the run's data: named as the jury's refusal (every refusal has its jury form).
+    const rule = `jury.${d.rule}`;
+    return { allowed: false, rule: isRule(rule) ? rule : d.rule, reason: `judge ${d.reason}` };
   }
 
   /** `decide`, and a refusal audited as a call not made and thrown as PolicyDenied. */
@@ -192,14 +194,7 @@ function sendable(run: RunContext, prompt: SendablePrompt): string {
 }
 
 /** The audit event of one outbound call of a run, written before each attempt or for a refusal. */
-function callEvent(
-  run: RunContext,
-  endpointId: string,
-  outcome: 'success' | 'denied',
-  rule: string,
-  reason: string | undefined,
-  detail: Record<string, number | string | boolean>,
-): AuditEventInput {
+function callEvent(run: RunContext, endpointId: string, outcome: 'success' | 'denied', rule: RuleId, reason: string | undefined, detail: Record<string, number | string | boolean>): AuditEventInput {
   const base = auditBase(run);
   return {
     type: 'endpoint.call',

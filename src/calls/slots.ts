@@ -76,15 +76,12 @@ export class SharedSlots {
        ON CONFLICT (endpoint_id, worker_id) DO UPDATE SET seen_at = now()`,
       [endpointId, workerId],
     );
-    const [active] = await this.db.query<{ n: number }>(
-      'SELECT count(*)::integer AS n FROM endpoint_workers WHERE endpoint_id = $1 AND seen_at > now() - make_interval(secs => $2)',
-      [endpointId, leaseSeconds],
-    );
+    const [active] = await this.db.query<{ n: number }>('SELECT count(*)::integer AS n FROM endpoint_workers WHERE endpoint_id = $1 AND seen_at > now() - make_interval(secs => $2)', [
+      endpointId,
+      leaseSeconds,
+    ]);
     const share = Math.min(this.opts.perWorker, Math.ceil(total / Math.max(1, active?.n ?? 1)));
-    await this.db.query(
-      'INSERT INTO endpoint_slots (endpoint_id, slot_no) SELECT $1, g FROM generate_series(0, $2 - 1) AS g ON CONFLICT DO NOTHING',
-      [endpointId, total],
-    );
+    await this.db.query('INSERT INTO endpoint_slots (endpoint_id, slot_no) SELECT $1, g FROM generate_series(0, $2 - 1) AS g ON CONFLICT DO NOTHING', [endpointId, total]);
     const renewed = await this.db.query<{ slot_no: number }>(
       `UPDATE endpoint_slots SET expires_at = now() + make_interval(secs => $3)
         WHERE endpoint_id = $1 AND holder = $2 AND slot_no < $4 RETURNING slot_no`,
@@ -95,11 +92,7 @@ export class SharedSlots {
     const keep = Math.max(share, this.capacity.inUse);
     if (held.length > keep) {
       const extra = held.slice(keep);
-      await this.db.query('UPDATE endpoint_slots SET holder = NULL, expires_at = NULL WHERE endpoint_id = $1 AND holder = $2 AND slot_no = ANY($3::integer[])', [
-        endpointId,
-        workerId,
-        extra,
-      ]);
+      await this.db.query('UPDATE endpoint_slots SET holder = NULL, expires_at = NULL WHERE endpoint_id = $1 AND holder = $2 AND slot_no = ANY($3::integer[])', [endpointId, workerId, extra]);
       held = held.slice(0, keep);
     } else if (held.length < share) {
       const taken = await this.db.query<{ slot_no: number }>(

@@ -53,7 +53,11 @@ export interface HelmImportReport {
 const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_ -]*)\}/g;
 
 function idFrom(name: string): string {
-  return name.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 63);
+  return name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .slice(0, 63);
 }
 
 /** HELM's {column} template as ehrbench's {{column}}; literal {{ or }} would be ambiguous, so they are refused. */

@@ -3,18 +3,8 @@
  * subcategories exist in HELM only as comments in its run-entries files; here they are data).
  */
 export const TAXONOMY = {
-  'Clinical Decision Support': [
-    'Supporting Diagnostic Decisions',
-    'Planning Treatments',
-    'Predicting Patient Risks and Outcomes',
-    'Providing Clinical Knowledge Support',
-  ],
-  'Clinical Note Generation': [
-    'Documenting Patient Visits',
-    'Recording Procedures',
-    'Documenting Diagnostic Reports',
-    'Documenting Care Plans',
-  ],
+  'Clinical Decision Support': ['Supporting Diagnostic Decisions', 'Planning Treatments', 'Predicting Patient Risks and Outcomes', 'Providing Clinical Knowledge Support'],
+  'Clinical Note Generation': ['Documenting Patient Visits', 'Recording Procedures', 'Documenting Diagnostic Reports', 'Documenting Care Plans'],
   'Patient Communication and Education': [
     'Providing Patient Education Resources',
     'Delivering Personalized Care Instructions',
@@ -29,12 +19,7 @@ export const TAXONOMY = {
     'Ensuring Clinical Research Quality',
     'Managing Research Enrollment',
   ],
-  'Administration and Workflow': [
-    'Scheduling Resources and Staff',
-    'Overseeing Financial Activities',
-    'Organizing Workflow Processes',
-    'Care Coordination and Planning',
-  ],
+  'Administration and Workflow': ['Scheduling Resources and Staff', 'Overseeing Financial Activities', 'Organizing Workflow Processes', 'Care Coordination and Planning'],
 } as const satisfies Record<string, readonly string[]>;
 
 export type Category = keyof typeof TAXONOMY;

@@ -71,8 +71,7 @@ export interface JuryDefinition {
 
 /** Where the instances of a benchmark are read from, once the site's bindings are applied. */
 export type DataSource =
-  | { kind: 'files'; format: RecordFormat; files: { path: string; sha256?: string }[]; arrayField?: string }
-  | { kind: 'omop-note'; spec: import('./site-data').OmopNoteSourceSpec; file: string };
+  { kind: 'files'; format: RecordFormat; files: { path: string; sha256?: string }[]; arrayField?: string } | { kind: 'omop-note'; spec: import('./site-data').OmopNoteSourceSpec; file: string };
 
 /** A definition with everything resolved that a run needs, and the hashes a run records. */
 export interface Benchmark {

@@ -9,6 +9,7 @@ import { Agent, fetch } from 'undici';
 import type { Approval, ApprovalChange, ApprovalInput } from '../access';
 import { openApp, type App } from '../app';
 import { isErrorCode, PolicyDenied, UserError } from '../errors';
+import { isRule } from '../policy';
 import { type Caller, type ExportDownload, type ExportView, localCaller, Operations, type RunRequestInput, type RunView } from '../operations';
 
 export { localCaller };
@@ -128,7 +129,7 @@ class RemoteClient implements Client {
     }
     if (res.ok) return payload as T;
     const e = (payload ?? {}) as { error?: string; rule?: string; message?: string };
-    if (res.status === 403 && e.rule) throw new PolicyDenied(e.rule, (e.message ?? '').replace(/^denied by rule [^:]+: /, ''));
+    if (res.status === 403 && e.rule) throw new PolicyDenied(isRule(e.rule) ? e.rule : 'access.unnamed-rule', (e.message ?? '').replace(/^denied by rule [^:]+: /, ''));
     // The daemon's code, so the exit code is the one a local call would give; a code this client
     // does not know (a newer daemon) is named in the message instead.
     const code = isErrorCode(e.error) ? e.error : 'client.http-error';

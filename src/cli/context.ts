@@ -22,4 +22,3 @@ export async function withApp<T>(args: GlobalArgs, io: Io, fn: (app: App) => Pro
     await app.close();
   }
 }
-

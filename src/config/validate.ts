@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv2020, { type ErrorObject, type Options, type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { UserError } from '../errors';
+import { type ErrorCode, UserError } from '../errors';
 import { SCHEMA_DIR } from '../paths';
 
 let ajv: Ajv2020 | undefined;
@@ -57,7 +57,9 @@ function precompiledValidators(): Record<string, ValidateFunction> | null {
 /** Schema files by name relative to schemas/: `config.schema.json`, `api/run-request.schema.json`. */
 export function schemaFiles(): string[] {
   const top = readdirSync(SCHEMA_DIR).filter((f) => f.endsWith('.schema.json'));
-  const api = readdirSync(join(SCHEMA_DIR, 'api')).filter((f) => f.endsWith('.schema.json')).map((f) => `api/${f}`);
+  const api = readdirSync(join(SCHEMA_DIR, 'api'))
+    .filter((f) => f.endsWith('.schema.json'))
+    .map((f) => `api/${f}`);
   return [...top, ...api];
 }
 
@@ -133,7 +135,7 @@ function allowedKeys(e: ErrorObject): string {
  * Validates `data` against a schema; throws a UserError naming `label` (usually the file path) and the
  * first problems. `code` lets callers distinguish config, policy and benchmark errors.
  */
-export function validateOrThrow<T>(schemaFile: string, data: unknown, label: string, code = 'schema.invalid'): T {
+export function validateOrThrow<T>(schemaFile: string, data: unknown, label: string, code: ErrorCode = 'schema.invalid'): T {
   const validate = validatorFor(schemaFile);
   if (validate(data)) return data as T;
   const lines = formatSchemaErrors(validate.errors);
@@ -142,7 +144,7 @@ export function validateOrThrow<T>(schemaFile: string, data: unknown, label: str
 }
 
 /** Reads and parses a JSON file, naming the file and position on a syntax error. */
-export function readJsonFile(file: string, code = 'file.invalid'): unknown {
+export function readJsonFile(file: string, code: ErrorCode = 'file.invalid'): unknown {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');

@@ -5,7 +5,7 @@ import { UserError } from '../errors';
  * not accept connections yet. Transient by nature: callers that can wait (workers) retry later
  * instead of failing what they were doing. The message names only where and the error code.
  */
-export class DatabaseUnavailable extends UserError<'db.unavailable'> {
+export class DatabaseUnavailable extends UserError {
   constructor(
     where: string,
     readonly reason: string,

@@ -58,17 +58,17 @@ export async function runMigrations(db: Database, migrations = listMigrations())
       const existing = rows[0];
       if (existing) {
         if (existing.checksum !== m.checksum) {
-          throw new UserError(
-            'db.migration-changed',
-            `migration ${m.version}_${m.name}.sql differs from the one applied to this database; restore it and add a new migration instead`,
-          );
+          throw new UserError('db.migration-changed', `migration ${m.version}_${m.name}.sql differs from the one applied to this database; restore it and add a new migration instead`);
         }
         return false;
       }
       await tx.exec(m.sql).catch((err: { code?: string }) => {
         // 42501 insufficient_privilege: the app's role starts on a store whose owner has not migrated it.
         if (err?.code !== '42501') throw err;
-        throw new UserError('db.migration-not-permitted', `migration ${m.version}_${m.name}.sql is pending and this database role may not apply it; run "ehrbench db migrate" as the owner role (deploy/README.md)`);
+        throw new UserError(
+          'db.migration-not-permitted',
+          `migration ${m.version}_${m.name}.sql is pending and this database role may not apply it; run "ehrbench db migrate" as the owner role (deploy/README.md)`,
+        );
       });
       await tx.query('INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [m.version, m.name, m.checksum]);
       return true;

@@ -26,8 +26,7 @@ export async function openPglite(dataDir: string): Promise<Database> {
     throw new UserError('db.embedded-unavailable', `embedded store at ${dataDir} cannot be opened (${(err as Error).name})`);
   }
   const queryable = (target: Pick<PGlite, 'query' | 'exec'>): Queryable => ({
-    query: async <R>(sql: string, params?: readonly unknown[]): Promise<R[]> =>
-      (await target.query<R>(sql, params as unknown[])).rows,
+    query: async <R>(sql: string, params?: readonly unknown[]): Promise<R[]> => (await target.query<R>(sql, params as unknown[])).rows,
     exec: async (sql: string) => {
       await target.exec(sql);
     },

@@ -15,8 +15,7 @@ function parseInt8(value: string): number {
 }
 
 const types = {
-  getTypeParser: ((oid: number, format?: string) =>
-    oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+  getTypeParser: ((oid: number, format?: string) => (oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser,
 };
 
 export async function openPostgres(url: string, poolSize: number): Promise<Database> {

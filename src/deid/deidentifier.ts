@@ -90,7 +90,10 @@ export class Deidentifier {
     ];
     for (const d of names) {
       if (d.type !== 'NAME') continue;
-      for (const w of folded.slice(d.start, d.end).toLowerCase().match(/[a-z][a-z'-]{2,}/g) ?? []) {
+      for (const w of folded
+        .slice(d.start, d.end)
+        .toLowerCase()
+        .match(/[a-z][a-z'-]{2,}/g) ?? []) {
         const cls = v.facts(w).cls;
         if (cls === 'name' || cls === 'unknown' || cls === 'ambiguous') out.add(w);
       }

@@ -115,7 +115,8 @@ export function parseGoldJsonl(raw: string, file: string): GoldRecord[] {
     if (ids.has(doc.id)) throw new UserError('deid.gold-invalid', `${where}: id occurs more than once; ids must be unique`);
     ids.add(doc.id);
     for (const [k, s] of [...doc.spans, ...(doc.lookalikes ?? [])].entries()) {
-      if (s.end <= s.start || s.end > doc.text.length) throw new UserError('deid.gold-invalid', `${where}: span ${k + 1} (${s.start}-${s.end}) is empty or outside the text (length ${doc.text.length})`);
+      if (s.end <= s.start || s.end > doc.text.length)
+        throw new UserError('deid.gold-invalid', `${where}: span ${k + 1} (${s.start}-${s.end}) is empty or outside the text (length ${doc.text.length})`);
     }
     docs.push(doc);
   });

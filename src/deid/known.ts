@@ -172,7 +172,10 @@ export class KnownMatcher {
         if (street) this.addPhrase('LOCATION', street);
       }
       for (const w of a.split(/[\s,]+/)) {
-        const lw = w.toLowerCase().replace(/['’]s$/, '').replace(/[^a-z'’-]/g, '');
+        const lw = w
+          .toLowerCase()
+          .replace(/['’]s$/, '')
+          .replace(/[^a-z'’-]/g, '');
         if (lw.length >= 4 && !PLACE_GENERIC.has(lw) && !this.lex.english.has(lw) && !this.lex.clinical.has(lw)) this.placeWords.add(lw);
       }
     }

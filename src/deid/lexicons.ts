@@ -95,7 +95,9 @@ export const SAFE_LISTS: readonly LexiconName[] = ['philter', 'english', 'clinic
 
 /** What the safe set's index was built from: the sha256 of its lists' sha256s. */
 export function safeSha256(hashes: Record<LexiconName, string>): string {
-  return createHash('sha256').update(SAFE_LISTS.map((n) => hashes[n]).join('\n')).digest('hex');
+  return createHash('sha256')
+    .update(SAFE_LISTS.map((n) => hashes[n]).join('\n'))
+    .digest('hex');
 }
 
 export function buildSafeSet(bytes: Record<LexiconName, Buffer>): WordSet {
@@ -104,7 +106,12 @@ export function buildSafeSet(bytes: Record<LexiconName, Buffer>): WordSet {
 
 function safeSet(bytes: Record<LexiconName, Buffer>, hashes: Record<LexiconName, string>): WordSet {
   const index = readIndex('safe', safeSha256(hashes));
-  return index ? WordSet.fromIndex(SAFE_LISTS.map((n) => bytes[n]), index) : buildSafeSet(bytes);
+  return index
+    ? WordSet.fromIndex(
+        SAFE_LISTS.map((n) => bytes[n]),
+        index,
+      )
+    : buildSafeSet(bytes);
 }
 
 /** The bytes and sha256 of a list, for the index builder. */
@@ -125,7 +132,9 @@ export function lexicons(): Lexicons {
     bytes[name] = b;
   }
   try {
-    hashes.nameShape = createHash('sha256').update(readFileSync(join(LEXICON_DIR, 'name-shape.txt'))).digest('hex');
+    hashes.nameShape = createHash('sha256')
+      .update(readFileSync(join(LEXICON_DIR, 'name-shape.txt')))
+      .digest('hex');
   } catch {
     hashes.nameShape = 'absent'; // only while `npm run lexicons:name-shape` builds it
   }

@@ -60,7 +60,10 @@ export function trainingWords(): { names: string[]; others: string[] } {
 }
 
 export function renderNameShape(table: Map<string, number>): string {
-  const lines = ['# Character-trigram log-likelihood ratios, name lists vs the rest of the safe vocabulary (src/deid/name-shape.ts).', '# Derived from the lexicons of this folder by `npm run lexicons:name-shape`; do not edit by hand.'];
+  const lines = [
+    '# Character-trigram log-likelihood ratios, name lists vs the rest of the safe vocabulary (src/deid/name-shape.ts).',
+    '# Derived from the lexicons of this folder by `npm run lexicons:name-shape`; do not edit by hand.',
+  ];
   for (const [g, v] of table) lines.push(`${g} ${v}`);
   return lines.join('\n') + '\n';
 }

@@ -233,7 +233,8 @@ function surrogate(original: string, d: Detection, settings: DeidSettings, s: Su
         out += original.slice(pos, m.index);
         if (/^\d{5}$/.test(word) && /[A-Z]{2}\s+$/.test(original.slice(0, m.index))) out += zip3(word, settings);
         else if (/^\d/.test(word)) out += s.shape('loc', word).replace(/^0/, '1');
-        else if (/^[A-Z]{2}$/.test(word) && STATE_ABBREVIATIONS.has(word)) out += word; // states are not identifiers
+        else if (/^[A-Z]{2}$/.test(word) && STATE_ABBREVIATIONS.has(word))
+          out += word; // states are not identifiers
         else if (KEEP_PLACE_WORDS.has(word.toLowerCase().replace(/['’]s$/, ''))) out += word;
         else {
           const possessive = /['’]s$/.test(word);
@@ -246,9 +247,18 @@ function surrogate(original: string, d: Detection, settings: DeidSettings, s: Su
     case 'EMAIL':
       return `${s.person(original.toLowerCase())}@example.org`;
     case 'URL':
-      return `https://www.example.org/${s.shape('url', original).replace(/[^A-Za-z0-9]/g, '').slice(0, 6).toLowerCase()}`;
+      return `https://www.example.org/${s
+        .shape('url', original)
+        .replace(/[^A-Za-z0-9]/g, '')
+        .slice(0, 6)
+        .toLowerCase()}`;
     case 'IP':
-      return original.includes(':') ? `2001:db8::${s.shape('ip', original).replace(/[^0-9]/g, '').slice(0, 4)}` : `192.0.2.${1 + (Number(s.shape('ip', original).replace(/\D/g, '').slice(0, 3)) % 254)}`;
+      return original.includes(':')
+        ? `2001:db8::${s
+            .shape('ip', original)
+            .replace(/[^0-9]/g, '')
+            .slice(0, 4)}`
+        : `192.0.2.${1 + (Number(s.shape('ip', original).replace(/\D/g, '').slice(0, 3)) % 254)}`;
     case 'SSN':
       // 9xx is never issued as an SSN area number, so a fake can never be someone's
       return s.shape('ssn', original).replace(/\d/, '9');

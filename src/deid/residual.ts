@@ -29,7 +29,11 @@ const HIGH_PRECISION: [SpanType, RegExp, RegExp?][] = [
   ['SSN', new RegExp(`(?<![\\w./-])\\d{3}-${WRAP}\\d{2}-${WRAP}\\d{4}(?![\\w-])`, 'g')],
   // anchored on "@" so a long run of letters is not rescanned from every position
   ['EMAIL', /(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,}/g, /@/],
-  ['EMAIL', /(?<![\w.-])[a-z0-9][a-z0-9._-]{0,40}\s*(?:\[at\]|\(at\)|\{at\}|\bat\b)\s*[a-z0-9-]{1,40}(?:\s*(?:\.|\bdot\b|\[dot\]|\(dot\))\s*[a-z0-9-]{1,40}){0,3}\s*(?:\bdot\b|\[dot\]|\(dot\))\s*(?:com|net|org|edu|gov|io|co|us|uk|ca|de|info|biz)\b/gi, /\bdot\b|\[dot\]|\(dot\)/i],
+  [
+    'EMAIL',
+    /(?<![\w.-])[a-z0-9][a-z0-9._-]{0,40}\s*(?:\[at\]|\(at\)|\{at\}|\bat\b)\s*[a-z0-9-]{1,40}(?:\s*(?:\.|\bdot\b|\[dot\]|\(dot\))\s*[a-z0-9-]{1,40}){0,3}\s*(?:\bdot\b|\[dot\]|\(dot\))\s*(?:com|net|org|edu|gov|io|co|us|uk|ca|de|info|biz)\b/gi,
+    /\bdot\b|\[dot\]|\(dot\)/i,
+  ],
   ['URL', /\b(?:https?|ftp):\/\/[^\s<>"')\]]+|\bwww\.[a-z0-9-]+\.[a-z]{2,}/gi, /:\/\/|www\./i],
   ['PHONE', new RegExp(`(?<![\\w-])(?:\\+?1[\\s.-]?)?(?:\\(\\d{3}\\)${WRAP}|\\d{3}[ \\t]?[./-]${WRAP})\\d{3}[ \\t]?[.-]${WRAP}\\d{4}(?![\\w-]|\\.\\d)`, 'g')],
   ['PHONE', /(?<![\w-])\(\d{3}\)\d{7}(?![\w-])/g],

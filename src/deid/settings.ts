@@ -43,7 +43,13 @@ export function defaultSettings(secretFile: string): DeidSettings {
 
 /** Settings from the configuration's `deid` section (src/config), defaults filled in. */
 export function settingsFrom(c: { mode: ReplacementMode; maxShiftDays: number; restrictedZip3?: string[]; secretFile: string; siteLexicons?: SiteLexiconFiles }): DeidSettings {
-  return { mode: c.mode, maxShiftDays: c.maxShiftDays, restrictedZip3: c.restrictedZip3 ?? RESTRICTED_ZIP3_2000, secretFile: c.secretFile, ...(c.siteLexicons ? { siteLexicons: c.siteLexicons } : {}) };
+  return {
+    mode: c.mode,
+    maxShiftDays: c.maxShiftDays,
+    restrictedZip3: c.restrictedZip3 ?? RESTRICTED_ZIP3_2000,
+    secretFile: c.secretFile,
+    ...(c.siteLexicons ? { siteLexicons: c.siteLexicons } : {}),
+  };
 }
 
 /** sha256 of each configured site lexicon's contents (a file that cannot be read fails when the lexicons load). */

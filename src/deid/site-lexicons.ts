@@ -27,7 +27,9 @@ const TYPE_OF: Record<SiteLexiconKind, SpanType> = { staff: 'NAME', facilities: 
 
 /** Words of a place entry that do not identify alone ("Hospital", "Street", "North"). */
 const PLACE_GENERIC = new Set(
-  'the of and at for in on hospital medical center centre clinic health healthcare care system rehab rehabilitation nursing home facility practice family group associates memorial general regional community university street st avenue ave road rd lane ln drive dr boulevard blvd court ct place pl way unit ward floor wing building north south east west saint mount mt new old upper lower main'.split(' '),
+  'the of and at for in on hospital medical center centre clinic health healthcare care system rehab rehabilitation nursing home facility practice family group associates memorial general regional community university street st avenue ave road rd lane ln drive dr boulevard blvd court ct place pl way unit ward floor wing building north south east west saint mount mt new old upper lower main'.split(
+    ' ',
+  ),
 );
 
 interface Entry {
@@ -43,7 +45,11 @@ function checkLine(line: string, file: string, lineNo: number): void {
 }
 
 function wordsOf(entry: string): string[] {
-  return (foldValue(entry).toLowerCase().match(/[a-z][a-z'-]*[a-z]|[a-z]/g) ?? []).map((w) => w.replace(/'s$/, ''));
+  return (
+    foldValue(entry)
+      .toLowerCase()
+      .match(/[a-z][a-z'-]*[a-z]|[a-z]/g) ?? []
+  ).map((w) => w.replace(/'s$/, ''));
 }
 
 export class SiteLexicons {
@@ -93,7 +99,10 @@ export class SiteLexicons {
       try {
         text = readFileSync(file, 'utf8');
       } catch (err) {
-        throw new UserError('deid.site-lexicon-unreadable', `${file}: cannot read the ${kind} lexicon (${(err as NodeJS.ErrnoException).code ?? 'error'}); fix deid.siteLexicons.${kind} in the configuration`);
+        throw new UserError(
+          'deid.site-lexicon-unreadable',
+          `${file}: cannot read the ${kind} lexicon (${(err as NodeJS.ErrnoException).code ?? 'error'}); fix deid.siteLexicons.${kind} in the configuration`,
+        );
       }
       hash.update(`${kind}\u0000${text}\u0000`);
       text.split('\n').forEach((raw, i) => {

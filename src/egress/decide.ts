@@ -3,6 +3,7 @@
  * functions the transport uses decide: canonical URL, which endpoint it falls under, resolution
  * (pin, literal or DNS) and the CIDR check.
  */
+import type { RuleId } from '../policy';
 import type { EndpointPolicy } from './endpoints';
 import { EgressDenied } from './errors';
 import { originMismatch } from './guard';
@@ -12,7 +13,7 @@ import { parseCanonicalUrl } from './url';
 export interface EgressDecision {
   allowed: boolean;
   endpoint: string | null;
-  rule: string;
+  rule: RuleId;
   reason: string;
   /** The checked addresses with the CIDR that admitted each (allowed decisions only). */
   addresses?: { address: string; cidr: string }[];
@@ -21,18 +22,14 @@ export interface EgressDecision {
 export const ALLOW_RULE = 'egress.allowlisted-endpoint';
 
 /** Decides a URL against every endpoint of the policy; never throws for a refusal. */
-export async function decideUrl(
-  policy: EndpointPolicy,
-  raw: string,
-  opts: { resolver?: Resolver; dnsTimeoutMs?: number } = {},
-): Promise<EgressDecision> {
+export async function decideUrl(policy: EndpointPolicy, raw: string, opts: { resolver?: Resolver; dnsTimeoutMs?: number } = {}): Promise<EgressDecision> {
   const parsed = parseCanonicalUrl(raw);
   if ('problem' in parsed) return { allowed: false, endpoint: null, ...parsed.problem };
   // Prefer the endpoint whose origin and path hold the URL; else report the closest refusal
   // (same host and port, then same host) so the operator sees the rule that matters.
-  let closest: { endpoint: string; rule: string; reason: string; score: number } | undefined;
+  let closest: { endpoint: string; rule: RuleId; reason: string; score: number } | undefined;
   for (const endpoint of policy.endpoints) {
-    let mismatch: { rule: string; reason: string } | undefined;
+    let mismatch: { rule: RuleId; reason: string } | undefined;
     try {
       mismatch = originMismatch(endpointOrigin(endpoint), parsed.canonical);
     } catch (err) {

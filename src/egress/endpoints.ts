@@ -57,12 +57,7 @@ export interface EndpointPolicy {
 }
 
 export function loadEndpointPolicy(file: string): EndpointPolicy {
-  const raw = validateOrThrow<{ endpoints: EndpointDefinition[] }>(
-    'endpoints.schema.json',
-    readJsonFile(file, 'policy.invalid'),
-    file,
-    'policy.invalid',
-  );
+  const raw = validateOrThrow<{ endpoints: EndpointDefinition[] }>('endpoints.schema.json', readJsonFile(file, 'policy.invalid'), file, 'policy.invalid');
   const base = dirname(file);
   const at = (p: string) => (isAbsolute(p) ? p : join(base, p));
   const seen = new Set<string>();

@@ -38,7 +38,6 @@ export function authorityEndpoint(endpoint: Endpoint): Endpoint {
   };
 }
 
-
 /** An @azure/core-rest-pipeline HttpClient whose only transport is the guarded fetch. */
 function guardedHttpClient(transport: EndpointTransport, onGuardError: (e: EgressDenied | EgressAborted) => void): HttpClient {
   return {

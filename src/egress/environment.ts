@@ -90,18 +90,12 @@ export function assertSafeEgressEnvironment(env: NodeJS.ProcessEnv = process.env
   for (const key of Object.keys(env).sort()) {
     if (env[key] === undefined) continue;
     if (REFUSED_VARIABLES.includes(key.toUpperCase())) {
-      throw new UserError(
-        'egress.unsafe-environment',
-        `environment variable ${key} is set and could weaken the egress guard; unset it before starting ehrbench (no proxy or TLS override is allowed)`,
-      );
+      throw new UserError('egress.unsafe-environment', `environment variable ${key} is set and could weaken the egress guard; unset it before starting ehrbench (no proxy or TLS override is allowed)`);
     }
   }
   const fromOptions = refusedNodeFlag(splitNodeOptions(env.NODE_OPTIONS ?? ''));
   if (fromOptions) {
-    throw new UserError(
-      'egress.unsafe-environment',
-      `environment variable NODE_OPTIONS holds ${fromOptions.flag}, which ${fromOptions.why}; remove it before starting ehrbench`,
-    );
+    throw new UserError('egress.unsafe-environment', `environment variable NODE_OPTIONS holds ${fromOptions.flag}, which ${fromOptions.why}; remove it before starting ehrbench`);
   }
   const fromArgv = refusedNodeFlag(execArgv);
   if (fromArgv) {

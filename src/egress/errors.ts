@@ -1,4 +1,5 @@
 import { PolicyDenied, UserError } from '../errors';
+import type { RuleId } from '../policy';
 
 /**
  * A refusal by the egress guard. Carries the rule, the endpoint id and (when known) the address that
@@ -6,7 +7,7 @@ import { PolicyDenied, UserError } from '../errors';
  */
 export class EgressDenied extends PolicyDenied {
   constructor(
-    rule: string,
+    rule: RuleId,
     reason: string,
     readonly endpointId: string | undefined,
     readonly address?: string,

@@ -12,6 +12,7 @@
  * Every refusal is an EgressDenied naming the endpoint, the rule and (when known) the address; it
  * never carries a request or response body.
  */
+import type { RuleId } from '../policy';
 import { X509Certificate, createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
@@ -45,10 +46,7 @@ export function checkRequestUrl(endpoint: Endpoint, raw: string): URL {
 }
 
 /** Why a canonical URL is not under the endpoint's origin and path, or undefined when it is. */
-export function originMismatch(
-  origin: EndpointOrigin,
-  c: { hostname: string; port: string; hostKind: string; url: URL },
-): { rule: string; reason: string } | undefined {
+export function originMismatch(origin: EndpointOrigin, c: { hostname: string; port: string; hostKind: string; url: URL }): { rule: RuleId; reason: string } | undefined {
   if (c.hostKind !== 'name' && origin.hostKind === 'name') {
     return { rule: 'egress.url.ip-literal', reason: `an IP-address host is refused; the endpoint is reached by its name ${origin.hostname}` };
   }
@@ -86,7 +84,7 @@ export type EgressEvent =
       serverSpkiSha256: string | null;
       pinChecked: boolean;
     }
-  | { type: 'egress.denied'; endpointId: string; rule: string; address?: string };
+  | { type: 'egress.denied'; endpointId: string; rule: RuleId; address?: string };
 
 export interface TransportOptions {
   /** DNS for endpoints without an `addresses` pin (tests inject one). */
@@ -113,7 +111,7 @@ export interface EndpointTransport {
 }
 
 /** TLS verification failures by OpenSSL/Node code, as guard rules. */
-const TLS_RULES: Record<string, string> = {
+const TLS_RULES: Record<string, RuleId> = {
   ERR_TLS_CERT_ALTNAME_INVALID: 'egress.tls.name-mismatch',
   CERT_HAS_EXPIRED: 'egress.tls.expired',
   CERT_NOT_YET_VALID: 'egress.tls.not-yet-valid',
@@ -134,7 +132,7 @@ function tlsDenial(err: unknown, endpointId: string, address: string): Error {
   if (err instanceof EgressDenied) return err;
   const code = (err as { code?: unknown })?.code;
   if (typeof code !== 'string') return err as Error;
-  const rule = TLS_RULES[code] ?? (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') ? 'egress.tls.handshake-failed' : undefined);
+  const rule: RuleId | undefined = TLS_RULES[code] ?? (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') ? 'egress.tls.handshake-failed' : undefined);
   if (!rule) return err as Error;
   return new EgressDenied(rule, `TLS verification failed (${code}); no request was sent`, endpointId, address);
 }
@@ -279,7 +277,13 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
     };
     if (response.status >= 300 && response.status < 400) {
       report({ type: 'egress.denied', endpointId: endpoint.id, rule: 'egress.redirect.refused' });
-      return refuse(new EgressDenied('egress.redirect.refused', `answered with a redirect (HTTP ${response.status}) to ${redirectTarget(response.headers.get('location'), url)}; redirects are never followed`, endpoint.id));
+      return refuse(
+        new EgressDenied(
+          'egress.redirect.refused',
+          `answered with a redirect (HTTP ${response.status}) to ${redirectTarget(response.headers.get('location'), url)}; redirects are never followed`,
+          endpoint.id,
+        ),
+      );
     }
     const lengthHeader = response.headers.get('content-length');
     const declared = lengthHeader === null || lengthHeader.trim() === '' ? Number.NaN : Number(lengthHeader);

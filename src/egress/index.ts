@@ -5,13 +5,7 @@ export { addressAllowed, parseConfigAddress, parseConfigCidr } from './addresses
 export { MAX_URL_LENGTH, parseCanonicalUrl } from './url';
 export { DEFAULT_DNS_TIMEOUT_MS, endpointOrigin, resolveChecked, systemResolver } from './resolve';
 export type { Resolution, Resolver } from './resolve';
-export {
-  DEFAULT_MAX_RESPONSE_BYTES,
-  DEFAULT_TIMEOUT_MS,
-  checkRequestUrl,
-  createEndpointTransport,
-  spkiSha256,
-} from './guard';
+export { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT_MS, checkRequestUrl, createEndpointTransport, spkiSha256 } from './guard';
 export type { EgressEvent, EndpointTransport, TransportOptions } from './guard';
 export { ALLOW_RULE, decideUrl } from './decide';
 export type { EgressDecision } from './decide';

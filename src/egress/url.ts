@@ -8,6 +8,7 @@
  *
  * Each refusal names its rule; messages never quote the URL (its query could carry anything).
  */
+import type { RuleId } from '../policy';
 import ipaddr from 'ipaddr.js';
 import { ipv4Embedding } from './addresses';
 
@@ -15,7 +16,7 @@ import { ipv4Embedding } from './addresses';
 export const MAX_URL_LENGTH = 4096;
 
 export interface UrlProblem {
-  rule: string;
+  rule: RuleId;
   reason: string;
 }
 
@@ -33,7 +34,7 @@ export interface CanonicalUrl {
 const BAD_CHARACTERS = /[\u0000-\u0020\u007f-\u009f\\]/;
 const FOUR_PART = /^(0|[1-9]\d{0,2})(\.(0|[1-9]\d{0,2})){3}$/;
 
-function problem(rule: string, reason: string): { problem: UrlProblem } {
+function problem(rule: RuleId, reason: string): { problem: UrlProblem } {
   return { problem: { rule, reason } };
 }
 

@@ -76,9 +76,7 @@ export function helmFilesFor(results: ExportResult[], benchmarkOf: (id: string) 
       groups: [r.benchmark.helmGroup ?? r.benchmark.id],
     };
     const split = r.benchmark.split;
-    const stats: HelmStat[] = r.metrics
-      .filter((m): m is ReleasedMetric => 'value' in m)
-      .map((m) => trialMean(helmMetricName(r, m.name, benchmark), split, m.value));
+    const stats: HelmStat[] = r.metrics.filter((m): m is ReleasedMetric => 'value' in m).map((m) => trialMean(helmMetricName(r, m.name, benchmark), split, m.value));
     stats.push(trialMean('num_instances', split, (r.n as CountRange).low));
     files.push({ runName, dir: runName.replaceAll('/', '_'), runSpec: JSON.stringify(runSpec, null, 2) + '\n', stats: JSON.stringify(stats, null, 2) + '\n' });
   }
@@ -90,7 +88,10 @@ export function helmFileProblems(refs: { runName: string; runSpecSha256: string;
   const problems: string[] = [];
   for (const ref of refs) {
     const runDir = join(dir, ref.runName.replaceAll('/', '_'));
-    for (const [file, expected] of [['run_spec.json', ref.runSpecSha256], ['stats.json', ref.statsSha256]] as const) {
+    for (const [file, expected] of [
+      ['run_spec.json', ref.runSpecSha256],
+      ['stats.json', ref.statsSha256],
+    ] as const) {
       let text: Buffer;
       try {
         text = readFileSync(join(runDir, file));

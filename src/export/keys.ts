@@ -19,7 +19,9 @@ export interface ExportSigningKey {
 }
 
 export function keyFingerprint(publicKey: KeyObject): string {
-  return createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('hex');
+  return createHash('sha256')
+    .update(publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('hex');
 }
 
 function readPem(file: string, what: string, hint: string): string {
@@ -46,7 +48,7 @@ export function loadExportSigningKey(keysDir: string): ExportSigningKey {
 
 /** A recipient's copy of the public key (PEM, SPKI). */
 export function loadExportPublicKey(file: string): KeyObject {
-  const pem = readPem(file, 'the public key', 'pass the site\'s export-signing.pub.pem with --key');
+  const pem = readPem(file, 'the public key', "pass the site's export-signing.pub.pem with --key");
   let key: KeyObject;
   try {
     key = createPublicKey(pem);

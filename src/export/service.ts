@@ -110,12 +110,7 @@ export class ExportService {
    * requester, under at most one IRB protocol, each approval still active; then the content, and no
    * released cohort that differs from an earlier one (or another in this export) by 1..k-1 instances.
    */
-  private async checkedContent(
-    runs: RunRow[],
-    exportId: string,
-    requestedBy: string,
-    requestedOn: string,
-  ): Promise<Checked> {
+  private async checkedContent(runs: RunRow[], exportId: string, requestedBy: string, requestedOn: string): Promise<Checked> {
     const refusal = (rule: RuleId, reason: string): Checked => ({ ok: false, rule, reason });
     for (const run of runs) {
       if (run.status !== 'completed') return refusal('export.run-not-completed', `run ${run.run_id} is ${run.status}; only completed runs can be exported`);
@@ -142,7 +137,10 @@ export class ExportService {
     // What cannot go into a bundle (a model name with spaces, say) is refused now, not after a release is audited.
     const validate = validatorFor('api/export-preview.schema.json');
     if (!validate(content)) {
-      throw new UserError('export.content-invalid', `the export cannot be represented in a bundle (${formatSchemaErrors(validate.errors).join('; ')}); fix the named field (endpoint or benchmark ids, model names) and request again`);
+      throw new UserError(
+        'export.content-invalid',
+        `the export cannot be represented in a bundle (${formatSchemaErrors(validate.errors).join('; ')}); fix the named field (endpoint or benchmark ids, model names) and request again`,
+      );
     }
     const close = await this.differencing(this.app.db, cohorts, exportId);
     if (close) return refusal('disclosure.differencing', close);
@@ -189,7 +187,12 @@ export class ExportService {
     const { content, cohorts } = checked;
     const text = canonicalJson(content);
     if (sha256Hex(text) !== row.content_sha256) {
-      await this.refuse(actor, 'export.preview-stale', `the aggregates of export ${exportId} differ from the preview that was reviewed (runs or disclosure settings changed); the requester must request a new export`, exportId);
+      await this.refuse(
+        actor,
+        'export.preview-stale',
+        `the aggregates of export ${exportId} differ from the preview that was reviewed (runs or disclosure settings changed); the requester must request a new export`,
+        exportId,
+      );
     }
     const key = loadExportSigningKey(this.app.config.keysDir);
 
@@ -226,25 +229,27 @@ export class ExportService {
     const signed = signBundle(unsigned, key);
     const files: ExportFiles = { exportId, bundle: signed.text, helm: helm.map((h) => ({ dir: h.dir, runSpec: h.runSpec, stats: h.stats })) };
 
-    const outcome = await this.store.transaction(async (tx): Promise<Refusal | undefined> => {
-      await tx.query('SELECT pg_advisory_xact_lock($1)', [RELEASE_LOCK_KEY]);
-      const close = await this.differencing(tx, cohorts, exportId);
-      if (close) return { rule: 'disclosure.differencing', reason: close };
-      for (const c of cohorts) await this.store.recordCohort(tx, exportId, c.runId, c.benchmarkId, c.cell);
-      const done = await this.store.finalize(tx, {
-        exportId,
-        releasedBy: actor.principal,
-        format,
-        bundle: signed.text,
-        bundleSha256: sha256Hex(signed.text),
-        helmFiles: helm.map((h) => ({ runName: h.runName, dir: h.dir, runSpec: h.runSpec, stats: h.stats })),
+    const outcome = await this.store
+      .transaction(async (tx): Promise<Refusal | undefined> => {
+        await tx.query('SELECT pg_advisory_xact_lock($1)', [RELEASE_LOCK_KEY]);
+        const close = await this.differencing(tx, cohorts, exportId);
+        if (close) return { rule: 'disclosure.differencing', reason: close };
+        for (const c of cohorts) await this.store.recordCohort(tx, exportId, c.runId, c.benchmarkId, c.cell);
+        const done = await this.store.finalize(tx, {
+          exportId,
+          releasedBy: actor.principal,
+          format,
+          bundle: signed.text,
+          bundleSha256: sha256Hex(signed.text),
+          helmFiles: helm.map((h) => ({ runName: h.runName, dir: h.dir, runSpec: h.runSpec, stats: h.stats })),
+        });
+        if (!done) throw new RaceLost();
+        return undefined;
+      })
+      .catch((err: unknown): Refusal => {
+        if (err instanceof RaceLost) return { rule: 'export.already-released', reason: `export ${exportId} was released by someone else meanwhile; a bundle is released once` };
+        throw err;
       });
-      if (!done) throw new RaceLost();
-      return undefined;
-    }).catch((err: unknown): Refusal => {
-      if (err instanceof RaceLost) return { rule: 'export.already-released', reason: `export ${exportId} was released by someone else meanwhile; a bundle is released once` };
-      throw err;
-    });
     if (outcome) await this.refuse(actor, outcome.rule, outcome.reason, exportId);
 
     let path: string;

@@ -122,9 +122,7 @@ export class ExportStore {
         GROUP BY old.export_id, old.run_id`,
       [...cellParams(runId, cell), benchmarkId, cellName(cell)],
     );
-    return rows
-      .map((r) => ({ exportId: r.export_id, runId: r.run_id, difference: num(r.old_n) + num(r.cur_n) - 2 * num(r.shared) }))
-      .filter((c) => c.difference > 0 && c.difference < k);
+    return rows.map((r) => ({ exportId: r.export_id, runId: r.run_id, difference: num(r.old_n) + num(r.cur_n) - 2 * num(r.shared) })).filter((c) => c.difference > 0 && c.difference < k);
   }
 
   /** Instances in exactly one of two cells (of runs of the same benchmark, whose keys are comparable). */
@@ -149,10 +147,15 @@ export class ExportStore {
   }
 
   async insert(row: { exportId: string; requestedBy: string; requestedAt: Date; runIds: string[]; content: string; contentSha256: string }): Promise<void> {
-    await this.db.query(
-      'INSERT INTO exports (export_id, state, requested_by, requested_at, run_ids, content, content_sha256) VALUES ($1::uuid, $2, $3, $4, $5::uuid[], $6, $7)',
-      [row.exportId, 'requested', row.requestedBy, row.requestedAt.toISOString(), row.runIds, row.content, row.contentSha256],
-    );
+    await this.db.query('INSERT INTO exports (export_id, state, requested_by, requested_at, run_ids, content, content_sha256) VALUES ($1::uuid, $2, $3, $4, $5::uuid[], $6, $7)', [
+      row.exportId,
+      'requested',
+      row.requestedBy,
+      row.requestedAt.toISOString(),
+      row.runIds,
+      row.content,
+      row.contentSha256,
+    ]);
   }
 
   async get(exportId: string): Promise<ExportRow | undefined> {
@@ -168,10 +171,7 @@ export class ExportStore {
   }
 
   /** Marks an export released with its bundle; false when it was no longer awaiting release. */
-  async finalize(
-    q: Queryable,
-    r: { exportId: string; releasedBy: string; format: 'bundle' | 'helm'; bundle: string; bundleSha256: string; helmFiles: ExportRow['helm_files'] },
-  ): Promise<boolean> {
+  async finalize(q: Queryable, r: { exportId: string; releasedBy: string; format: 'bundle' | 'helm'; bundle: string; bundleSha256: string; helmFiles: ExportRow['helm_files'] }): Promise<boolean> {
     const rows = await q.query(
       `UPDATE exports SET state = 'released', released_by = $2, released_at = now(), format = $3, bundle = $4, bundle_sha256 = $5, helm_files = $6::jsonb
         WHERE export_id = $1::uuid AND state = 'requested' AND requested_by <> $2 RETURNING 1`,
@@ -182,10 +182,7 @@ export class ExportStore {
 
   /** seq of the newest successful export.release event of an export. */
   async releaseEventSeq(exportId: string): Promise<number | undefined> {
-    const rows = await this.db.query<{ seq: number | null }>(
-      `SELECT max(seq) AS seq FROM audit_events WHERE export_id = $1 AND event_type = 'export.release' AND outcome = 'success'`,
-      [exportId],
-    );
+    const rows = await this.db.query<{ seq: number | null }>(`SELECT max(seq) AS seq FROM audit_events WHERE export_id = $1 AND event_type = 'export.release' AND outcome = 'success'`, [exportId]);
     const seq = rows[0]?.seq;
     return seq === null || seq === undefined ? undefined : Number(seq);
   }

@@ -43,14 +43,13 @@ export function createCa(commonName: string, days = 3650): KeyAndCert {
   cert.publicKey = keys.publicKey;
   cert.serialNumber = serial();
   validity(cert, days);
-  const subject = [{ name: 'commonName', value: commonName }, { name: 'organizationName', value: 'ehrbench' }];
+  const subject = [
+    { name: 'commonName', value: commonName },
+    { name: 'organizationName', value: 'ehrbench' },
+  ];
   cert.setSubject(subject);
   cert.setIssuer(subject);
-  cert.setExtensions([
-    { name: 'basicConstraints', cA: true, critical: true },
-    { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
-    { name: 'subjectKeyIdentifier' },
-  ]);
+  cert.setExtensions([{ name: 'basicConstraints', cA: true, critical: true }, { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true }, { name: 'subjectKeyIdentifier' }]);
   cert.sign(keys.privateKey, forge.md.sha256.create());
   return { certPem: pki.certificateToPem(cert), keyPem: pki.privateKeyToPem(keys.privateKey) };
 }
@@ -68,10 +67,7 @@ export function issueCertificate(ca: KeyAndCert, opts: IssueOptions): KeyAndCert
   subject.push({ name: 'organizationName', value: 'ehrbench' });
   cert.setSubject(subject);
   cert.setIssuer(caCert.subject.attributes);
-  const altNames = [
-    ...(opts.dnsNames ?? []).map((value) => ({ type: 2, value })),
-    ...(opts.ipAddresses ?? []).map((ip) => ({ type: 7, ip })),
-  ];
+  const altNames = [...(opts.dnsNames ?? []).map((value) => ({ type: 2, value })), ...(opts.ipAddresses ?? []).map((ip) => ({ type: 7, ip }))];
   const extensions: Record<string, unknown>[] = [
     { name: 'basicConstraints', cA: false, critical: true },
     { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },

@@ -28,9 +28,12 @@ export class Revocations {
 
   /** Every certificate of the principal from this issuer, issued until now. */
   async revokeAll(issuerFingerprint: string, principalId: string, reason: string, revokedBy: string): Promise<void> {
-    await this.db.query(
-      `INSERT INTO revoked_certificates (revocation_id, issuer_fingerprint, serial, principal, reason, revoked_by) VALUES ($1, $2, '*', $3, $4, $5)`,
-      [randomUUID(), issuerFingerprint, principalId, reason, revokedBy],
-    );
+    await this.db.query(`INSERT INTO revoked_certificates (revocation_id, issuer_fingerprint, serial, principal, reason, revoked_by) VALUES ($1, $2, '*', $3, $4, $5)`, [
+      randomUUID(),
+      issuerFingerprint,
+      principalId,
+      reason,
+      revokedBy,
+    ]);
   }
 }

@@ -15,10 +15,41 @@ import { describeError } from '../errors';
  * names an instance by its ordinal in the run (tests/security/phi-canary.test.ts plants such keys).
  */
 const ALLOWED_FIELDS = new Set([
-  'runId', 'benchmarkId', 'benchmarkVersion', 'endpointId', 'tier', 'ordinal', 'status', 'rule',
-  'count', 'done', 'blocked', 'failed', 'total', 'attempt', 'durationMs', 'latencyMs', 'errorCode', 'errorClass',
-  'backend', 'version', 'migration', 'port', 'address', 'principal', 'role', 'seq', 'exportId', 'approvalId',
-  'workerId', 'httpStatus', 'retryInMs', 'method', 'route', 'path', 'file',
+  'runId',
+  'benchmarkId',
+  'benchmarkVersion',
+  'endpointId',
+  'tier',
+  'ordinal',
+  'status',
+  'rule',
+  'count',
+  'done',
+  'blocked',
+  'failed',
+  'total',
+  'attempt',
+  'durationMs',
+  'latencyMs',
+  'errorCode',
+  'errorClass',
+  'backend',
+  'version',
+  'migration',
+  'port',
+  'address',
+  'principal',
+  'role',
+  'seq',
+  'exportId',
+  'approvalId',
+  'workerId',
+  'httpStatus',
+  'retryInMs',
+  'method',
+  'route',
+  'path',
+  'file',
 ]);
 /** Values are ids, counts and codes: anything longer is cut, so a stray text cannot ride along. */
 const MAX_VALUE_LENGTH = 160;
@@ -92,8 +123,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   }
   if (transports.length === 0) transports.push(new winston.transports.Console({ silent: true }));
   const w = winston.createLogger({ level: opts.level ?? 'info', transports });
-  const emit = (level: string, event: string, fields: Record<string, unknown> = {}) =>
-    w.log(level, safeEventName(event), sanitizeFields(fields));
+  const emit = (level: string, event: string, fields: Record<string, unknown> = {}) => w.log(level, safeEventName(event), sanitizeFields(fields));
   return {
     debug: (e, f) => emit('debug', e, f),
     info: (e, f) => emit('info', e, f),

@@ -102,6 +102,5 @@ function helm(prediction: string, instance: Instance): number {
 export const medcalcAccuracy: Metric = {
   name: 'medcalc_bench_accuracy',
   lowerIsBetter: false,
-  score: (prediction: string, instance: Instance, ctx: ScoreContext) =>
-    ctx.mode === 'helm' ? helm(prediction, instance) : corrected(prediction, instance),
+  score: (prediction: string, instance: Instance, ctx: ScoreContext) => (ctx.mode === 'helm' ? helm(prediction, instance) : corrected(prediction, instance)),
 };

@@ -8,7 +8,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import OpenAI, { AzureOpenAI } from 'openai';
 import type { Endpoint, EndpointTransport } from '../egress';
 import { EgressAborted, EgressDenied } from '../egress';
-import { UserError } from '../errors';
+import { type ErrorCode, UserError } from '../errors';
 import { resolveApiKey } from './credentials';
 
 export interface ChatRequest {
@@ -46,7 +46,7 @@ export interface ModelClientOptions {
 /** A failed model call; the message names the endpoint and the HTTP status or error class only. */
 export class ModelCallError extends UserError {
   constructor(
-    code: string,
+    code: ErrorCode,
     message: string,
     readonly retryable: boolean,
     readonly httpStatus?: number,
@@ -219,7 +219,11 @@ export class ModelClient {
       const code = cause?.code ?? 'connection';
       // A response over the size cap is refused, not retried.
       const tooLarge = code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE';
-      return new ModelCallError(tooLarge ? 'model.response-too-large' : 'model.connection', `endpoint ${id}: ${tooLarge ? 'response exceeded the size cap' : `connection failed (${code})`}`, !tooLarge);
+      return new ModelCallError(
+        tooLarge ? 'model.response-too-large' : 'model.connection',
+        `endpoint ${id}: ${tooLarge ? 'response exceeded the size cap' : `connection failed (${code})`}`,
+        !tooLarge,
+      );
     }
     return new ModelCallError('model.error', `endpoint ${id}: ${(err as Error)?.name ?? 'error'}`, false);
   }

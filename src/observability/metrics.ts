@@ -28,11 +28,11 @@ const benchmark = idOf('benchmark');
 const endpoint = idOf('endpoint');
 const yesNo = closed(['true', 'false']);
 
-const runsStarted = new GuardedCounter(
-  `${METRIC_PREFIX}runs_started_total`,
-  'Run executions started by this process (resumed="true": a worker joining or resuming a running run).',
-  { benchmark, tier, resumed: yesNo },
-);
+const runsStarted = new GuardedCounter(`${METRIC_PREFIX}runs_started_total`, 'Run executions started by this process (resumed="true": a worker joining or resuming a running run).', {
+  benchmark,
+  tier,
+  resumed: yesNo,
+});
 const runsFinished = new GuardedCounter(`${METRIC_PREFIX}runs_finished_total`, 'Runs that reached a final status in this process.', {
   benchmark,
   tier,
@@ -44,21 +44,21 @@ const instances = new GuardedCounter(`${METRIC_PREFIX}instances_total`, 'Instanc
   endpoint,
   outcome: closed(INSTANCE_OUTCOMES),
 });
-const promptsBlocked = new GuardedCounter(
-  `${METRIC_PREFIX}prompts_blocked_total`,
-  'Prompts not sent because de-identification refused them, by rule.',
-  { benchmark, tier, rule },
-);
+const promptsBlocked = new GuardedCounter(`${METRIC_PREFIX}prompts_blocked_total`, 'Prompts not sent because de-identification refused them, by rule.', { benchmark, tier, rule });
 const modelCallSeconds = new GuardedHistogram(
   `${METRIC_PREFIX}model_call_duration_seconds`,
   'Latency of successful model calls (all attempts of one call), per endpoint.',
   { endpoint },
   [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120],
 );
-const modelCallFailures = new GuardedCounter(`${METRIC_PREFIX}model_call_failures_total`, 'Instance attempts that failed on a model or judge call (after the client\'s retries), by error code; labelled with the run\'s endpoint.', {
-  endpoint,
-  code: rule,
-});
+const modelCallFailures = new GuardedCounter(
+  `${METRIC_PREFIX}model_call_failures_total`,
+  "Instance attempts that failed on a model or judge call (after the client's retries), by error code; labelled with the run's endpoint.",
+  {
+    endpoint,
+    code: rule,
+  },
+);
 const egressRefusals = new GuardedCounter(`${METRIC_PREFIX}egress_refusals_total`, 'Connections or requests the egress guard refused, by rule.', {
   endpoint,
   rule,

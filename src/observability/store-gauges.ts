@@ -101,13 +101,8 @@ scrapeGauge(`${METRIC_PREFIX}audit_events_since_checkpoint`, 'Audit events not y
   if (a) set({}, Math.max(0, a.headSeq - a.checkpointSeq));
 });
 
-scrapeGauge(
-  `${METRIC_PREFIX}audit_seconds_since_checkpoint`,
-  'Age of the newest signed audit checkpoint, in seconds (absent before the first checkpoint).',
-  {},
-  async (set, reset) => {
-    reset();
-    const a = (await snapshot())?.audit;
-    if (a && a.checkpointAgeSeconds !== null) set({}, a.checkpointAgeSeconds);
-  },
-);
+scrapeGauge(`${METRIC_PREFIX}audit_seconds_since_checkpoint`, 'Age of the newest signed audit checkpoint, in seconds (absent before the first checkpoint).', {}, async (set, reset) => {
+  reset();
+  const a = (await snapshot())?.audit;
+  if (a && a.checkpointAgeSeconds !== null) set({}, a.checkpointAgeSeconds);
+});

@@ -158,7 +158,7 @@ export const RULES = {
   // Certificates and principals, changed on the host.
   'pki.issue.host-operator': 'a client certificate issued on the host by its operator',
   'pki.write-failed': 'the files of an issued certificate could not be written; none was left',
-  'pki.revoke.principal': "every certificate of a principal revoked (break-glass)",
+  'pki.revoke.principal': 'every certificate of a principal revoked (break-glass)',
   'policy.principals.host-operator': 'the principals file changed on the host by its operator',
 
   // Fallbacks where a rule is reported but none was given.

@@ -13,6 +13,7 @@ import type { Catalog } from '../catalog';
 import type { EndpointPolicy } from '../egress';
 import { isStoreUnavailable } from '../db';
 import { PolicyDenied, UserError, describeError } from '../errors';
+import type { RuleId } from '../policy';
 import type { Actor } from '../identity';
 import type { Logger } from '../log';
 import type { ScoringMode } from '../metrics';
@@ -83,7 +84,6 @@ export interface ExecuteOptions {
   signal?: AbortSignal;
   onProgress?: (counts: StateCounts) => void;
 }
-
 
 function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' | 'endpoint_id' | 'tier' | 'spec' | 'approved_by'>, requester: Actor): RunContext {
   const benchmark = engine.catalog.get(run.benchmark_id);
@@ -268,7 +268,7 @@ export async function approveRun(engine: Engine, runId: string, approver: Actor)
   const run = await engine.store.getRun(runId);
   if (!run) throw new UserError('run.not-found', `run ${runId} does not exist`);
   const ctx = contextOf(engine, run, { principal: run.requested_by, role: 'researcher', authMethod: 'service' });
-  const refuse = async (rule: string, reason: string): Promise<never> => {
+  const refuse = async (rule: RuleId, reason: string): Promise<never> => {
     await engine.audit.record({ type: 'run.approve', action: 'U', outcome: 'denied', rule, reason, actor: approver, ...auditBase(ctx) });
     throw new PolicyDenied(rule, reason);
   };

@@ -9,6 +9,7 @@ import type { Benchmark, Instance } from '../catalog';
 import type { Endpoint } from '../egress';
 import type { Actor } from '../identity';
 import type { ScoringMode } from '../metrics';
+import type { Decision, RuleId } from '../policy';
 import type { Tier } from '../tiers';
 
 /** Everything stages may know about the run an instance belongs to. No instance data. */
@@ -29,12 +30,8 @@ export interface RunContext {
   approvedBy?: string;
 }
 
-/** A decision always names the rule that made it. */
-export interface Decision {
-  allowed: boolean;
-  rule: string;
-  reason: string;
-}
+/** A decision always names the rule that made it, a key of the registry (src/policy). */
+export type { Decision };
 
 /** A run-level decision may bind the run to an approval and may require a compliance approval first. */
 export interface RunDecision extends Decision {
@@ -59,7 +56,7 @@ export interface PromptStage {
 }
 
 /** A prompt the gateway may send (de-identified, or plain for a tier that needs none), or the rule that blocked it. */
-export type DeidOutcome = { ok: true; prompt: SendablePrompt; spans: number } | { ok: false; rule: string };
+export type DeidOutcome = { ok: true; prompt: SendablePrompt; spans: number } | { ok: false; rule: RuleId };
 
 export interface DeidStage {
   /** Hash of the de-identification configuration, recorded with each run it applies to. */

@@ -102,23 +102,34 @@ export class RunStore {
     this.completions = new GroupCommit((items) => this.writeCompletions(items));
   }
 
-  async insertRun(
-    run: Omit<RunRow, 'created_at' | 'started_at' | 'finished_at' | 'instance_count' | 'error_code' | 'approved_by' | 'approved_at'>,
-    q: Queryable = this.db,
-  ): Promise<void> {
+  async insertRun(run: Omit<RunRow, 'created_at' | 'started_at' | 'finished_at' | 'instance_count' | 'error_code' | 'approved_by' | 'approved_at'>, q: Queryable = this.db): Promise<void> {
     await q.query(
       `INSERT INTO runs (run_id, benchmark_id, benchmark_version, benchmark_hash, template_hash, tier, endpoint_id, status, requested_by, max_instances, deid_version, spec, approval_id)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::uuid)`,
-      [run.run_id, run.benchmark_id, run.benchmark_version, run.benchmark_hash, run.template_hash, run.tier, run.endpoint_id, run.status, run.requested_by, run.max_instances, run.deid_version, JSON.stringify(run.spec), run.approval_id],
+      [
+        run.run_id,
+        run.benchmark_id,
+        run.benchmark_version,
+        run.benchmark_hash,
+        run.template_hash,
+        run.tier,
+        run.endpoint_id,
+        run.status,
+        run.requested_by,
+        run.max_instances,
+        run.deid_version,
+        JSON.stringify(run.spec),
+        run.approval_id,
+      ],
     );
   }
 
   /** Records a compliance officer's approval of a requested run; false when it was not awaiting one. */
   async approve(runId: string, approver: string): Promise<boolean> {
-    const rows = await this.db.query(
-      `UPDATE runs SET status = 'approved', approved_by = $2, approved_at = now() WHERE run_id = $1::uuid AND status = 'requested' AND requested_by <> $2 RETURNING 1`,
-      [runId, approver],
-    );
+    const rows = await this.db.query(`UPDATE runs SET status = 'approved', approved_by = $2, approved_at = now() WHERE run_id = $1::uuid AND status = 'requested' AND requested_by <> $2 RETURNING 1`, [
+      runId,
+      approver,
+    ]);
     return rows.length === 1;
   }
 
@@ -222,9 +233,7 @@ export class RunStore {
        RETURNING i.item_key, i.ordinal, i.attempts, i.payload`,
       [runId, workerId, limit, leaseSeconds],
     );
-    return rows
-      .map((r) => ({ itemKey: r.item_key, ordinal: r.ordinal, attempts: r.attempts, instance: r.payload }))
-      .sort((a, b) => a.ordinal - b.ordinal);
+    return rows.map((r) => ({ itemKey: r.item_key, ordinal: r.ordinal, attempts: r.attempts, instance: r.payload })).sort((a, b) => a.ordinal - b.ordinal);
   }
 
   /** Stores a result; false when this worker no longer holds the lease (the result is discarded). */
@@ -323,10 +332,7 @@ export class RunStore {
   }
 
   async counts(runId: string, q: Queryable = this.db): Promise<StateCounts> {
-    const rows = await q.query<{ state: ItemState; n: number }>(
-      'SELECT state, count(*)::integer AS n FROM run_items WHERE run_id = $1::uuid GROUP BY state',
-      [runId],
-    );
+    const rows = await q.query<{ state: ItemState; n: number }>('SELECT state, count(*)::integer AS n FROM run_items WHERE run_id = $1::uuid GROUP BY state', [runId]);
     const counts: StateCounts = { pending: 0, claimed: 0, done: 0, blocked: 0, failed: 0 };
     for (const r of rows) counts[r.state] = r.n;
     return counts;

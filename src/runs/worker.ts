@@ -119,14 +119,17 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
   // Each beat is independent: a failed renewal (the database restarting) is retried at the next one.
   // A beat still waiting for the database is not joined by more, which would pile up in the pool.
   let beating = false;
-  const heartbeat = setInterval(() => {
-    if (beating) return;
-    beating = true;
-    void store
-      .extendLeases(ctx.runId, workerId, settings.leaseSeconds)
-      .catch(() => undefined)
-      .finally(() => (beating = false));
-  }, Math.max(200, (settings.leaseSeconds * 1000) / 3));
+  const heartbeat = setInterval(
+    () => {
+      if (beating) return;
+      beating = true;
+      void store
+        .extendLeases(ctx.runId, workerId, settings.leaseSeconds)
+        .catch(() => undefined)
+        .finally(() => (beating = false));
+    },
+    Math.max(200, (settings.leaseSeconds * 1000) / 3),
+  );
   heartbeat.unref();
   try {
     await Promise.all(Array.from({ length: loops }, loop));

@@ -39,7 +39,10 @@ function readPem(file: string, what: string): string {
   try {
     return readFileSync(file, 'utf8');
   } catch (err) {
-    throw new UserError('server.tls-file-missing', `${file}: ${what} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); run "ehrbench pki init" or fix the server section of the config`);
+    throw new UserError(
+      'server.tls-file-missing',
+      `${file}: ${what} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); run "ehrbench pki init" or fix the server section of the config`,
+    );
   }
 }
 
@@ -119,9 +122,7 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
     if (req.url === '/health' || req.url === '/ready') return;
     const who = await identify(app, req.raw.socket as TLSSocket);
     if (!who.ok) {
-      await app.audit
-        .record({ type: 'access.denied', action: 'E', outcome: 'denied', rule: who.rule, reason: who.reason.slice(0, 200), actor: serviceActor('daemon') })
-        .catch(() => undefined);
+      await app.audit.record({ type: 'access.denied', action: 'E', outcome: 'denied', rule: who.rule, reason: who.reason.slice(0, 200), actor: serviceActor('daemon') }).catch(() => undefined);
       const { status, body } = answer('identity.denied', who.reason, who.rule);
       return reply.code(status).send(body);
     }
@@ -171,7 +172,10 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
     } catch (err) {
       await server.close();
       await scheduler.stop();
-      throw new UserError('server.health-port-unavailable', `127.0.0.1:${healthPort}: the health port cannot be opened (${(err as NodeJS.ErrnoException).code ?? 'error'}); choose another server.healthPort`);
+      throw new UserError(
+        'server.health-port-unavailable',
+        `127.0.0.1:${healthPort}: the health port cannot be opened (${(err as NodeJS.ErrnoException).code ?? 'error'}); choose another server.healthPort`,
+      );
     }
   }
   const healthAddress = health?.address();

@@ -145,9 +145,7 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     },
     async (req) => ops.releaseExport(caller(req), req.params.id, req.body.format ?? 'bundle'),
   );
-  server.get<{ Params: { id: string } }>('/v1/exports/:id/files', { schema: { params: UUID_PARAM, response: responses(exportFiles) } }, async (req) =>
-    ops.downloadExport(caller(req), req.params.id),
-  );
+  server.get<{ Params: { id: string } }>('/v1/exports/:id/files', { schema: { params: UUID_PARAM, response: responses(exportFiles) } }, async (req) => ops.downloadExport(caller(req), req.params.id));
 
   // Break-glass: halt every active run and revoke a principal's certificates. Narrows access only.
   server.post<{ Body: { reason: string } }>('/v1/breakglass/halt', { schema: { body: body('api/reason.schema.json'), response: responses(list(run)) } }, async (req) => {
@@ -159,7 +157,13 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     '/v1/principals/:principal/revoke',
     {
       schema: {
-        params: { $id: 'https://ehrbench.local/schemas/api/principal-param.inline', type: 'object', additionalProperties: false, required: ['principal'], properties: { principal: { type: 'string', pattern: '^[a-z0-9][a-z0-9._-]{0,62}$' } } },
+        params: {
+          $id: 'https://ehrbench.local/schemas/api/principal-param.inline',
+          type: 'object',
+          additionalProperties: false,
+          required: ['principal'],
+          properties: { principal: { type: 'string', pattern: '^[a-z0-9][a-z0-9._-]{0,62}$' } },
+        },
         body: body('api/reason.schema.json'),
         response: responses({ type: 'object', additionalProperties: false, properties: { principal: { type: 'string' }, revoked: { type: 'integer' } } }),
       },

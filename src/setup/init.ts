@@ -84,7 +84,11 @@ export function demoEndpointPolicy(port: number): unknown {
  * never approve its own runs; compliance officers and other people are added by hospital IT.
  */
 export function localPrincipals(user = userInfo().username): unknown {
-  const localUser = user.toLowerCase().replace(/[^a-z0-9_.-]/g, '_').replace(/^[^a-z_]/, '_').slice(0, 32);
+  const localUser = user
+    .toLowerCase()
+    .replace(/[^a-z0-9_.-]/g, '_')
+    .replace(/^[^a-z_]/, '_')
+    .slice(0, 32);
   const id = localUser.replace(/^[^a-z0-9]+/, '').replace(/_/g, '-') || 'local-operator';
   return {
     principals: [{ id, displayName: `local operator (${user})`, roles: ['researcher', 'auditor'], status: 'active', localUser }],

@@ -159,7 +159,11 @@ export async function startTestDaemon(opts: DaemonOptions = {}): Promise<TestDae
       const res = await fetch(`https://localhost:${daemon.port}${path}`, {
         method,
         dispatcher: agent,
-        ...(raw ? { body: raw.body, headers: { 'content-type': raw.contentType ?? 'application/json' } } : body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+        ...(raw
+          ? { body: raw.body, headers: { 'content-type': raw.contentType ?? 'application/json' } }
+          : body === undefined
+            ? {}
+            : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
       });
       const text = await res.text();
       let json: unknown;

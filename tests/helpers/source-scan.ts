@@ -131,7 +131,11 @@ export function scanSource(files = sourceFiles()): Scan {
     const module = parseSync(`0;\n${text}`, { syntax: 'typescript', comments: false, target: 'es2022' }) as unknown as Node;
     const base = (module.span as { start: number }).start;
     const bytes = Buffer.from(`0;\n${text}`, 'utf8');
-    const lineOf = (n: Node) => bytes.subarray(0, Math.max(0, (n.span?.start ?? base) - base)).toString('utf8').split('\n').length - 1;
+    const lineOf = (n: Node) =>
+      bytes
+        .subarray(0, Math.max(0, (n.span?.start ?? base) - base))
+        .toString('utf8')
+        .split('\n').length - 1;
     const add = (into: Found[], context: string, at: Node, expr: unknown) => {
       for (const v of values(expr)) {
         if (!v.dynamic && !NAME.test(v.value)) continue;
@@ -239,7 +243,12 @@ export function scanSource(files = sourceFiles()): Scan {
 
 /** A template's pattern (`jury.*`) as a regular expression over registry keys. */
 export function patternOf(value: string): RegExp {
-  return new RegExp(`^${value.split('*').map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[a-z0-9.-]+')}$`);
+  return new RegExp(
+    `^${value
+      .split('*')
+      .map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('[a-z0-9.-]+')}$`,
+  );
 }
 
 /** `file:line (context)` for failure messages. */

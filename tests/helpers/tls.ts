@@ -35,8 +35,7 @@ export function testPki(): Pki {
   const dir = tempDir('egress-pki');
   const ca = createCa('egress test CA');
   const rogueCa = createCa('rogue CA');
-  const issue: Pki['issue'] = ({ by, ...opts }) =>
-    issueCertificate(by ?? ca, { commonName: 'model.test', dnsNames: ['model.test'], ipAddresses: ['127.0.0.1'], usage: 'server', days: 30, ...opts });
+  const issue: Pki['issue'] = ({ by, ...opts }) => issueCertificate(by ?? ca, { commonName: 'model.test', dnsNames: ['model.test'], ipAddresses: ['127.0.0.1'], usage: 'server', days: 30, ...opts });
   const server = issue({});
   const client = issue({ commonName: 'ehrbench', usage: 'client', dnsNames: [], ipAddresses: [] });
   const write = (name: string, pem: string) => {
@@ -96,13 +95,7 @@ export const openAiHandler: Handler = (req, res) => {
   );
 };
 
-export async function startTlsServer(opts: {
-  cert: KeyAndCert;
-  host?: string;
-  port?: number;
-  clientCaPem?: string;
-  handler?: Handler;
-}): Promise<TlsServer> {
+export async function startTlsServer(opts: { cert: KeyAndCert; host?: string; port?: number; clientCaPem?: string; handler?: Handler }): Promise<TlsServer> {
   let connections = 0;
   let requests = 0;
   const bodies: string[] = [];

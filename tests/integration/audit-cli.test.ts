@@ -28,7 +28,14 @@ beforeAll(async () => {
   const app = await openApp({ file: home.configFile, env: home.env });
   const actor = { principal: 'alice', role: 'researcher', authMethod: 'mtls' } as const;
   for (let i = 0; i < 12; i++) {
-    await app.audit.record({ type: 'run.request', action: 'C', outcome: i % 4 === 0 ? 'denied' : 'success', rule: 'tier.public', actor, subject: { runId: `run-${i % 3}`, benchmarkId: 'medec', tier: 'public' } });
+    await app.audit.record({
+      type: 'run.request',
+      action: 'C',
+      outcome: i % 4 === 0 ? 'denied' : 'success',
+      rule: 'tier.public',
+      actor,
+      subject: { runId: `run-${i % 3}`, benchmarkId: 'medec', tier: 'public' },
+    });
   }
   await app.close();
 });

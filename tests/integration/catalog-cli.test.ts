@@ -37,7 +37,13 @@ describe('ehrbench benchmarks', () => {
     const h = home();
     const r = cli(['benchmarks', 'list'], { EHRBENCH_HOME: h });
     expect(r.code).toBe(0);
-    for (const c of ['Clinical Decision Support (12)', 'Clinical Note Generation (6)', 'Patient Communication and Education (8)', 'Medical Research Assistance (6)', 'Administration and Workflow (5)']) {
+    for (const c of [
+      'Clinical Decision Support (12)',
+      'Clinical Note Generation (6)',
+      'Patient Communication and Education (8)',
+      'Medical Research Assistance (6)',
+      'Administration and Workflow (5)',
+    ]) {
       expect(r.stdout).toContain(c);
     }
     expect(r.stdout).toContain('37 benchmarks: 16 public, 7 approval-required, 14 private');
@@ -78,8 +84,14 @@ describe('ehrbench benchmarks', () => {
     const h = home();
     const src = tempDir('helm');
     writeFileSync(join(src, 'demo_prompt.txt'), 'You are a clinical assistant.\n\nPatient Note:\n{note}\n\nQuestion:\n{question}\n\nAnswer with "Yes" or "No".\n');
-    writeFileSync(join(src, 'demo.csv'), 'patient_id,note,question,correct_answer,incorrect_answers\n001,"Patient with hypertension.","Hypertension?","Yes","[""No""]"\n002,"Denies smoking.","Smokes?","No","[""Yes""]"\n');
-    writeFileSync(join(src, 'judge.txt'), 'Judge.\n<Q>{QUESTION}</Q>\n<R>{RESPONSE}</R>\n<rubric_criteria>\n{"faithfulness": {"score": 0, "explanation": "x"}, "clarity": {"score": 0, "explanation": "y"}}\n</rubric_criteria>\n');
+    writeFileSync(
+      join(src, 'demo.csv'),
+      'patient_id,note,question,correct_answer,incorrect_answers\n001,"Patient with hypertension.","Hypertension?","Yes","[""No""]"\n002,"Denies smoking.","Smokes?","No","[""Yes""]"\n',
+    );
+    writeFileSync(
+      join(src, 'judge.txt'),
+      'Judge.\n<Q>{QUESTION}</Q>\n<R>{RESPONSE}</R>\n<rubric_criteria>\n{"faithfulness": {"score": 0, "explanation": "x"}, "clarity": {"score": 0, "explanation": "y"}}\n</rubric_criteria>\n',
+    );
     writeFileSync(
       join(src, 'demo.yaml'),
       'name: EXACT-MATCH-DEMO\ndescription: Yes/no questions on notes.\nprompt_file: demo_prompt.txt\ndataset_file: demo.csv\nmax_tokens: 1\nmetrics:\n  - name: exact_match\n  - name: BERTScore-F\n  - name: jury_score\n    prompt_file: judge.txt\n    judges:\n      - name: huggingface/qwen2.5-7b-instruct\n        model_name: qwen/qwen2.5-7b-instruct\n',
@@ -108,7 +120,9 @@ describe('ehrbench benchmarks', () => {
 
     // A placeholder the CSV lacks is refused by name, without reading data values.
     writeFileSync(join(src, 'demo_prompt.txt'), '{note} {age}');
-    const bad = cli(['benchmarks', 'import-helm', join(src, 'demo.yaml'), '--out', out, '--id', 'other', '--category', 'Clinical Decision', '--subcategory', 'Supporting Diagnostic Decisions'], { EHRBENCH_HOME: h });
+    const bad = cli(['benchmarks', 'import-helm', join(src, 'demo.yaml'), '--out', out, '--id', 'other', '--category', 'Clinical Decision', '--subcategory', 'Supporting Diagnostic Decisions'], {
+      EHRBENCH_HOME: h,
+    });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toBe(`ehrbench: ${join(src, 'demo.csv')}: missing column "age" (used by demo_prompt.txt)\n`);
   });

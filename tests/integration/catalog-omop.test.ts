@@ -103,16 +103,7 @@ function cdmRows(schema: string): string {
 const PERSON_1 = {
   mrns: ['MRN-0001'],
   dates: ['2015-03-09'],
-  addresses: [
-    '12 Pellham Road, Apt 4, Cambridge, MA 02139',
-    '55 Fruit Street, Boston, MA 02114',
-    '7 Mill Pond Drive, Lowell, MA 01854',
-    'Boston',
-    'Cambridge',
-    'Lowell',
-    'Middlesex',
-    'Suffolk',
-  ],
+  addresses: ['12 Pellham Road, Apt 4, Cambridge, MA 02139', '55 Fruit Street, Boston, MA 02114', '7 Mill Pond Drive, Lowell, MA 01854', 'Boston', 'Cambridge', 'Lowell', 'Middlesex', 'Suffolk'],
   facilities: ['Harborview Cardiac Pavilion', 'Riverbend Family Practice'],
   names: ['Alma Voss', 'Henrik Okafor', 'Priya Natarajan'],
   other: ['1234567893', '1982736450', 'AV1234563', 'CS-HCP', 'CS-RFP', 'LOC-H10', 'LOC-S20', 'PRV-500', 'PRV-501'],
@@ -169,7 +160,7 @@ run('OMOP CDM note source on PostgreSQL', () => {
     ]);
   });
 
-  it('attaches the person\'s address, city and county, the care sites of the person and of the visit, and the providers of the note, the visit and the person', async () => {
+  it("attaches the person's address, city and county, the care sites of the person and of the visit, and the providers of the note, the visit and the person", async () => {
     const got = await read({ labels: { path: 'labels.csv' }, batchSize: 2 });
     expect(sortedKnown(got[0])).toEqual(PERSON_1);
     // No visit, provider or care site: the person's own location only.
@@ -186,7 +177,7 @@ run('OMOP CDM note source on PostgreSQL', () => {
     expect(() => bind({ personSourceValue: 'ssn' })).toThrow(/personSourceValue: must be one of "mrn", "pseudonym", "ignore"/);
   });
 
-  it('joins only the identifier tables the source names: [] is note and person alone, and a visit\'s provider needs visit_occurrence', async () => {
+  it("joins only the identifier tables the source names: [] is note and person alone, and a visit's provider needs visit_occurrence", async () => {
     const labels = { path: 'labels.csv' };
     expect((await read({ labels, identifierTables: [] }))[0]?.known).toEqual({ mrns: ['MRN-0001'], dates: ['2015-03-09'] });
     const providers = (await read({ labels, identifierTables: ['provider'] }))[0];
@@ -194,7 +185,7 @@ run('OMOP CDM note source on PostgreSQL', () => {
     expect(() => bind({ identifierTables: ['person'] })).toThrow(/identifierTables\/0: must be one of "location", "care_site", "provider", "visit_occurrence"/);
   });
 
-  it('lays the site binding\'s subject and known columns (from the labels CSV) on what the CDM attaches', async () => {
+  it("lays the site binding's subject and known columns (from the labels CSV) on what the CDM attaches", async () => {
     const { catalog, dir } = bind({ labels: { path: 'labels.csv' }, identifierTables: [] }, { subject: 'family', known: { names: ['nok'] } });
     writeFileSync(join(dir, 'labels.csv'), 'note_id,prompt,label,family,nok\n2,q,A,fam-7,Ruth Okonkwo\n5,q,B,,\n');
     const got = await collect(catalog.get('shc_ptbm_med'), { TEST_OMOP_URL: url });
@@ -253,11 +244,15 @@ run('OMOP CDM note source on PostgreSQL', () => {
         ethnicity_concept_id, person_source_value, gender_source_value, gender_source_concept_id, race_source_value, race_source_concept_id,
         ethnicity_source_value, ethnicity_source_concept_id FROM cdm.person;`);
     const err = await failure(read({ schema: 'bare' }));
-    expect(err.message).toMatch(/^benchmark shc_ptbm_med \(OMOP source in .*\): reading bare\.note failed \(42P01\); table bare\.location, bare\.care_site, bare\.provider, bare\.visit_occurrence is missing or not readable by this role; column bare\.person\.location_id, bare\.person\.care_site_id, bare\.person\.provider_id is missing \(CDM v5\.3\/5\.4 expected\); fix the CDM or the role's grants, or leave "location", "care_site", "provider", "visit_occurrence" out of "identifierTables" of this source in the site data file$/);
+    expect(err.message).toMatch(
+      /^benchmark shc_ptbm_med \(OMOP source in .*\): reading bare\.note failed \(42P01\); table bare\.location, bare\.care_site, bare\.provider, bare\.visit_occurrence is missing or not readable by this role; column bare\.person\.location_id, bare\.person\.care_site_id, bare\.person\.provider_id is missing \(CDM v5\.3\/5\.4 expected\); fix the CDM or the role's grants, or leave "location", "care_site", "provider", "visit_occurrence" out of "identifierTables" of this source in the site data file$/,
+    );
     // Only the provider table, and the person's provider_id, missing: only "provider" to leave out.
     await sql(`CREATE TABLE bare.location (LIKE cdm.location); CREATE TABLE bare.care_site (LIKE cdm.care_site); CREATE TABLE bare.visit_occurrence (LIKE cdm.visit_occurrence);
       ALTER TABLE bare.person ADD COLUMN location_id integer, ADD COLUMN care_site_id integer;`);
-    expect((await failure(read({ schema: 'bare' }))).message).toMatch(/\(42P01\); table bare\.provider is missing or not readable by this role; column bare\.person\.provider_id is missing .*leave "provider" out of "identifierTables"/);
+    expect((await failure(read({ schema: 'bare' }))).message).toMatch(
+      /\(42P01\); table bare\.provider is missing or not readable by this role; column bare\.person\.provider_id is missing .*leave "provider" out of "identifierTables"/,
+    );
     const without = await read({ schema: 'bare', labels: { path: 'labels.csv' }, identifierTables: ['location', 'care_site', 'visit_occurrence'] });
     expect(without.map((i) => [i.key, i.known?.mrns, i.known?.names])).toEqual([
       ['2', ['MRN-0001'], undefined],
@@ -278,7 +273,9 @@ run('OMOP CDM note source on PostgreSQL', () => {
       const u = new URL(url);
       u.username = role;
       const err = await failure(collect(bind({}).catalog.get('shc_ptbm_med'), { TEST_OMOP_URL: u.toString() }));
-      expect(err.message).toMatch(/reading cdm\.note failed \(42501\); table cdm\.provider is missing or not readable by this role; fix the CDM or the role's grants, or leave "provider" out of "identifierTables"/);
+      expect(err.message).toMatch(
+        /reading cdm\.note failed \(42501\); table cdm\.provider is missing or not readable by this role; fix the CDM or the role's grants, or leave "provider" out of "identifierTables"/,
+      );
       const got = await collect(bind({ labels: { path: 'labels.csv' }, identifierTables: ['location', 'care_site', 'visit_occurrence'] }).catalog.get('shc_ptbm_med'), { TEST_OMOP_URL: u.toString() });
       expect(got[0]?.known?.facilities?.sort()).toEqual(['Harborview Cardiac Pavilion', 'Riverbend Family Practice']);
     } finally {

@@ -45,7 +45,10 @@ describe('ehrbench deid', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^4 lines de-identified into .*: \d+ identifiers \(/);
-    const out = readFileSync(output, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const out = readFileSync(output, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const validate = validatorFor('deid-output.schema.json');
     expect(out.map((o) => validate(o))).toEqual([true, true, true, true]);
     expect(out.map((o) => o.id)).toEqual(['n1', 'n2', 'n3', 'n4']);
@@ -72,7 +75,8 @@ describe('ehrbench deid', () => {
     const output = join(home, 'big.deid.jsonl');
     const n = 20_000;
     const lines: string[] = [];
-    for (let i = 0; i < n; i++) lines.push(JSON.stringify({ id: `r${i}`, subject: `p${i % 500}`, text: `Seen ${1 + (i % 12)}/${1 + (i % 28)}/2087 by Dr. Renwick; MRN ${1000000 + i}. Percocet 5/325 prn.` }));
+    for (let i = 0; i < n; i++)
+      lines.push(JSON.stringify({ id: `r${i}`, subject: `p${i % 500}`, text: `Seen ${1 + (i % 12)}/${1 + (i % 28)}/2087 by Dr. Renwick; MRN ${1000000 + i}. Percocet 5/325 prn.` }));
     writeFileSync(input, lines.join('\n') + '\n');
     const r = cli(home, ['--in', input, '--out', output, '--json']);
     expect(r.code).toBe(0);
@@ -148,7 +152,10 @@ interface OutLine {
 }
 
 function readOut(file: string): OutLine[] {
-  return readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as OutLine);
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as OutLine);
 }
 
 function writeJsonl(file: string, lines: (object | '')[]): void {

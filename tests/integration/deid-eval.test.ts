@@ -148,7 +148,12 @@ describe('ehrbench deid eval', () => {
 
   it.each([
     ['a line that is not JSON', 'bad.jsonl', `${JSON.stringify(GOLD_DOCS[0])}\n{"id":"n2","text":"Noted qwzx in the chart.",\n`, /bad\.jsonl: line 2 is not valid JSON/],
-    ['a span outside the text', 'bad.jsonl', JSON.stringify({ id: 'n1', text: N1, spans: [{ start: 12, end: 500, type: 'NAME' }] }) + '\n', /bad\.jsonl: line 1: span 1 \(12-500\) is empty or outside the text/],
+    [
+      'a span outside the text',
+      'bad.jsonl',
+      JSON.stringify({ id: 'n1', text: N1, spans: [{ start: 12, end: 500, type: 'NAME' }] }) + '\n',
+      /bad\.jsonl: line 1: span 1 \(12-500\) is empty or outside the text/,
+    ],
     ['an unknown type', 'bad.jsonl', JSON.stringify({ id: 'n1', text: N1, spans: [{ start: 12, end: 19, type: 'PERSON' }] }) + '\n', /bad\.jsonl: line 1: \/spans\/0\/type: must be one of/],
     ['an unknown mark type', 'bad.txt', '=== note n1\nSeen by Dr. {{PERSON|Renwick}} today.\n', /bad\.txt: note n1 \(line 1\): unknown mark type PERSON/],
     ['a mark left open', 'bad.txt', '=== note n1\nfirst line\n=== note n2\nSeen by Dr. {{NAME|Renwick today.\n', /bad\.txt: note n2 \(line 3\): a mark is not closed/],

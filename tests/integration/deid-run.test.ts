@@ -155,7 +155,12 @@ function addPrivateEndpoint(t: TestApp): void {
   const file = t.app.config.policies.endpoints;
   const policy = JSON.parse(readFileSync(file, 'utf8')) as { endpoints: { id: string; classification: unknown; description?: string }[] };
   const demo = policy.endpoints[0] as { id: string; classification: unknown; description?: string };
-  policy.endpoints.push({ ...demo, id: PRIVATE_ENDPOINT, description: 'Loopback test endpoint classified for private data', classification: { inVpc: true, baa: true, maxTier: 'private', development: false } });
+  policy.endpoints.push({
+    ...demo,
+    id: PRIVATE_ENDPOINT,
+    description: 'Loopback test endpoint classified for private data',
+    classification: { inVpc: true, baa: true, maxTier: 'private', development: false },
+  });
   writeFileSync(file, JSON.stringify(policy, null, 2));
   t.app.engine.endpoints = loadEndpointPolicy(file);
 }
@@ -258,7 +263,7 @@ describe('private runs send only de-identified prompts', () => {
     }
   });
 
-  it('a name found in one record of a subject is masked in the subject\'s other records, and only in theirs', async () => {
+  it("a name found in one record of a subject is masked in the subject's other records, and only in theirs", async () => {
     // No structured identifiers: the name is in the text only, with a cue ("wife") in one record alone.
     const blank = { name: '', daughter: '', attending: '', mrn: '', dob: '', address: '', phone: '' };
     const rows: Record[] = [
@@ -277,7 +282,9 @@ describe('private runs send only de-identified prompts', () => {
       expect(prompts).toHaveLength(3);
       expect(withName).toHaveLength(1);
       expect(withName[0]).toContain('brought clothes');
-      const evidence = await t.app.db.query<{ item_key: string; evidence: string[] | null }>("SELECT item_key, payload->'evidence' AS evidence FROM run_items WHERE run_id = $1 ORDER BY item_key", [run.run_id]);
+      const evidence = await t.app.db.query<{ item_key: string; evidence: string[] | null }>("SELECT item_key, payload->'evidence' AS evidence FROM run_items WHERE run_id = $1 ORDER BY item_key", [
+        run.run_id,
+      ]);
       expect(evidence.map((e) => [e.item_key, e.evidence])).toEqual([
         ['q1', ['zorbanna']],
         ['q2', ['zorbanna']],

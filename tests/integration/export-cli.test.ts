@@ -33,7 +33,10 @@ describe('export and leaderboard commands', () => {
     };
     try {
       const runs: { runId: string; mainScore: number }[] = [];
-      for (const [benchmark, n] of [['pubmed_qa', 40], ['medec', 30]] as const) {
+      for (const [benchmark, n] of [
+        ['pubmed_qa', 40],
+        ['medec', 30],
+      ] as const) {
         const r = await cli(['run', '--benchmark', benchmark, '--endpoint', DEMO_ENDPOINT_ID, '--max-instances', String(n), '--json']);
         expect(r.code).toBe(0);
         runs.push(JSON.parse(r.stdout));

@@ -173,7 +173,7 @@ describe('LLM jury on ACI-Bench', () => {
     }
   });
 
-  it('refuses a judge endpoint whose classification does not allow the benchmark\'s tier, before any call', async () => {
+  it("refuses a judge endpoint whose classification does not allow the benchmark's tier, before any call", async () => {
     const t = await startJuryApp(() => ({ kind: 'answer', text: judgeAnswer([5, 5, 5]) }));
     try {
       const base = t.app.catalog.get('aci_bench');
@@ -196,14 +196,21 @@ describe('LLM jury on ACI-Bench', () => {
     }
   });
 
-  it('refuses a judge the run\'s approval does not name, before any judge sees the note', async () => {
+  it("refuses a judge the run's approval does not name, before any judge sees the note", async () => {
     const t = await startJuryApp(() => ({ kind: 'answer', text: judgeAnswer([5, 5, 5]) }));
     try {
       const base = t.app.catalog.get('aci_bench');
       const benchmark = { ...base, definition: { ...base.definition, tier: 'approval-required' as const } };
       // The approval names the model endpoint and two of the three judges.
       const approval = await t.app.approvals.create(
-        { protocolNumber: 'IRB-JURY-2', principalInvestigator: 'alice', personnel: ['alice'], benchmarks: ['aci_bench'], endpoints: [DEMO_ENDPOINT_ID, 'judge-gpt', 'judge-llama'], purpose: 'jury test' },
+        {
+          protocolNumber: 'IRB-JURY-2',
+          principalInvestigator: 'alice',
+          personnel: ['alice'],
+          benchmarks: ['aci_bench'],
+          endpoints: [DEMO_ENDPOINT_ID, 'judge-gpt', 'judge-llama'],
+          purpose: 'jury test',
+        },
         'carol',
       );
       const run = runContext(t, benchmark, 'approval-required', approval.approvalId);
@@ -238,7 +245,7 @@ describe('LLM jury on ACI-Bench', () => {
     }
   });
 
-  it('holds each judge to its endpoint\'s concurrency limit, as the model endpoint is held to its own', async () => {
+  it("holds each judge to its endpoint's concurrency limit, as the model endpoint is held to its own", async () => {
     const t = await startJuryApp((_n, prompt) => (isJudgePrompt(prompt) ? { kind: 'answer', text: judgeAnswer([4, 4, 4]), latencyMs: 40 } : { kind: 'answer', text: 'A note.', latencyMs: 40 }), {
       judgeLimit: 1,
       modelLimit: 4,
@@ -258,7 +265,7 @@ describe('LLM jury on ACI-Bench', () => {
     }
   });
 
-  it('charges judge calls to the approval\'s budget, and halts before the judge call that would exceed it', async () => {
+  it("charges judge calls to the approval's budget, and halts before the judge call that would exceed it", async () => {
     const t = await startJuryApp((_n, prompt) => ({ kind: 'answer', text: isJudgePrompt(prompt) ? judgeAnswer([4, 4, 4]) : 'A note.' }));
     try {
       // The model is cheap and the judges dear: the budget covers the first instance's model call but
@@ -267,7 +274,10 @@ describe('LLM jury on ACI-Bench', () => {
       const dear = { inputUsdPerMillion: 100, outputUsdPerMillion: 100 };
       t.app.config.export.prices.push({ endpoint: DEMO_ENDPOINT_ID, ...cheap }, ...['judge-gpt', 'judge-llama', 'judge-claude'].map((endpoint) => ({ endpoint, ...dear })));
       const budgetUsd = 1.0; // one judge call's worst case is 4,096 tokens out at $100/M = $0.41, plus the prompt
-      const approval = await t.app.approvals.create({ protocolNumber: 'IRB-JURY-BUDGET', principalInvestigator: 'alice', personnel: ['alice'], benchmarks: ['aci_bench'], purpose: 'jury budget', budgetUsd }, 'carol');
+      const approval = await t.app.approvals.create(
+        { protocolNumber: 'IRB-JURY-BUDGET', principalInvestigator: 'alice', personnel: ['alice'], benchmarks: ['aci_bench'], purpose: 'jury budget', budgetUsd },
+        'carol',
+      );
       const run = await requestRun(t.app.engine, { benchmarkId: 'aci_bench', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 3, approvalId: approval.approvalId });
       const err = await executeRun(t.app.engine, run.run_id).catch((e: unknown) => e);
       expect(err).toMatchObject({ rule: 'budget.exceeded' });

@@ -38,7 +38,11 @@ async function startDaemonWith(backend: 'pglite' | 'postgres', server: Record<st
   const principalsFile = join(home.home, 'access-policies', 'principals.json');
   const principals = JSON.parse(readFileSync(principalsFile, 'utf8'));
   const ids: Record<string, { cert: string; key: string }> = {};
-  for (const [id, role] of [['alice', 'researcher'], ['erin', 'auditor'], ['ivan', 'admin']] as const) {
+  for (const [id, role] of [
+    ['alice', 'researcher'],
+    ['erin', 'auditor'],
+    ['ivan', 'admin'],
+  ] as const) {
     const issued = issueClientCertificate(pkiDir, id, role);
     principals.principals.find((p: { id: string }) => p.id === id).certificates = [{ commonName: id, issuerFingerprint: issued.issuerFingerprint }];
     ids[id] = { cert: readFileSync(issued.certFile, 'utf8'), key: readFileSync(issued.keyFile, 'utf8') };
@@ -201,10 +205,9 @@ describe.each(backends())('/metrics on the daemon (%s)', (backend) => {
 
   it('carries no instance key, prompt, reference or prediction, and only allowlisted label values', async () => {
     const text = (await t.call('erin', 'GET', '/metrics')).json as string;
-    const items = await t.app.db.query<{ item_key: string; payload: Record<string, unknown>; prediction: string | null }>(
-      'SELECT item_key, payload, prediction FROM run_items WHERE run_id = $1',
-      [runId],
-    );
+    const items = await t.app.db.query<{ item_key: string; payload: Record<string, unknown>; prediction: string | null }>('SELECT item_key, payload, prediction FROM run_items WHERE run_id = $1', [
+      runId,
+    ]);
     expect(items).toHaveLength(5);
     const labelValues = new Set(samples(text).flatMap((s) => Object.values(s.labels)));
     for (const item of items) {

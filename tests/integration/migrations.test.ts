@@ -12,9 +12,7 @@ describe.each(backends())('migrations on %s', (backend) => {
       const applied = await runMigrations(db);
       expect(applied).toEqual(listMigrations().map((m) => `${m.version}_${m.name}`));
       expect(await runMigrations(db)).toEqual([]);
-      const tables = await db.query<{ table_name: string }>(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name",
-      );
+      const tables = await db.query<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name");
       expect(tables.map((t) => t.table_name)).toEqual(expect.arrayContaining(['runs', 'run_items', 'run_results', 'schema_migrations']));
     } finally {
       await db.close();
@@ -43,7 +41,11 @@ describe.each(backends())('migrations on %s', (backend) => {
     const [a, b] = await Promise.all([store.open(false), store.open(false)]);
     try {
       const results = await Promise.all([runMigrations(a), runMigrations(b)]);
-      expect([...results[0], ...results[1]].sort()).toEqual(listMigrations().map((m) => `${m.version}_${m.name}`).sort());
+      expect([...results[0], ...results[1]].sort()).toEqual(
+        listMigrations()
+          .map((m) => `${m.version}_${m.name}`)
+          .sort(),
+      );
     } finally {
       await a.close();
       await b.close();

@@ -123,7 +123,7 @@ describe('model client', () => {
     await expect(transport.fetch(`https://evil.example/v1/chat/completions`)).rejects.toThrow(/egress\.url\.host/);
     await transport.close();
   });
-  it('leaves no abort listener on the caller\'s signal after each call, answered or failed', async () => {
+  it("leaves no abort listener on the caller's signal after each call, answered or failed", async () => {
     // A worker passes one long-lived signal to every call; each call must take its listeners away.
     await withServer(
       (n) => (n % 3 === 0 ? { kind: 'status', status: 503 } : { kind: 'answer', text: 'A' }),
@@ -135,7 +135,7 @@ describe('model client', () => {
     );
   });
 
-  it('stops backing off when the caller\'s signal aborts, instead of waiting out Retry-After', async () => {
+  it("stops backing off when the caller's signal aborts, instead of waiting out Retry-After", async () => {
     const server = await startModelServer({
       certPem: readFileSync(join(home.home, 'keys', 'demo-model-server.pem'), 'utf8'),
       keyPem: readFileSync(join(home.home, 'keys', 'demo-model-server.key.pem'), 'utf8'),
@@ -162,7 +162,7 @@ describe('model client', () => {
     }
   });
 
-  it('still aborts a call in flight through the caller\'s signal', async () => {
+  it("still aborts a call in flight through the caller's signal", async () => {
     await withServer(
       () => ({ kind: 'hang' }),
       async (_server, client) => {

@@ -235,7 +235,10 @@ postgresOnly('lease heartbeat beside a result write', () => {
       const store = t.app.engine.store;
       const run = await requestRun(t.app.engine, { benchmarkId: 'pubmed_qa', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 2 });
       await store.transition(run.run_id, ['approved'], 'running');
-      await store.enqueue(run.run_id, [0, 1].map((i) => ({ itemKey: `k${i}`, ordinal: i, instance: { key: `k${i}`, vars: {}, references: [] } as never })));
+      await store.enqueue(
+        run.run_id,
+        [0, 1].map((i) => ({ itemKey: `k${i}`, ordinal: i, instance: { key: `k${i}`, vars: {}, references: [] } as never })),
+      );
       expect(await store.claim(run.run_id, 'w1', 2, 5, 3)).toHaveLength(2);
       // A result write of k1 in progress (its row locked until it commits).
       await other.query('BEGIN');
@@ -246,9 +249,7 @@ postgresOnly('lease heartbeat beside a result write', () => {
       const beat = store.extendLeases(run.run_id, 'w1', 600).finally(() => (settled = true));
       let waitedOnLock = false;
       while (!settled && !waitedOnLock) {
-        const [w] = await other.query<{ n: number }>(
-          "SELECT count(*)::integer AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        ).then((r) => r.rows);
+        const [w] = await other.query<{ n: number }>("SELECT count(*)::integer AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").then((r) => r.rows);
         waitedOnLock = (w?.n ?? 0) > 0;
       }
       if (waitedOnLock) await other.query('COMMIT');

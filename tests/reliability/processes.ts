@@ -74,10 +74,16 @@ export function stopWorker(w: WorkerProcess, signal: 'SIGKILL' | 'SIGTERM', give
   if (signal === 'SIGKILL') w.killed += 1;
   return new Promise((resolve) => {
     // A shutdown that never ends is a finding, reported as 'hung' (the process is then killed).
-    const timer = giveUpAt === undefined ? undefined : setTimeout(() => {
-      resolve('hung');
-      child.kill('SIGKILL');
-    }, Math.max(0, giveUpAt - Date.now()));
+    const timer =
+      giveUpAt === undefined
+        ? undefined
+        : setTimeout(
+            () => {
+              resolve('hung');
+              child.kill('SIGKILL');
+            },
+            Math.max(0, giveUpAt - Date.now()),
+          );
     child.once('exit', (code) => {
       clearTimeout(timer);
       resolve(code);

@@ -64,10 +64,7 @@ async function dropConnections(adminUrl: string, database: string, windowMs: num
   try {
     const until = Date.now() + windowMs;
     while (Date.now() < until) {
-      const rows = await admin.query<{ ok: boolean }>(
-        'SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-        [database],
-      );
+      const rows = await admin.query<{ ok: boolean }>('SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database]);
       terminated += rows.rows.filter((r) => r.ok).length;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -108,7 +105,8 @@ suite('three workers on one PostgreSQL under SIGKILLs, database restarts and end
     config.catalog = { dirs: [siteDir], siteData: join(home.home, 'site-data.json') };
     config.keys = { dir: join(home.home, 'keys') };
     config.policies = { endpoints: join(home.home, 'access-policies', 'endpoints.json'), principals: join(home.home, 'access-policies', 'principals.json') };
-    if (config.deid?.siteLexicons) config.deid.siteLexicons = Object.fromEntries(Object.entries(config.deid.siteLexicons as Record<string, string>).map(([kind, file]) => [kind, join(home.home, file)]));
+    if (config.deid?.siteLexicons)
+      config.deid.siteLexicons = Object.fromEntries(Object.entries(config.deid.siteLexicons as Record<string, string>).map(([kind, file]) => [kind, join(home.home, file)]));
     config.database = { ...config.database, poolSize: 6 };
     // Short leases, so a killed worker's instances come back within seconds. Every SIGKILL costs
     // an attempt of each instance the worker had claimed (a worker-killing instance must be capped),

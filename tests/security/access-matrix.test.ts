@@ -153,7 +153,13 @@ describe('request bodies: clear 4xx, never 5xx', () => {
     ['POST', '/v1/runs', { benchmarkId: 'nope', endpointId: 'demo-loopback' }, 404, /unknown benchmark "nope"/],
     ['POST', '/v1/runs', [], 400, /must be object/],
     ['POST', '/v1/approvals', { protocolNumber: 'P', principalInvestigator: 'alice', personnel: ['alice'], tiers: ['private'], purpose: 'p', status: 'active' }, 400, /unknown field "status"/],
-    ['POST', '/v1/approvals', { protocolNumber: 'P', principalInvestigator: 'alice', personnel: ['alice'], tiers: ['private'], purpose: 'p', createdAt: '2020-01-01T00:00:00Z' }, 400, /unknown field "createdAt"/],
+    [
+      'POST',
+      '/v1/approvals',
+      { protocolNumber: 'P', principalInvestigator: 'alice', personnel: ['alice'], tiers: ['private'], purpose: 'p', createdAt: '2020-01-01T00:00:00Z' },
+      400,
+      /unknown field "createdAt"/,
+    ],
     ['POST', '/v1/approvals', { protocolNumber: 'P', principalInvestigator: 'alice', personnel: [], tiers: ['private'], purpose: 'p' }, 400, /personnel: must NOT have fewer than 1 items/],
     ['POST', `/v1/runs/00000000-0000-0000-0000-000000000000/approve`, { approvedBy: 'carol' }, 400, /unknown field "approvedBy"/],
     ['POST', `/v1/runs/not-a-uuid/approve`, {}, 400, /id: must match pattern/],
@@ -178,7 +184,31 @@ describe('request bodies: clear 4xx, never 5xx', () => {
   it('serialises only the fields of the response schema', async () => {
     const r = await t.call('alice', 'POST', '/v1/runs', { benchmarkId: 'medec', endpointId: 'demo-loopback', maxInstances: 1 });
     expect(Object.keys(r.json).sort()).toEqual(
-      ['aggregates', 'approvalId', 'approvedBy', 'benchmarkId', 'benchmarkVersion', 'completionTokens', 'counts', 'createdAt', 'endpointId', 'errorCode', 'estimatedCostUsd', 'finishedAt', 'instanceCount', 'irbProtocol', 'mainMetric', 'mainScore', 'promptTokens', 'requestedBy', 'runId', 'scoring', 'startedAt', 'status', 'tier'].sort(),
+      [
+        'aggregates',
+        'approvalId',
+        'approvedBy',
+        'benchmarkId',
+        'benchmarkVersion',
+        'completionTokens',
+        'counts',
+        'createdAt',
+        'endpointId',
+        'errorCode',
+        'estimatedCostUsd',
+        'finishedAt',
+        'instanceCount',
+        'irbProtocol',
+        'mainMetric',
+        'mainScore',
+        'promptTokens',
+        'requestedBy',
+        'runId',
+        'scoring',
+        'startedAt',
+        'status',
+        'tier',
+      ].sort(),
     );
   });
 });

@@ -72,7 +72,14 @@ describe('approvals changing during a run', () => {
     t = await startTestDaemon({ rows: 200, latencyMs: 40, workers: 0, concurrency: 1 });
     t.app.engine.deid = passThrough;
     const expiresAt = new Date(Date.now() + 2500).toISOString();
-    const created = await t.call('carol', 'POST', '/v1/approvals', { protocolNumber: 'IRB-10', principalInvestigator: 'alice', personnel: ['alice'], benchmarks: ['site_gated'], purpose: 'p', expiresAt });
+    const created = await t.call('carol', 'POST', '/v1/approvals', {
+      protocolNumber: 'IRB-10',
+      principalInvestigator: 'alice',
+      personnel: ['alice'],
+      benchmarks: ['site_gated'],
+      purpose: 'p',
+      expiresAt,
+    });
     expect(created.json.expiresAt).toBe(expiresAt);
     const run = await t.call('alice', 'POST', '/v1/runs', { benchmarkId: 'site_gated', endpointId: 'vpc-gated' });
     await expect(executeRun(t.app.engine, run.json.runId)).rejects.toThrow(/denied by rule approval\.expired/);
@@ -117,7 +124,9 @@ describe('the CLI against the daemon', () => {
     expect(denied.err()).toBe('ehrbench: denied by rule rbac.researcher-required: requesting a run needs the researcher role; erin holds auditor\n');
 
     const approvals = io();
-    expect(await main(['approvals', 'add', '--protocol', 'IRB-CLI', '--pi', 'bob', '--personnel', 'bob', '--tiers', 'approval-required', '--purpose', 'p', '--json', ...as('dave')], approvals)).toBe(0);
+    expect(await main(['approvals', 'add', '--protocol', 'IRB-CLI', '--pi', 'bob', '--personnel', 'bob', '--tiers', 'approval-required', '--purpose', 'p', '--json', ...as('dave')], approvals)).toBe(
+      0,
+    );
     expect(JSON.parse(approvals.out())).toMatchObject({ protocolNumber: 'IRB-CLI', status: 'active', createdBy: 'dave' });
   });
 });

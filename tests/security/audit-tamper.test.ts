@@ -142,13 +142,10 @@ describe.each(backends())('audit trail tampering on %s', (backend) => {
   it('detects a forged row appended after the last one', async () => {
     const [head] = await app.db.query<{ seq: number; row_hash: string }>('SELECT seq, row_hash FROM audit_events ORDER BY seq DESC LIMIT 1');
     const [template] = await app.db.query<Record<string, unknown>>('SELECT *, event_id::text AS event_id FROM audit_events WHERE seq = 1');
-    const forged = { ...(template as object), seq: (head?.seq ?? 0) + 1, event_id: randomUUID(), prev_hash: head?.row_hash, outcome: "success" } as unknown as Parameters<typeof rowHash>[0] & Record<string, unknown>;
+    const forged = { ...(template as object), seq: (head?.seq ?? 0) + 1, event_id: randomUUID(), prev_hash: head?.row_hash, outcome: 'success' } as unknown as Parameters<typeof rowHash>[0] &
+      Record<string, unknown>;
     const hash = rowHash(forged);
-    await asSuperuser(
-      app,
-      `INSERT INTO audit_events SELECT * FROM jsonb_populate_record(NULL::audit_events, $1::jsonb)`,
-      [JSON.stringify({ ...forged, row_hash: hash, row_mac: 'f'.repeat(64) })],
-    );
+    await asSuperuser(app, `INSERT INTO audit_events SELECT * FROM jsonb_populate_record(NULL::audit_events, $1::jsonb)`, [JSON.stringify({ ...forged, row_hash: hash, row_mac: 'f'.repeat(64) })]);
     const report = await verifyApp(app);
     expect(problems(report)).toEqual(['41: row MAC invalid: row forged or altered by someone without the MAC key']);
     // Without the MAC key (an offline verifier with only the public key) the row is at least flagged as unsealed.
@@ -174,14 +171,26 @@ describe.each(backends())('audit trail tampering on %s', (backend) => {
   it('detects a checkpoint signed by an unknown key', async () => {
     const rogue = generateKeyPairSync('ed25519');
     const [head] = await app.db.query<{ seq: number; row_hash: string }>('SELECT seq, row_hash FROM audit_head');
-    const statement = { type: 'ehrbench.audit.checkpoint', version: 1, siteId: 'test-site', checkpointId: 5, seq: head?.seq, headHash: head?.row_hash, signedAt: new Date().toISOString(), keyFingerprint: 'ab'.repeat(32) };
+    const statement = {
+      type: 'ehrbench.audit.checkpoint',
+      version: 1,
+      siteId: 'test-site',
+      checkpointId: 5,
+      seq: head?.seq,
+      headHash: head?.row_hash,
+      signedAt: new Date().toISOString(),
+      keyFingerprint: 'ab'.repeat(32),
+    };
     const text = canonicalJson(statement);
     const signature = sign(null, Buffer.from(text), rogue.privateKey).toString('base64');
-    await asSuperuser(
-      app,
-      'INSERT INTO audit_checkpoints (checkpoint_id, seq, head_hash, signed_at, key_fingerprint, statement, signature) VALUES (5, $1, $2, $3, $4, $5, $6)',
-      [head?.seq, head?.row_hash, statement.signedAt, statement.keyFingerprint, text, signature],
-    );
+    await asSuperuser(app, 'INSERT INTO audit_checkpoints (checkpoint_id, seq, head_hash, signed_at, key_fingerprint, statement, signature) VALUES (5, $1, $2, $3, $4, $5, $6)', [
+      head?.seq,
+      head?.row_hash,
+      statement.signedAt,
+      statement.keyFingerprint,
+      text,
+      signature,
+    ]);
     expect(problems(await verifyApp(app))).toContain(`40: checkpoint 5: signed by unknown key fingerprint ${'ab'.repeat(8)}`);
   });
 

@@ -94,7 +94,10 @@ describe('entra-id auth through the guard', () => {
   it('fetches the token from the allowlisted authority through the guard and sends it as a bearer token', async () => {
     const { model, authority, client } = await setup();
     expect((await client.complete(request)).text).toBe('B');
-    expect(authority.paths).toEqual([`GET /${TENANT}/v2.0/.well-known/openid-configuration`, expect.stringMatching(new RegExp(`^POST /${TENANT}/oauth2/v2.0/token(\\?client-request-id=[0-9a-f-]+)?$`))]);
+    expect(authority.paths).toEqual([
+      `GET /${TENANT}/v2.0/.well-known/openid-configuration`,
+      expect.stringMatching(new RegExp(`^POST /${TENANT}/oauth2/v2.0/token(\\?client-request-id=[0-9a-f-]+)?$`)),
+    ]);
     expect(authority.bodies[1]).toContain('grant_type=client_credentials');
     expect(model.authorizations).toEqual(['Bearer token-from-guarded-authority']);
   });

@@ -64,7 +64,11 @@ describe('endpoint policy network fields', () => {
     ['hex IPv4 host', { url: 'https://0x7f.1/v1', addresses: undefined, allowedCidrs: ['127.0.0.0/8'] }, /\/url: IPv4 host is not in four-part decimal form/],
     ['IP-literal host outside allowedCidrs', { url: 'https://10.99.0.1/openai', addresses: undefined }, /\/url: address is outside allowedCidrs/],
     ['IP-literal host with addresses', { url: 'https://10.20.4.7/openai' }, /\/addresses: the URL host is already an IP address/],
-    ['entra-id without an authority', { auth: { type: 'entra-id', env: 'SECRET', tenantId: 't', clientId: 'c' } }, /auth: (entra-id needs tenantId, clientId and authority|missing required key "authority")/],
+    [
+      'entra-id without an authority',
+      { auth: { type: 'entra-id', env: 'SECRET', tenantId: 't', clientId: 'c' } },
+      /auth: (entra-id needs tenantId, clientId and authority|missing required key "authority")/,
+    ],
     [
       'entra-id authority with an octal-looking CIDR',
       { auth: { type: 'entra-id', env: 'SECRET', tenantId: 't', clientId: 'c', authority: { url: 'https://login.microsoftonline.com', allowedCidrs: ['020.190.128.0/18'] } } },

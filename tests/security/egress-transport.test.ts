@@ -53,7 +53,16 @@ describe('TLS trust', () => {
     expect(completion.text).toBe('B');
     expect(s.bodies[0]).toContain(CANARY);
     expect(await client.listModels()).toEqual(['test-model']);
-    expect(events[0]).toMatchObject({ type: 'egress.connected', endpointId: 'test-model', address: '127.0.0.1', cidr: '127.0.0.1/32', resolution: 'addresses', trust: 'endpoint-ca', pinChecked: true, serverSpkiSha256: pinOf(pki.server.certPem) });
+    expect(events[0]).toMatchObject({
+      type: 'egress.connected',
+      endpointId: 'test-model',
+      address: '127.0.0.1',
+      cidr: '127.0.0.1/32',
+      resolution: 'addresses',
+      trust: 'endpoint-ca',
+      pinChecked: true,
+      serverSpkiSha256: pinOf(pki.server.certPem),
+    });
   });
 
   it.each([

@@ -19,7 +19,10 @@ const ROWS = 40;
 
 /** Synthetic records full of canary markers: ids, names and numbers that must never leave. */
 function canaryCsv(): string {
-  const rows = Array.from({ length: ROWS }, (_, i) => `pt-canary-${7100 + i},"CANARY note ${i}: Zelda Quixote-Marsh, MRN 88${4000 + i}, seen 2023-02-${String(1 + (i % 28)).padStart(2, '0')}; wound healing.",${i % 2 ? 'yes' : 'no'}`);
+  const rows = Array.from(
+    { length: ROWS },
+    (_, i) => `pt-canary-${7100 + i},"CANARY note ${i}: Zelda Quixote-Marsh, MRN 88${4000 + i}, seen 2023-02-${String(1 + (i % 28)).padStart(2, '0')}; wound healing.",${i % 2 ? 'yes' : 'no'}`,
+  );
   return ['id,context,label', ...rows].join('\n') + '\n';
 }
 

@@ -56,9 +56,7 @@ const ECHO = 'CANARY-ECHO-BODY';
 // ---------------------------------------------------------------------------------------------------
 // Markers
 
-type Kind =
-  | 'NAME' | 'LOCATION' | 'ZIP' | 'DATE' | 'AGE' | 'PHONE' | 'FAX' | 'EMAIL' | 'SSN' | 'MRN' | 'HEALTH_PLAN' | 'ACCOUNT'
-  | 'LICENSE' | 'VEHICLE' | 'DEVICE' | 'URL' | 'IP' | 'BIOMETRIC' | 'ID';
+type Kind = 'NAME' | 'LOCATION' | 'ZIP' | 'DATE' | 'AGE' | 'PHONE' | 'FAX' | 'EMAIL' | 'SSN' | 'MRN' | 'HEALTH_PLAN' | 'ACCOUNT' | 'LICENSE' | 'VEHICLE' | 'DEVICE' | 'URL' | 'IP' | 'BIOMETRIC' | 'ID';
 
 interface Marker {
   kind: Kind;
@@ -298,7 +296,24 @@ function markersIn(text: string, markers: Marker[]): string[] {
 // The site's benchmark and data, in the documented format: a benchmark folder (catalog.dirs) whose data
 // the site supplies, bound in site-data.json to a CSV with the site's own column name for the note.
 
-const COLUMNS = ['encounter_id', 'patient_id', 'patient_name', 'relative_name', 'attending', 'mrn', 'dob', 'address', 'facility', 'phone', 'email', 'ssn', 'member_id', 'ward', 'NOTE_TEXT', 'label'] as const;
+const COLUMNS = [
+  'encounter_id',
+  'patient_id',
+  'patient_name',
+  'relative_name',
+  'attending',
+  'mrn',
+  'dob',
+  'address',
+  'facility',
+  'phone',
+  'email',
+  'ssn',
+  'member_id',
+  'ward',
+  'NOTE_TEXT',
+  'label',
+] as const;
 
 function csvOf(records: CanaryRecord[]): string {
   const quote = (v: string) => `"${v.replace(/"/g, '""')}"`;
@@ -427,9 +442,18 @@ async function createOmopSource(admin: string, records: CanaryRecord[]): Promise
     await db.query('INSERT INTO cdm.location (location_id, address_1, city, state, zip) VALUES ($1, $2, $3, $4, $5)', [id, `${p.houseNo} ${p.street} Lane`, p.city, 'MA', p.zip]);
     await db.query('INSERT INTO cdm.care_site (care_site_id, care_site_name, location_id) VALUES ($1, $2, $1)', [id, r.facility]);
     await db.query('INSERT INTO cdm.provider (provider_id, provider_name, care_site_id) VALUES ($1, $2, $1)', [id, `${p.attLast}, ${p.attFirst}`]);
-    await db.query('INSERT INTO cdm.person (person_id, gender_concept_id, year_of_birth, month_of_birth, day_of_birth, birth_datetime, location_id, provider_id, care_site_id, person_source_value) VALUES ($1, 8532, $2, $3, $4, $5, $6, $6, $6, $7)', [personIds[k], year, month, day, `${r.dob} 00:00`, id, r.mrn]);
-    await db.query('INSERT INTO cdm.visit_occurrence (visit_occurrence_id, person_id, visit_concept_id, visit_start_date, visit_end_date, visit_type_concept_id, provider_id, care_site_id) VALUES ($1, $2, 9201, $3, $3, 44818518, $1, $1)', [id, personIds[k], r.admit]);
-    await db.query("INSERT INTO cdm.note (note_id, person_id, note_date, note_type_concept_id, note_class_concept_id, note_title, note_text, encoding_concept_id, language_concept_id, provider_id, visit_occurrence_id) VALUES ($1, $2, $3, 44814645, 706, 'Progress note', $4, 0, 0, $5, $5)", [noteIds[k], personIds[k], r.admit, r.note, id]);
+    await db.query(
+      'INSERT INTO cdm.person (person_id, gender_concept_id, year_of_birth, month_of_birth, day_of_birth, birth_datetime, location_id, provider_id, care_site_id, person_source_value) VALUES ($1, 8532, $2, $3, $4, $5, $6, $6, $6, $7)',
+      [personIds[k], year, month, day, `${r.dob} 00:00`, id, r.mrn],
+    );
+    await db.query(
+      'INSERT INTO cdm.visit_occurrence (visit_occurrence_id, person_id, visit_concept_id, visit_start_date, visit_end_date, visit_type_concept_id, provider_id, care_site_id) VALUES ($1, $2, 9201, $3, $3, 44818518, $1, $1)',
+      [id, personIds[k], r.admit],
+    );
+    await db.query(
+      "INSERT INTO cdm.note (note_id, person_id, note_date, note_type_concept_id, note_class_concept_id, note_title, note_text, encoding_concept_id, language_concept_id, provider_id, visit_occurrence_id) VALUES ($1, $2, $3, 44814645, 706, 'Progress note', $4, 0, 0, $5, $5)",
+      [noteIds[k], personIds[k], r.admit, r.note, id],
+    );
     values.push(personIds[k] as string, r.dob, r.mrn, noteIds[k] as string, r.admit, r.note, r.facility, `${p.attLast}, ${p.attFirst}`);
   }
   await db.end();
@@ -466,7 +490,14 @@ function writeOmopBenchmark(dir: string): void {
   const file = join(dir, 'benchmark.json');
   const b = JSON.parse(readFileSync(file, 'utf8'));
   b.dataset.columns = { id: '#row', vars: { note: 'note' }, reference: 'label', choices: ['yes', 'no'] };
-  b.dataRequirements = { summary: 'Progress notes from the OMOP note table, labelled.', formats: ['omop-note'], columns: [{ name: 'note', description: 'note_text' }, { name: 'label', description: 'yes or no, from the labels file' }] };
+  b.dataRequirements = {
+    summary: 'Progress notes from the OMOP note table, labelled.',
+    formats: ['omop-note'],
+    columns: [
+      { name: 'note', description: 'note_text' },
+      { name: 'label', description: 'yes or no, from the labels file' },
+    ],
+  };
   delete b.subgroups;
   writeFileSync(file, JSON.stringify(b));
 }
@@ -742,10 +773,9 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
       }
       const auditRows = await app.db.query<{ event_type: string; outcome: string }>('SELECT * FROM audit_events ORDER BY seq');
       const omopItems = omopRunId ? await app.db.query('SELECT * FROM run_items WHERE run_id = $1', [omopRunId]) : [];
-      const items = await app.db.query<{ item_key: string; payload: unknown; prediction: string | null; outcome_rule: string | null; state: string }>(
-        'SELECT * FROM run_items WHERE run_id = $1',
-        [runId],
-      );
+      const items = await app.db.query<{ item_key: string; payload: unknown; prediction: string | null; outcome_rule: string | null; state: string }>('SELECT * FROM run_items WHERE run_id = $1', [
+        runId,
+      ]);
 
       // Stop the daemon and app (seals the trail, flushes the log), then read the files left behind.
       const home = t.home.home;
@@ -762,7 +792,7 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
         'model server: requests': t.server.received.map((r) => `${r.path}\n${JSON.stringify(r.headers)}\n${r.body}`).join('\n'),
         'log file': logText,
         'logger input': captured.loggerInput.join('\n'),
-        'console': captured.console.join('\n'),
+        console: captured.console.join('\n'),
         'errors thrown by the model stage': captured.thrown.join('\n'),
         'API answers': captured.api.join('\n'),
         'CLI output': captured.cli.join('\n'),
@@ -776,7 +806,7 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
         'export preview': review.json.preview as string,
         'export files': exportFiles.join('\n'),
         'helm files': JSON.stringify(released.json.files.helm ?? []),
-        'metrics': typeof metrics.json === 'string' ? metrics.json : JSON.stringify(metrics.json),
+        metrics: typeof metrics.json === 'string' ? metrics.json : JSON.stringify(metrics.json),
         ...Object.fromEntries(Object.entries(store).map(([name, text]) => [`table ${name}`, text])),
       };
 

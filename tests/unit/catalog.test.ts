@@ -115,7 +115,7 @@ describe('site data bound in site-data.json', () => {
     ]);
   });
 
-  it('maps the site\'s own column names and names both in errors, never the value', async () => {
+  it("maps the site's own column names and names both in errors, never the value", async () => {
     const file = siteFile({ benchmarks: { mimiciv_billing_code: { source: { type: 'csv', path: 'codes.csv' }, columns: { text: 'discharge_summary', target: 'icd10' } } } });
     writeFileSync(join(file, '..', 'codes.csv'), 'discharge_summary,icd10\n"Mr Jane Roe, sepsis","A41.9, N17.9"\n');
     const b = Catalog.load([], { siteDataFile: file }).get('mimiciv_billing_code');
@@ -237,12 +237,20 @@ describe('subject and known identifiers bound in site-data.json', () => {
   });
 
   it('names the file, the record, the column and the binding key of a missing column in one line, never a value', async () => {
-    const csv = site(ALL_KINDS, 'notes.csv', 'prompt,context,label,patient_id,patient_name,mrn,dob,home_address,phone,facility,account\nq,Marguerite Hollis note,A,P-17,Marguerite Hollis,MRN-99812,,,,,\n');
+    const csv = site(
+      ALL_KINDS,
+      'notes.csv',
+      'prompt,context,label,patient_id,patient_name,mrn,dob,home_address,phone,facility,account\nq,Marguerite Hollis note,A,P-17,Marguerite Hollis,MRN-99812,,,,,\n',
+    );
     const err = await failure(all(csv.catalog.get('shc_ptbm_med')));
     expect(err.code).toBe('dataset.missing-column');
     expect(err.message).toBe(`${csv.data}: record 1: missing column "nok_name" (benchmarks.shc_ptbm_med.known.names in ${csv.siteData})`);
 
-    const jsonl = site({ subject: 'pid', known: { mrns: ['mrn'] } }, 'notes.jsonl', [JSON.stringify({ prompt: 'q', context: 'Hollis', label: 'A', pid: 1, mrn: 'MRN-99812' }), JSON.stringify({ prompt: 'q', context: 'Hollis', label: 'A', mrn: 'MRN-31337' })].join('\n'));
+    const jsonl = site(
+      { subject: 'pid', known: { mrns: ['mrn'] } },
+      'notes.jsonl',
+      [JSON.stringify({ prompt: 'q', context: 'Hollis', label: 'A', pid: 1, mrn: 'MRN-99812' }), JSON.stringify({ prompt: 'q', context: 'Hollis', label: 'A', mrn: 'MRN-31337' })].join('\n'),
+    );
     const missing = await failure(all(jsonl.catalog.get('shc_ptbm_med')));
     expect(missing.message).toBe(`${jsonl.data}: record 2: missing column "pid" (benchmarks.shc_ptbm_med.subject in ${jsonl.siteData})`);
 
@@ -252,7 +260,7 @@ describe('subject and known identifiers bound in site-data.json', () => {
     for (const e of [err, missing, bad]) expect(e.message).not.toMatch(/Hollis|MRN-|Lindqvist/);
   });
 
-  it('combines known values with the definition\'s columns, and the site\'s subject wins', async () => {
+  it("combines known values with the definition's columns, and the site's subject wins", async () => {
     const root = tempDir('defs');
     const dir = join(root, 'site_known');
     mkdirSync(dir);
@@ -299,7 +307,9 @@ describe('subject and known identifiers bound in site-data.json', () => {
       return f;
     };
     const source = { type: 'csv', path: 'x.csv' };
-    expect(() => loadSiteData(file({ source, known: { ssn: ['ssn'] } }))).toThrow(/\/benchmarks\/shc_ptbm_med\/known: unknown key "ssn" \(allowed: names, mrns, dates, addresses, facilities, phones, emails, other\)/);
+    expect(() => loadSiteData(file({ source, known: { ssn: ['ssn'] } }))).toThrow(
+      /\/benchmarks\/shc_ptbm_med\/known: unknown key "ssn" \(allowed: names, mrns, dates, addresses, facilities, phones, emails, other\)/,
+    );
     expect(() => loadSiteData(file({ known: { names: ['n'] } }))).toThrow(/\/benchmarks\/shc_ptbm_med: must have property source when property known is present/);
     expect(() => loadSiteData(file({ source, subject: '' }))).toThrow(/\/benchmarks\/shc_ptbm_med\/subject: must NOT have fewer than 1 characters/);
     expect(() => loadSiteData(file({ source, known: { names: [''] } }))).toThrow(/known\/names\/0: must NOT have fewer than 1 characters/);
@@ -361,7 +371,9 @@ describe('site benchmark folders', () => {
     const dir = siteBenchmark('id,context,label\n');
     writeFileSync(join(dir, 'prompt.txt'), '{{note}} {{age}}');
     expect(() => loadBenchmark(dir)).toThrow(/template uses \{\{age\}\} but the dataset adapter provides only note, choices/);
-    expect(() => loadBenchmark(siteBenchmark('id,context,label\n', { subcategory: 'Planning Treatments' }))).toThrow(/"Planning Treatments" is not a MedHELM subcategory of Administration and Workflow/);
+    expect(() => loadBenchmark(siteBenchmark('id,context,label\n', { subcategory: 'Planning Treatments' }))).toThrow(
+      /"Planning Treatments" is not a MedHELM subcategory of Administration and Workflow/,
+    );
   });
 
   it('requires a site-supplied benchmark to list every column its adapter reads', () => {

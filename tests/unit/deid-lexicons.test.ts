@@ -16,10 +16,7 @@ describe('word sets', () => {
     { bytes: Buffer.from('delta epsilon\nzeta\n') },
   ]);
   it('round-trips through its index, as the build writes it', () => {
-    const again = WordSet.fromIndex(
-      [Buffer.from('# a comment\nalpha\nbeta\n\nalpha\n  gamma  \n'), Buffer.from('new york\n'), Buffer.from('delta epsilon\nzeta\n')],
-      set.index(),
-    );
+    const again = WordSet.fromIndex([Buffer.from('# a comment\nalpha\nbeta\n\nalpha\n  gamma  \n'), Buffer.from('new york\n'), Buffer.from('delta epsilon\nzeta\n')], set.index());
     expect([...again]).toEqual([...set]);
     for (const w of ['alpha', 'new york', 'zeta', 'omega']) expect(again.has(w)).toBe(set.has(w));
     expect(() => WordSet.fromIndex([], Buffer.alloc(16))).toThrow(/not a word-set index/);
@@ -60,7 +57,9 @@ describe('looking a variant of a word up in place', () => {
 describe('the safe vocabulary', () => {
   it('is the union of its four lists, in one set', () => {
     const lex = lexicons();
-    for (const w of ['tolerating', 'levophed', 'the', 'cabg', 'pines'].concat(['philter', 'english', 'clinical', 'ehrbench'].flatMap((n) => [0, 7, 1000].map((i) => lex[n as 'philter'].at(Math.min(i, lex[n as 'philter'].size - 1)))))) {
+    for (const w of ['tolerating', 'levophed', 'the', 'cabg', 'pines'].concat(
+      ['philter', 'english', 'clinical', 'ehrbench'].flatMap((n) => [0, 7, 1000].map((i) => lex[n as 'philter'].at(Math.min(i, lex[n as 'philter'].size - 1)))),
+    )) {
       expect([w, lex.safe.has(w)]).toEqual([w, lex.philter.has(w) || lex.english.has(w) || lex.clinical.has(w) || lex.ehrbench.has(w)]);
     }
     expect(lex.safe.has('okafor')).toBe(false);

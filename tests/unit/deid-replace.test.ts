@@ -14,7 +14,13 @@ const SECRET = Buffer.alloc(32, 9);
 const settings = (over: Partial<DeidSettings> = {}): DeidSettings => ({ ...defaultSettings('/nonexistent/secret'), ...over });
 const deid = (over: Partial<DeidSettings> = {}, secret = SECRET) => new Deidentifier(settings(over), () => secret);
 
-const known = { names: ['Marguerite Hollis', 'Tobias Renwick'], mrns: ['00384157'], dates: ['1994-04-09'], addresses: ['214 Pellham Road, Framingham, MA 01702'], facilities: ["St. Aldric's Hospital"] };
+const known = {
+  names: ['Marguerite Hollis', 'Tobias Renwick'],
+  mrns: ['00384157'],
+  dates: ['1994-04-09'],
+  addresses: ['214 Pellham Road, Framingham, MA 01702'],
+  facilities: ["St. Aldric's Hospital"],
+};
 
 function coveredBy(text: string, part: string, spans: { start: number; end: number }[]): boolean {
   const at = text.indexOf(part);

@@ -104,7 +104,11 @@ describe('site lexicons', () => {
       const file = config.deid.siteLexicons?.[kind] as string;
       expect(file).toBe(join(home, 'lexicons', `${kind}.txt`));
       expect(existsSync(file)).toBe(true);
-      expect(readFileSync(file, 'utf8').split('\n').filter((l) => l && !l.startsWith('#'))).toEqual([]);
+      expect(
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .filter((l) => l && !l.startsWith('#')),
+      ).toEqual([]);
     }
     // an empty list adds nothing and breaks nothing
     const d = new Deidentifier(settingsFrom(config.deid), () => Buffer.alloc(32));

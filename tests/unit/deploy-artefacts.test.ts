@@ -79,9 +79,7 @@ describe('Kubernetes manifests', () => {
   });
 
   it('deny all ingress and egress by default in the namespace', () => {
-    const denyAll = byKind('NetworkPolicy').filter(
-      (p) => Object.keys(p.spec.podSelector ?? {}).length === 0 && p.spec.ingress === undefined && p.spec.egress === undefined,
-    );
+    const denyAll = byKind('NetworkPolicy').filter((p) => Object.keys(p.spec.podSelector ?? {}).length === 0 && p.spec.ingress === undefined && p.spec.egress === undefined);
     expect(denyAll).toHaveLength(1);
     expect([...denyAll[0]?.spec.policyTypes].sort()).toEqual(['Egress', 'Ingress']);
   });
@@ -138,7 +136,10 @@ describe('Kubernetes manifests', () => {
       expect(c.securityContext.capabilities).toEqual({ drop: ['ALL'] });
       expect(c.image).not.toMatch(/:latest$|^[^:]+$/);
       // Secrets and configuration are mounted read-only; only the data directory, /tmp and the witness are writable.
-      const writable = (c.volumeMounts as Obj[]).filter((m) => !m.readOnly).map((m) => m.mountPath).sort();
+      const writable = (c.volumeMounts as Obj[])
+        .filter((m) => !m.readOnly)
+        .map((m) => m.mountPath)
+        .sort();
       expect(writable).toEqual(['/tmp', '/var/lib/ehrbench', '/var/lib/ehrbench-witness']);
       // Nothing in the environment that the egress guard would refuse at start.
       const env = Object.fromEntries((c.env as Obj[]).map((e) => [e.name, e.value ?? 'from-secret']));
@@ -233,7 +234,9 @@ describe('container image definition', () => {
   });
 
   it('sends no data directory, key or test into the build context', () => {
-    const ignore = read('container', 'Containerfile.dockerignore').split('\n').filter((l) => l && !l.startsWith('#'));
+    const ignore = read('container', 'Containerfile.dockerignore')
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'));
     expect(ignore[0]).toBe('**');
     for (const excluded of ['**/.ehrbench', '**/*.key', '**/*.key.pem']) expect(ignore).toContain(excluded);
     expect(ignore).not.toContain('!tests/**');
@@ -251,10 +254,37 @@ function serviceSection(file: string): [string, string][] {
 }
 
 const HARDENING = [
-  'ProtectSystem', 'ReadWritePaths', 'ProtectHome', 'PrivateTmp', 'PrivateDevices', 'PrivateMounts', 'ProtectKernelTunables', 'ProtectKernelModules',
-  'ProtectKernelLogs', 'ProtectControlGroups', 'ProtectClock', 'ProtectHostname', 'ProtectProc', 'NoNewPrivileges', 'CapabilityBoundingSet',
-  'AmbientCapabilities', 'RestrictSUIDSGID', 'LockPersonality', 'RestrictRealtime', 'RestrictNamespaces', 'RemoveIPC', 'KeyringMode',
-  'SystemCallArchitectures', 'SystemCallFilter', 'SystemCallErrorNumber', 'RestrictAddressFamilies', 'IPAddressDeny', 'IPAddressAllow', 'UMask', 'User', 'Group',
+  'ProtectSystem',
+  'ReadWritePaths',
+  'ProtectHome',
+  'PrivateTmp',
+  'PrivateDevices',
+  'PrivateMounts',
+  'ProtectKernelTunables',
+  'ProtectKernelModules',
+  'ProtectKernelLogs',
+  'ProtectControlGroups',
+  'ProtectClock',
+  'ProtectHostname',
+  'ProtectProc',
+  'NoNewPrivileges',
+  'CapabilityBoundingSet',
+  'AmbientCapabilities',
+  'RestrictSUIDSGID',
+  'LockPersonality',
+  'RestrictRealtime',
+  'RestrictNamespaces',
+  'RemoveIPC',
+  'KeyringMode',
+  'SystemCallArchitectures',
+  'SystemCallFilter',
+  'SystemCallErrorNumber',
+  'RestrictAddressFamilies',
+  'IPAddressDeny',
+  'IPAddressAllow',
+  'UMask',
+  'User',
+  'Group',
 ];
 
 describe.each(['ehrbench.service', 'ehrbench-worker@.service'])('systemd unit %s', (file) => {

@@ -43,7 +43,11 @@ async function sqlAs(url: string, user: string, sql: string, params: unknown[] =
 /** The table names of a `... ARRAY[...]` or `ON a, b, c TO ehrbench_auditor` list in a SQL text. */
 function auditorTables(sql: string, form: 'array' | 'grant'): string[] {
   const m = form === 'array' ? /FOREACH t IN ARRAY ARRAY\[([^\]]+)\]/.exec(sql) : /GRANT SELECT ON ([^;]+?) TO ehrbench_auditor/.exec(sql);
-  return (m?.[1] ?? '').split(',').map((s) => s.replace(/['\s]/g, '')).filter(Boolean).sort();
+  return (m?.[1] ?? '')
+    .split(',')
+    .map((s) => s.replace(/['\s]/g, ''))
+    .filter(Boolean)
+    .sort();
 }
 
 describe('deploy/sql/roles.sql', () => {
@@ -165,7 +169,7 @@ pgOnly('the app as ehrbench_app on PostgreSQL', () => {
     for (const statement of [
       'SELECT payload FROM run_items LIMIT 1',
       'SELECT prediction FROM run_items LIMIT 1',
-      "INSERT INTO audit_events (seq) VALUES (999999)",
+      'INSERT INTO audit_events (seq) VALUES (999999)',
       "UPDATE runs SET status = 'cancelled'",
       'DELETE FROM run_results',
     ]) {

@@ -10,7 +10,7 @@ import { AuditUnavailable } from '../../src/audit/trail';
 import { main } from '../../src/cli/main';
 import type { Io } from '../../src/cli/output';
 import { DatabaseUnavailable } from '../../src/db/errors';
-import { ERRORS, errorEntry, isErrorCode, PolicyDenied, UserError } from '../../src/errors';
+import { type ErrorCode, ERRORS, errorEntry, isErrorCode, PolicyDenied, UserError } from '../../src/errors';
 import { errorReply } from '../../src/server';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
@@ -70,7 +70,7 @@ describe('the error catalogue', () => {
 });
 
 describe('errorReply: the status is the catalogue entry of the code', () => {
-  const computed = (code: string) => new UserError(code, 'a code computed at run time');
+  const computed = (code: string) => new UserError(code as ErrorCode, 'a code computed at run time (not in the catalogue)');
   it.each([
     ['a missing run', 404, 'run.not-found', new UserError('run.not-found', 'run x does not exist')],
     ['an unknown benchmark', 404, 'benchmark.unknown', new UserError('benchmark.unknown', 'unknown benchmark "nope"')],

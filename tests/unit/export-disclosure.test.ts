@@ -38,13 +38,34 @@ describe('released counts', () => {
 
 describe('complementary suppression', () => {
   it.each([
-    [[30, 20, 7], ['released', 'complementary', '<k']],
-    [[7, 53], ['<k', 'complementary']],
-    [[30, 0, 7], ['complementary', 'released', '<k']],
-    [[30, 20, 7, 5], ['released', 'released', '<k', '<k']],
-    [[12, 40], ['released', 'released']],
-    [[0, 0, 25], ['released', 'released', 'released']],
-    [[7, 0, 0], ['<k', 'released', 'released']],
+    [
+      [30, 20, 7],
+      ['released', 'complementary', '<k'],
+    ],
+    [
+      [7, 53],
+      ['<k', 'complementary'],
+    ],
+    [
+      [30, 0, 7],
+      ['complementary', 'released', '<k'],
+    ],
+    [
+      [30, 20, 7, 5],
+      ['released', 'released', '<k', '<k'],
+    ],
+    [
+      [12, 40],
+      ['released', 'released'],
+    ],
+    [
+      [0, 0, 25],
+      ['released', 'released', 'released'],
+    ],
+    [
+      [7, 0, 0],
+      ['<k', 'released', 'released'],
+    ],
   ])('partition %j -> %j', (counts, expected) => {
     expect(suppressPartition(counts, 11)).toEqual(expected);
   });
@@ -90,9 +111,18 @@ describe('subgroup cells', () => {
     const counts = [30, 25, 20];
     // The metric applies to only 6 instances of c (null elsewhere): c's value rests on 6 instances.
     const stats = [
-      new Map([['accuracy', binaryStats('accuracy', 30, 15)], ['f1', binaryStats('f1', 30, 10)]]),
-      new Map([['accuracy', binaryStats('accuracy', 25, 5)], ['f1', binaryStats('f1', 25, 10)]]),
-      new Map([['accuracy', binaryStats('accuracy', 6, 3)], ['f1', binaryStats('f1', 20, 10)]]),
+      new Map([
+        ['accuracy', binaryStats('accuracy', 30, 15)],
+        ['f1', binaryStats('f1', 30, 10)],
+      ]),
+      new Map([
+        ['accuracy', binaryStats('accuracy', 25, 5)],
+        ['f1', binaryStats('f1', 25, 10)],
+      ]),
+      new Map([
+        ['accuracy', binaryStats('accuracy', 6, 3)],
+        ['f1', binaryStats('f1', 20, 10)],
+      ]),
     ];
     const cells = subgroupCells(labels, counts, stats, ['accuracy', 'f1'], S) as { label: string; metrics: { name: string; suppressed?: string; value?: number }[] }[];
     const status = (cell: number, metric: string) => {

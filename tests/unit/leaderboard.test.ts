@@ -245,8 +245,26 @@ describe('input validation', () => {
       [{ ...base(), benchmarks: [{ id: 'err', lowerIsBetter: true, direction: 'down' }] }, '/benchmarks/0: unknown key "direction"'],
       [{ ...base(), benchmarks: [{ id: 'err' }] }, '/benchmarks/0: missing required key "lowerIsBetter"'],
       [{ ...base(), benchmarks: [{ id: 'err', lowerIsBetter: 'yes' }] }, '/benchmarks/0/lowerIsBetter: must be boolean,null'],
-      [{ ...base(), benchmarks: [{ id: 'err', lowerIsBetter: true, range: [5, 1] }, { id: 'acc', lowerIsBetter: false }] }, '/benchmarks/0/range: min must be below max'],
-      [{ ...base(), benchmarks: [{ id: 'acc', lowerIsBetter: true }, { id: 'acc', lowerIsBetter: false }] }, '/benchmarks/1/id: duplicate benchmark id "acc"'],
+      [
+        {
+          ...base(),
+          benchmarks: [
+            { id: 'err', lowerIsBetter: true, range: [5, 1] },
+            { id: 'acc', lowerIsBetter: false },
+          ],
+        },
+        '/benchmarks/0/range: min must be below max',
+      ],
+      [
+        {
+          ...base(),
+          benchmarks: [
+            { id: 'acc', lowerIsBetter: true },
+            { id: 'acc', lowerIsBetter: false },
+          ],
+        },
+        '/benchmarks/1/id: duplicate benchmark id "acc"',
+      ],
       [{ ...base(), models: ['P', 'P'] }, '/models: must NOT have duplicate items'],
       [{ ...base(), scores: { P: { err: '0.5' } } }, '/scores/P/err: must be number,null'],
       [{ ...base(), scores: { P: { err: Number.NaN } } }, '/scores/P/err: must be number,null'],

@@ -67,7 +67,7 @@ describe('EHRSQL execution accuracy, corrected mode (EHRSQL evaluate.py rules)',
     expect([answered.ehr_sql_execution_accuracy, answered.ehr_sql_precision_answerable, answered.ehr_sql_total_ground_truth_answerable]).toEqual([0, 0, 0]);
   });
 
-  it('substitutes EHRSQL\'s fixed current time 2105-12-31 23:59:00 (and for \'now\')', async () => {
+  it("substitutes EHRSQL's fixed current time 2105-12-31 23:59:00 (and for 'now')", async () => {
     expect(postProcessSql("SELECT x FROM t WHERE d > datetime(current_time,'-1 year')")).toBe("select x from t where d > datetime('2105-12-31 23:59:00','-1 year')");
     // Glucose tests in the last year before 2105-12-31: stays 10 and 12.
     const gold = "select distinct lab.patientunitstayid from lab where lab.labname = 'glucose' and datetime(lab.labresulttime) >= datetime(current_time,'-1 year')";
@@ -76,12 +76,12 @@ describe('EHRSQL execution accuracy, corrected mode (EHRSQL evaluate.py rules)',
   });
 
   it('takes the SQL out of <sql> tags and code fences', async () => {
-    expect((await score('<sql>SELECT patientunitstayid FROM lab WHERE labname = \'glucose\'</sql>', item(GOLD))).ehr_sql_execution_accuracy).toBe(1);
+    expect((await score("<sql>SELECT patientunitstayid FROM lab WHERE labname = 'glucose'</sql>", item(GOLD))).ehr_sql_execution_accuracy).toBe(1);
     expect((await score("```sql\nSELECT patientunitstayid FROM lab WHERE labname = 'glucose';\n```", item(GOLD))).ehr_sql_execution_accuracy).toBe(1);
   });
 });
 
-describe('EHRSQL, HELM mode (reproduces HELM\'s annotator and metric)', () => {
+describe("EHRSQL, HELM mode (reproduces HELM's annotator and metric)", () => {
   it('needs both results non-empty: an empty gold result is replaced by the sampled values and never matches', async () => {
     const empty = "select lab.labresult from lab where lab.labname = 'potassium'";
     expect((await score("select labresult from lab where labname = 'potassium'", item(empty, { value: { lab_name: 'potassium' } }), 'helm')).ehr_sql_execution_accuracy).toBe(0);
@@ -101,7 +101,7 @@ describe('EHRSQL, HELM mode (reproduces HELM\'s annotator and metric)', () => {
     });
   });
 
-  it('does not substitute current_time: SQLite reads it as the wall clock\'s time of day', async () => {
+  it("does not substitute current_time: SQLite reads it as the wall clock's time of day", async () => {
     const gold = "select distinct lab.patientunitstayid from lab where datetime(lab.labresulttime) >= datetime(current_time,'-1 year')";
     // datetime('HH:MM:SS','-1 year') is in 1999, so HELM's gold returns every stay (10-13) where the
     // fixed time excludes stay 13 (its only test is from 2100).

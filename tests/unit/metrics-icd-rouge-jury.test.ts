@@ -108,7 +108,8 @@ describe('jury answers (HELM LLMAsJuryAnnotator parse rules)', () => {
   });
 
   it('corrected mode drops scores off the 1-5 scale; HELM mode truncates with int() and counts every entry', () => {
-    const odd = '{"accuracy": {"score": 4.7, "explanation": "a"}, "completeness": {"score": "5", "explanation": "b"}, "clarity": {"score": 3, "explanation": "c"}, "overall": {"score": 9, "explanation": "d"}}';
+    const odd =
+      '{"accuracy": {"score": 4.7, "explanation": "a"}, "completeness": {"score": "5", "explanation": "b"}, "clarity": {"score": 3, "explanation": "c"}, "overall": {"score": 9, "explanation": "d"}}';
     expect(judgeScores(odd, criteria, scale, 'corrected')).toBeUndefined();
     expect(judgeScores(odd, criteria, scale, 'helm')).toEqual([4, 5, 3, 9]);
     expect(judgeScores(valid.replace('"score": 4', '"score": 7'), criteria, scale, 'corrected')).toBeUndefined();

@@ -44,7 +44,7 @@ describe('quasi exact match normalisation', () => {
 });
 
 describe('MedCalc-Bench accuracy on real rows', () => {
-  it('range-checks a lab value (row 1: Cockcroft-Gault 25.238, limits 23.9761-26.4999) and fixes HELM\'s lab bug', async () => {
+  it("range-checks a lab value (row 1: Cockcroft-Gault 25.238, limits 23.9761-26.4999) and fixes HELM's lab bug", async () => {
     const row = await instanceByKey('medcalc_bench', '1');
     expect(row.extra?.category).toBe('lab');
     expect(score('medcalc_bench_accuracy', '25.238', row)).toBe(1);

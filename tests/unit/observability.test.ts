@@ -116,7 +116,7 @@ describe('hooks', () => {
     observeInstance(ctx(), 'blocked', `deid.${CANARY}`);
     observeModelCallFailure(ctx(), `model.http-error ${CANARY}`, false);
     observeEgressEvent({ type: 'egress.denied', endpointId: 'aoai-east', rule: CANARY });
-    observeAuditEvent({ type: 'access.denied', outcome: 'denied', rule: 'john.smith' });
+    observeAuditEvent({ type: 'access.denied', outcome: 'denied', rule: 'john.smith' as never });
     observeAuditEvent({ type: CANARY as never, outcome: 'denied', rule: 'rbac.admin-required' });
     // A configured-looking id that the deployment did not configure: refused too.
     observeRunStarted(ctx('other_benchmark'), false);
@@ -177,7 +177,7 @@ describe('hooks', () => {
     observeAuditEvent({ type: 'access.denied', outcome: 'denied', rule: 'identity.unknown-principal' });
     observeAuditEvent({ type: 'run.request', outcome: 'denied', rule: 'approval.not-on-personnel' });
     observeAuditEvent({ type: 'run.request', outcome: 'success', rule: 'tier.public' });
-    observeAuditEvent({ type: 'instance.blocked', outcome: 'denied', rule: 'deid.unavailable' });
+    observeAuditEvent({ type: 'instance.blocked', outcome: 'denied', rule: 'deid.unavailable' as never });
     const denials = samples((await metricsText()).body).filter((s) => s.name === 'ehrbench_access_denials_total');
     expect(denials.map((s) => [s.labels.event, s.labels.rule, s.value])).toEqual(
       expect.arrayContaining([

@@ -53,7 +53,9 @@ describe('the rule registry', () => {
 
   it('registers a jury refusal for exactly the rules the access stage refuses with', () => {
     expect(accessDenials).toEqual(expect.arrayContaining(['endpoint.no-baa', 'approval.none', 'principal.unknown-or-disabled', 'tier.private.run-not-approved']));
-    const jury = Object.keys(RULES).filter((r) => r.startsWith('jury.')).sort();
+    const jury = Object.keys(RULES)
+      .filter((r) => r.startsWith('jury.'))
+      .sort();
     expect(jury).toEqual(accessDenials.map((r) => `jury.${r}`).sort());
   });
 

@@ -9,17 +9,7 @@ import type { KnownIdentifiers } from '../types';
 import { OMOP_IDENTIFIER_TABLES, type OmopIdentifierTable, type OmopNoteSourceSpec } from '../site-data';
 
 /** The note fields a benchmark's column mapping can name. */
-export const OMOP_NOTE_FIELDS = [
-  'note_id',
-  'person_id',
-  'note_date',
-  'note_datetime',
-  'note_type_concept_id',
-  'note_class_concept_id',
-  'note_title',
-  'note_text',
-  'visit_occurrence_id',
-] as const;
+export const OMOP_NOTE_FIELDS = ['note_id', 'person_id', 'note_date', 'note_datetime', 'note_type_concept_id', 'note_class_concept_id', 'note_title', 'note_text', 'visit_occurrence_id'] as const;
 
 type CdmTable = 'note' | 'person' | OmopIdentifierTable;
 
@@ -77,10 +67,7 @@ export interface ColumnRead {
 export function columnsRead(spec: OmopNoteSourceSpec): ColumnRead[] {
   const joins = joinsFor(spec);
   const tableOf = new Map<string, CdmTable>([['n', 'note'], ['p', 'person'], ...joins.map((j) => [j.alias, j.table] as [string, CdmTable])]);
-  const out: ColumnRead[] = [
-    ...NOTE_COLUMNS.map((column) => ({ table: 'note' as const, column })),
-    ...PERSON_COLUMNS.map((column) => ({ table: 'person' as const, column })),
-  ];
+  const out: ColumnRead[] = [...NOTE_COLUMNS.map((column) => ({ table: 'note' as const, column })), ...PERSON_COLUMNS.map((column) => ({ table: 'person' as const, column }))];
   for (const j of joins) {
     for (const [, alias, column] of j.on.matchAll(/(\w+)\.(\w+)/g)) out.push({ table: tableOf.get(alias as string) as CdmTable, column: column as string, for: j.table });
     for (const column of identifyingOf(j.table)) out.push({ table: j.table, column, for: j.table });

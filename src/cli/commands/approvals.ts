@@ -21,7 +21,11 @@ interface AddArgs extends ClientArgs {
   expires?: string;
 }
 
-const list = (v: string[] | undefined) => (v ?? []).flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean);
+const list = (v: string[] | undefined) =>
+  (v ?? [])
+    .flatMap((x) => x.split(','))
+    .map((x) => x.trim())
+    .filter(Boolean);
 
 function isoOrUndefined(v: string | undefined): string | undefined {
   if (v === undefined) return undefined;
@@ -116,7 +120,12 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
                 '',
               ].join('\n'),
             );
-            io.stdout(formatTable(['version', 'change', 'by', 'at'], d.history.map((h) => [h.version, h.change, h.changedBy, h.changedAt])));
+            io.stdout(
+              formatTable(
+                ['version', 'change', 'by', 'at'],
+                d.history.map((h) => [h.version, h.change, h.changedBy, h.changedAt]),
+              ),
+            );
           },
         })
         .command(change('suspend', 'Suspend an approval: runs under it stop at their next instance'))

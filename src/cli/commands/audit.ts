@@ -186,11 +186,9 @@ async function verifyCommand(args: VerifyArgs, io: Io): Promise<void> {
     // Verification is audited like any read; if the trail refuses the record, verify anyway (that is
     // exactly when a compliance officer needs the answer) and report the refusal as a finding.
     const actor = await reader(app);
-    await app.audit
-      .record({ type: 'audit.verify', action: 'E', outcome: 'success', rule: 'audit.verify.local-operator', actor })
-      .catch((err: unknown) => {
-        recordFailure = describeError(err).message;
-      });
+    await app.audit.record({ type: 'audit.verify', action: 'E', outcome: 'success', rule: 'audit.verify.local-operator', actor }).catch((err: unknown) => {
+      recordFailure = describeError(err).message;
+    });
     const witnessFiles = [...app.config.audit.witnessDirs.map((d) => join(d, WITNESS_FILE)).filter((f) => existsSync(f)), ...(args.witness ?? [])];
     const keysDir = app.config.keysDir;
     const report = await verifyAudit({
@@ -333,4 +331,3 @@ export function auditCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
     handler: () => undefined,
   };
 }
-

@@ -87,7 +87,11 @@ function dataSection(b: Benchmark): string[] {
   }
   if (status !== 'shipped' || req?.resources?.length || d.jury) {
     lines.push('', `Configure it in ${b.siteFile ?? 'site-data.json in the data directory (config catalog.siteData)'}, for example:`);
-    lines.push(...exampleBinding(b).split('\n').map((l) => `  ${l}`));
+    lines.push(
+      ...exampleBinding(b)
+        .split('\n')
+        .map((l) => `  ${l}`),
+    );
     if (req?.formats.includes('omop-note')) {
       const noteColumn = req.columns.find((c) => c.description.includes('note_text'))?.name ?? '<required column>';
       lines.push(
@@ -111,7 +115,7 @@ function dataSection(b: Benchmark): string[] {
 /** How a site names the columns holding each record's patient and known identifiers. */
 function identityLines(id: string): string[] {
   return [
-    '  optional, for any source: the columns (or OMOP note fields and labels columns) holding each record\'s patient',
+    "  optional, for any source: the columns (or OMOP note fields and labels columns) holding each record's patient",
     '  and identifiers known from structured data, which de-identification always masks (any case, initials,',
     '  misspellings) and keeps consistent per patient:',
     `  "${id}": { ..., "subject": "patient_id",`,

@@ -18,16 +18,19 @@ export function dbCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
             const opts = { ...(config.database.url ? { url: config.database.url } : {}), embeddedDir: config.database.embeddedDir };
             const db = await openDatabase({ ...opts, migrate: false });
             try {
-              const applied = await db
-                .query<{ version: string; applied_at: Date }>('SELECT version, applied_at FROM schema_migrations ORDER BY version')
-                .catch(() => []);
+              const applied = await db.query<{ version: string; applied_at: Date }>('SELECT version, applied_at FROM schema_migrations ORDER BY version').catch(() => []);
               const rows = listMigrations().map((m) => {
                 const a = applied.find((x) => x.version === m.version);
                 return { version: m.version, name: m.name, applied: a ? a.applied_at.toISOString() : null };
               });
               if (args.json) return printJson(io, { store: describeDatabase(opts), backend: db.backend, migrations: rows });
               io.stdout(`store: ${describeDatabase(opts)}\n`);
-              io.stdout(formatTable(['version', 'name', 'applied'], rows.map((r) => [r.version, r.name, r.applied ?? 'pending'])));
+              io.stdout(
+                formatTable(
+                  ['version', 'name', 'applied'],
+                  rows.map((r) => [r.version, r.name, r.applied ?? 'pending']),
+                ),
+              );
             } finally {
               await db.close();
             }

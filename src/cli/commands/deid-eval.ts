@@ -12,7 +12,20 @@
 import { resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
 import { loadConfig } from '../../config';
-import { Deidentifier, type Evaluation, evaluate, type FalsePositive, type GoldDocument, type GoldRecord, loadSecret, type Miss, readGold, settingsFrom, type Span, type TypeFigures } from '../../deid';
+import {
+  Deidentifier,
+  type Evaluation,
+  evaluate,
+  type FalsePositive,
+  type GoldDocument,
+  type GoldRecord,
+  loadSecret,
+  type Miss,
+  readGold,
+  settingsFrom,
+  type Span,
+  type TypeFigures,
+} from '../../deid';
 import { UserError } from '../../errors';
 import type { GlobalArgs } from '../context';
 import { formatScore, formatTable, type Io, printJson } from '../output';
@@ -118,7 +131,13 @@ function typeTable(report: EvalReport): string {
 function styleTable(report: EvalReport): string {
   const styles = Object.entries(report.byStyle);
   if (styles.length === 0) return '';
-  return '\nBy style:\n' + formatTable(['style', 'documents', 'gold', 'strict recall', 'predicted', 'precision'], styles.map(([s, f]) => [s, f.documents, f.gold, formatScore(f.recall), f.predicted, formatScore(f.precision)]));
+  return (
+    '\nBy style:\n' +
+    formatTable(
+      ['style', 'documents', 'gold', 'strict recall', 'predicted', 'precision'],
+      styles.map(([s, f]) => [s, f.documents, f.gold, formatScore(f.recall), f.predicted, formatScore(f.precision)]),
+    )
+  );
 }
 
 const LOOKALIKE_SOURCE: Record<Evaluation['lookalikes']['source'], string> = {
@@ -193,13 +212,17 @@ export function deidEvalCommand(io: Io): CommandModule<GlobalArgs, EvalArgs> {
         .option('gold', {
           type: 'string',
           demandOption: true,
-          describe: 'Annotated notes: JSON lines {"id", "text", "spans": [{"start", "end", "type", "subtype"?}], "lookalikes"?, "subject"?, "known"?, "style"?} (schemas/deid-gold.schema.json), or marked text (.txt, .md) with {{TYPE|text}}, {{TYPE:subtype|text}}, {{SAFE|text}} and "=== note ID [style=S]" lines',
+          describe:
+            'Annotated notes: JSON lines {"id", "text", "spans": [{"start", "end", "type", "subtype"?}], "lookalikes"?, "subject"?, "known"?, "style"?} (schemas/deid-gold.schema.json), or marked text (.txt, .md) with {{TYPE|text}}, {{TYPE:subtype|text}}, {{SAFE|text}} and "=== note ID [style=S]" lines',
         })
         .option('show-text', { type: 'boolean', describe: 'Show the text around each miss and false positive (the terminal table only; refused with --json, which never carries text)' })
         .option('with-known', { type: 'boolean', describe: 'Give detection each document\'s "known" identifiers, as a run with structured data would (default: measured without them)' })
-        .epilog('Without --show-text no text of the gold file is printed: misses and false positives are given by document id, type and offsets.\nExit codes: 0 the report was produced (whatever the figures); 1 the gold file is unreadable or invalid (the error names the line); 2 usage.'),
+        .epilog(
+          'Without --show-text no text of the gold file is printed: misses and false positives are given by document id, type and offsets.\nExit codes: 0 the report was produced (whatever the figures); 1 the gold file is unreadable or invalid (the error names the line); 2 usage.',
+        ),
     handler: (args) => {
-      if (args.json && args['show-text']) throw new UserError('cli.usage', '--json and --show-text cannot be combined: --show-text applies to the table only and --json never carries text; drop one of them');
+      if (args.json && args['show-text'])
+        throw new UserError('cli.usage', '--json and --show-text cannot be combined: --show-text applies to the table only and --json never carries text; drop one of them');
       const file = resolve(args.gold);
       const docs = readGoldFile(file);
       const config = loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env });

@@ -274,7 +274,11 @@ export function deidCommand(io: Io): CommandModule<GlobalArgs, DeidArgs> {
         .usage('$0 deid --in FILE.jsonl --out FILE.jsonl [--on-residual fail|mark] [--mode surrogate|tag]\n$0 deid eval --gold FILE [--json] [--show-text] [--with-known]')
         .command(deidEvalCommand(io))
         // Not global: `deid eval` has options of its own and must not inherit these (or their demands).
-        .option('in', { type: 'string', global: false, describe: 'Input JSONL: {"id", "text", "subject"?, "known"?} per line; lines of one subject (default: the id) share names found in any of them' })
+        .option('in', {
+          type: 'string',
+          global: false,
+          describe: 'Input JSONL: {"id", "text", "subject"?, "known"?} per line; lines of one subject (default: the id) share names found in any of them',
+        })
         .option('out', { type: 'string', global: false, describe: 'Output JSONL: {"id", "text", "spans", "residual"?} per line (written only when the command finishes)' })
         .option('on-residual', {
           choices: ['fail', 'mark'] as const,
@@ -298,7 +302,9 @@ export function deidCommand(io: Io): CommandModule<GlobalArgs, DeidArgs> {
       if (args.json) printJson(io, { out: outFile, onResidual, ...report });
       else io.stdout(summary(report, outFile));
       if (report.marked > 0) {
-        io.stderr(`ehrbench: ${outFile}: ${report.marked} of ${report.lines} lines still carry an identifier (rule ${RESIDUAL_RULE}); they are marked with "residual" and must not be released as they are\n`);
+        io.stderr(
+          `ehrbench: ${outFile}: ${report.marked} of ${report.lines} lines still carry an identifier (rule ${RESIDUAL_RULE}); they are marked with "residual" and must not be released as they are\n`,
+        );
         process.exitCode = MARKED_EXIT_CODE;
       }
     },

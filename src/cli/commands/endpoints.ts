@@ -33,7 +33,11 @@ function list(io: Io): CommandModule<GlobalArgs, PolicyArgs> {
     handler: async (args) => {
       assertSafeEgressEnvironment(io.env);
       const policy = loadEndpointPolicy(policyFile(args, io));
-      if (args.json) return printJson(io, policy.endpoints.map(({ policyFile: _p, ...e }) => e));
+      if (args.json)
+        return printJson(
+          io,
+          policy.endpoints.map(({ policyFile: _p, ...e }) => e),
+        );
       io.stdout(
         formatTable(
           ['id', 'provider', 'url', 'deployment/model', 'in VPC', 'BAA', 'max tier', 'development'],

@@ -13,7 +13,11 @@ import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';
 import type { GlobalArgs } from '../context';
 import { formatTable, type Io, printJson } from '../output';
 
-const list = (v: string[] | undefined) => (v ?? []).flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean);
+const list = (v: string[] | undefined) =>
+  (v ?? [])
+    .flatMap((x) => x.split(','))
+    .map((x) => x.trim())
+    .filter(Boolean);
 
 /** The preview as stored: canonical JSON that the preview schema accepts (checked, not trusted). */
 function previewOf(view: ExportView): ExportContent {
@@ -33,10 +37,13 @@ const metric = (m: MetricCell): [string, string, string] =>
   'value' in m ? [m.value.toFixed(3), m.ci95 ? `${m.ci95.low.toFixed(3)}-${m.ci95.high.toFixed(3)}` : '-', count(m.n)] : [`suppressed (${m.suppressed})`, '-', '-'];
 
 function printResult(io: Io, r: ExportResult): void {
+  io.stdout(`\n${r.benchmark.id} v${r.benchmark.version} (${r.benchmark.tier}) on ${r.model.endpointId}${r.model.model ? ` / ${r.model.model}` : ''}: n ${count(r.n)}, run ${r.runId}\n`);
   io.stdout(
-    `\n${r.benchmark.id} v${r.benchmark.version} (${r.benchmark.tier}) on ${r.model.endpointId}${r.model.model ? ` / ${r.model.model}` : ''}: n ${count(r.n)}, run ${r.runId}\n`,
+    formatTable(
+      ['metric', 'value', '95% CI', 'n'],
+      r.metrics.map((m) => [`${m.name}${m.name === r.mainMetric ? ' (main)' : ''}`, ...metric(m)]),
+    ),
   );
-  io.stdout(formatTable(['metric', 'value', '95% CI', 'n'], r.metrics.map((m) => [`${m.name}${m.name === r.mainMetric ? ' (main)' : ''}`, ...metric(m)])));
   for (const sg of r.subgroups) {
     io.stdout(`  subgroup ${sg.field}:\n`);
     const rows: string[][] = [];
@@ -46,9 +53,17 @@ function printResult(io: Io, r: ExportResult): void {
       else for (const m of c.metrics) rows.push([c.label, count(c.n), m.name, ...metric(m).slice(0, 2)]);
     }
     const table = formatTable(['label', 'n', 'metric', 'value', '95% CI'], rows);
-    io.stdout(table.split('\n').map((line) => (line ? `    ${line}` : line)).join('\n'));
+    io.stdout(
+      table
+        .split('\n')
+        .map((line) => (line ? `    ${line}` : line))
+        .join('\n'),
+    );
   }
-  if (r.usage) io.stdout(`  tokens ~${r.usage.promptTokens} in, ~${r.usage.completionTokens} out; estimated cost ${r.usage.estimatedCostUsd === null ? 'unknown (no price)' : `$${r.usage.estimatedCostUsd.toFixed(2)}`}\n`);
+  if (r.usage)
+    io.stdout(
+      `  tokens ~${r.usage.promptTokens} in, ~${r.usage.completionTokens} out; estimated cost ${r.usage.estimatedCostUsd === null ? 'unknown (no price)' : `$${r.usage.estimatedCostUsd.toFixed(2)}`}\n`,
+    );
 }
 
 function printExport(io: Io, view: ExportView): void {
@@ -109,7 +124,12 @@ export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           handler: async (args) => {
             const views = await withClient(args, io, (c) => c.listExports(args.limit));
             if (args.json) return printJson(io, views.map(viewJson));
-            io.stdout(formatTable(['export id', 'state', 'requested by', 'requested at', 'runs', 'released by'], views.map((v) => [v.exportId, v.state, v.requestedBy, v.requestedAt, v.runIds.length, v.releasedBy])));
+            io.stdout(
+              formatTable(
+                ['export id', 'state', 'requested by', 'requested at', 'runs', 'released by'],
+                views.map((v) => [v.exportId, v.state, v.requestedBy, v.requestedAt, v.runIds.length, v.releasedBy]),
+              ),
+            );
           },
         })
         .command<ClientArgs & { id: string; format: 'bundle' | 'helm'; out?: string }>({
@@ -147,7 +167,7 @@ export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
             b
               .positional('bundle', { type: 'string', demandOption: true, describe: 'bundle.json' })
               .option('key', { type: 'string', demandOption: true, describe: "The site's export-signing.pub.pem" })
-              .option('helm', { type: 'string', describe: 'Also check the HELM files in this folder (the bundle\'s helm/) against the signed hashes' }),
+              .option('helm', { type: 'string', describe: "Also check the HELM files in this folder (the bundle's helm/) against the signed hashes" }),
           handler: async (args) => {
             let text: string;
             try {

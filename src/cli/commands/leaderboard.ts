@@ -22,12 +22,13 @@ function summaryTable(board: Leaderboard): string {
   const categories = board.models[0]?.categories.map((c) => c.category) ?? [];
   const perCategory = categories.length
     ? '\nMacro average per category (scores mapped to 0-1 by range):\n' +
-      formatTable(['model', ...categories], board.models.map((r) => [r.model, ...r.categories.map((c) => formatScore(c.macroAverage))]))
+      formatTable(
+        ['model', ...categories],
+        board.models.map((r) => [r.model, ...r.categories.map((c) => formatScore(c.macroAverage))]),
+      )
     : '';
   const skipped = board.benchmarks.filter((b) => !b.inWinRate).map((b) => b.id);
-  const note = skipped.length
-    ? `\nLeft out of win rates (no direction, or fewer than two scores): ${skipped.join(', ')}\n`
-    : '';
+  const note = skipped.length ? `\nLeft out of win rates (no direction, or fewer than two scores): ${skipped.join(', ')}\n` : '';
   return main + perCategory + note;
 }
 
@@ -54,7 +55,10 @@ export function leaderboardCommand(io: Io): CommandModule<GlobalArgs, Leaderboar
         .option('runs', { type: 'string', array: true, describe: 'Or: completed runs (ids, comma-separated or repeated); one row per endpoint, their main metrics' })
         .option('svg', { type: 'string', describe: 'Also write a heat map of scores per benchmark to this SVG file' }),
     handler: async (args) => {
-      const runIds = (args.runs ?? []).flatMap((x) => x.split(',')).map((x) => x.trim()).filter(Boolean);
+      const runIds = (args.runs ?? [])
+        .flatMap((x) => x.split(','))
+        .map((x) => x.trim())
+        .filter(Boolean);
       if ((args.scores === undefined) === (runIds.length === 0)) throw new UserError('cli.usage', 'give either --scores FILE or --runs ID...; see --help');
       const table = args.scores
         ? toScoreTable(readJsonFile(args.scores, 'leaderboard.invalid'), args.scores)

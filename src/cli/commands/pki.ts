@@ -9,7 +9,6 @@ import { Operations } from '../../operations';
 import { type GlobalArgs, withApp } from '../context';
 import { type Io, printJson } from '../output';
 
-
 /** An error's code for a message and the trail: a system error code or ours, never a foreign message. */
 function safeCode(err: unknown): string {
   const code = err instanceof UserError ? err.code : (err as NodeJS.ErrnoException | null)?.code;
@@ -107,7 +106,10 @@ export function pkiCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
                   actor: hostOperator(),
                   detail: { principal: args.principal, serial: prepared.serial, errorCode: code },
                 });
-                throw new UserError('pki.write-failed', `${app.config.pkiDir}: ${step} for principal ${args.principal} failed (${code}); no file of this issuance was left, principals.json is unchanged`);
+                throw new UserError(
+                  'pki.write-failed',
+                  `${app.config.pkiDir}: ${step} for principal ${args.principal} failed (${code}); no file of this issuance was left, principals.json is unchanged`,
+                );
               };
               let issued: IssuedClient;
               try {
@@ -134,7 +136,10 @@ export function pkiCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           handler: async (args) => {
             const out = await withApp(args, io, async (app) => {
               const ops = new Operations(app);
-              const operator = { principal: { id: `local-${userInfo().username}`.replace(/[^a-z0-9._-]/g, '-').slice(0, 63), roles: ['admin' as const], status: 'active' as const }, authMethod: 'local-os-user' as const };
+              const operator = {
+                principal: { id: `local-${userInfo().username}`.replace(/[^a-z0-9._-]/g, '-').slice(0, 63), roles: ['admin' as const], status: 'active' as const },
+                authMethod: 'local-os-user' as const,
+              };
               return ops.revokePrincipal(operator, args.principal, args.reason);
             });
             if (args.json) return printJson(io, out);

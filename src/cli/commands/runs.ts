@@ -47,7 +47,12 @@ function printRun(io: Io, run: RunView): void {
       '',
     ].join('\n'),
   );
-  io.stdout(formatTable(['metric', 'value', 'n'], run.aggregates.map((a) => [a.metric, formatScore(a.value), a.n])));
+  io.stdout(
+    formatTable(
+      ['metric', 'value', 'n'],
+      run.aggregates.map((a) => [a.metric, formatScore(a.value), a.n]),
+    ),
+  );
 }
 
 function runInput(args: Omit<RunArgs, keyof GlobalArgs>): RunRequestInput {

@@ -21,9 +21,7 @@ export function workerCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs & { 
     describe: 'Run workers only (no API): execute approved runs from the shared store',
     builder: (y) => y.option('workers', { type: 'number', describe: 'Runs executed at once (default: server.workers from the config)' }),
     handler: async (args) => {
-      const app = await whenStoreReachable(io, () =>
-        openApp({ ...(args.config ? { file: args.config } : {}), env: io.env, consoleLog: true, logLevel: args.verbose ? 'debug' : 'info' }),
-      );
+      const app = await whenStoreReachable(io, () => openApp({ ...(args.config ? { file: args.config } : {}), env: io.env, consoleLog: true, logLevel: args.verbose ? 'debug' : 'info' }));
       const workers = args.workers ?? app.config.server.workers;
       if (workers < 1) {
         await app.close();
@@ -35,9 +33,7 @@ export function workerCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs & { 
       enableProcessMetrics();
       let health: Server | undefined;
       try {
-        await whenStoreReachable(io, () =>
-          app.audit.record({ type: 'daemon.start', action: 'E', outcome: 'success', rule: 'worker.start', actor: serviceActor('worker'), detail: { workers } }),
-        );
+        await whenStoreReachable(io, () => app.audit.record({ type: 'daemon.start', action: 'E', outcome: 'success', rule: 'worker.start', actor: serviceActor('worker'), detail: { workers } }));
         if (app.config.server.healthPort) {
           health = await startLocalListener({
             port: app.config.server.healthPort,

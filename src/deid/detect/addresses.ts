@@ -23,11 +23,11 @@ const STREET_SUFFIX = [
 ].join('|');
 const UNIT = String.raw`(?:,?\s*(?:Apt|Apartment|Unit|Suite|Ste|Fl|Floor|Rm|Room|#)\.?\s*#?\s*[A-Za-z0-9-]{1,6}\b)?`;
 
-
 /** Street words a street name ends with when no house number says it is one ("on Mercer St", "Haywood Rd"). */
 const NAMED_STREET_SUFFIX = 'Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Terrace|Ter|Parkway|Pkwy|Highway|Hwy|Square|Sq|Circle|Cir|Turnpike|Tpke|Pike';
 
-const PLACE_PREFIX = /^(?:north|south|east|west|new|old|port|fort|lake|mount|mt\.?|saint|st\.?|glen|point|grand|little|big|upper|lower|great|palm|spring|cedar|oak|pine|rock|sandy|white|green|red|black|silver|golden|royal|bay|river|beach|union|central|central)$/;
+const PLACE_PREFIX =
+  /^(?:north|south|east|west|new|old|port|fort|lake|mount|mt\.?|saint|st\.?|glen|point|grand|little|big|upper|lower|great|palm|spring|cedar|oak|pine|rock|sandy|white|green|red|black|silver|golden|royal|bay|river|beach|union|central|central)$/;
 
 type Push = (start: number, end: number, rule: string, type?: 'LOCATION' | 'ZIP') => void;
 
@@ -38,7 +38,12 @@ const STREET_WORDS = new Set(
     .flatMap((w) => (w.endsWith('?') ? [w.slice(0, -2), w.slice(0, -1)] : [w, `${w}s`])),
 );
 const NAMED_STREET_WORDS = new Set(NAMED_STREET_SUFFIX.toLowerCase().split('|'));
-const STATE_WORDS = new Set(STATE_RE_SOURCE.replace(/^\(\?:|\)$/g, '').toLowerCase().split('|').map((s) => s.split(' ')[0] as string));
+const STATE_WORDS = new Set(
+  STATE_RE_SOURCE.replace(/^\(\?:|\)$/g, '')
+    .toLowerCase()
+    .split('|')
+    .map((s) => s.split(' ')[0] as string),
+);
 
 export function detectAddresses(text: string, caps: boolean, tokens: Token[]): Detection[] {
   const out: Detection[] = [];
@@ -203,7 +208,12 @@ class Addresses {
 }
 
 /** Words that end an address part rather than name a town: "Apt", "Unit", "Suite", "Ph", "Phone". */
-const STREET_STOPWORDS = new Set('apt apartment unit suite ste fl floor rm room ph phone tel cell mobile fax home work the a an and or of at on in to from for with by dr mr mrs ms pt patient addr address'.split(' '));
+const STREET_STOPWORDS = new Set(
+  'apt apartment unit suite ste fl floor rm room ph phone tel cell mobile fax home work the a an and or of at on in to from for with by dr mr mrs ms pt patient addr address'.split(' '),
+);
 
 /** An address before a ZIP on its line: a house number and a street word, or a PO box. */
-const ADDRESS_BEFORE = new RegExp(String.raw`\b\d{1,6}[A-Za-z]?\s+(?:[A-Za-z][\w'.-]*\s+){0,4}(?:${['St', 'Street', 'Ave', 'Avenue', 'Rd', 'Road', 'Dr', 'Drive', 'Ln', 'Lane', 'Blvd', 'Boulevard', 'Ct', 'Court', 'Way', 'Pl', 'Place', 'Ter', 'Terrace', 'Cir', 'Circle', 'Pkwy', 'Hwy', 'Highway', 'Route', 'Rte', 'Sq', 'Trl', 'Trail', 'Pike', 'Row', 'Loop', 'Plaza', 'Ridge', 'Hill', 'Park', 'Path', 'Walk', 'Run', 'Crossing', 'Commons'].join('|')}|[a-z]*(?:strasse|straße|gasse|weg|platz|laan|straat))\b\.?|\bP\.?\s?O\.?\s*Box\s+\d+|\b[A-Za-z]+(?:strasse|straße|gasse|weg|platz)\s+\d{1,4}\b`, 'i');
+const ADDRESS_BEFORE = new RegExp(
+  String.raw`\b\d{1,6}[A-Za-z]?\s+(?:[A-Za-z][\w'.-]*\s+){0,4}(?:${['St', 'Street', 'Ave', 'Avenue', 'Rd', 'Road', 'Dr', 'Drive', 'Ln', 'Lane', 'Blvd', 'Boulevard', 'Ct', 'Court', 'Way', 'Pl', 'Place', 'Ter', 'Terrace', 'Cir', 'Circle', 'Pkwy', 'Hwy', 'Highway', 'Route', 'Rte', 'Sq', 'Trl', 'Trail', 'Pike', 'Row', 'Loop', 'Plaza', 'Ridge', 'Hill', 'Park', 'Path', 'Walk', 'Run', 'Crossing', 'Commons'].join('|')}|[a-z]*(?:strasse|straße|gasse|weg|platz|laan|straat))\b\.?|\bP\.?\s?O\.?\s*Box\s+\d+|\b[A-Za-z]+(?:strasse|straße|gasse|weg|platz)\s+\d{1,4}\b`,
+  'i',
+);

@@ -67,10 +67,12 @@ export const SELF_INTRODUCTION = /(?:\bit'?s|\bthis\s+is|\bmy\s+name\s+is|\bname
 export const FIRST_PERSON = /(?:\bi\s+am|\bi'?m)\s+$/i;
 
 /** A closing before a signature: "thanks so much jo", "thank you, June M", "Best,\nDana". Takes a lowercase word, across a line. */
-export const CLOSING = /(?:\bthanks?|\bthank\s+you|\bthx|\bty|\bcheers|\bregards|\bbest(?:\s+wishes)?|\bsincerely|\blove|\bxoxo|\byours(?:\s+truly|\s+sincerely)?|\bwarmly|\bblessings|\bgratefully|\batentamente|\bsaludos|\bgracias)(?:\s+(?:so|very)\s+much|\s+again|\s+a\s+lot|\s+for\s+(?:everything|your\s+(?:help|time)|all\s+(?:you\s+do|your\s+help)|not\s+giving\s+up\s+on\s+me))?\s*[,!.:;-]*\s*$/i;
+export const CLOSING =
+  /(?:\bthanks?|\bthank\s+you|\bthx|\bty|\bcheers|\bregards|\bbest(?:\s+wishes)?|\bsincerely|\blove|\bxoxo|\byours(?:\s+truly|\s+sincerely)?|\bwarmly|\bblessings|\bgratefully|\batentamente|\bsaludos|\bgracias)(?:\s+(?:so|very)\s+much|\s+again|\s+a\s+lot|\s+for\s+(?:everything|your\s+(?:help|time)|all\s+(?:you\s+do|your\s+help)|not\s+giving\s+up\s+on\s+me))?\s*[,!.:;-]*\s*$/i;
 
 /** Words near a quoted word that say it is someone's name: 'name is "Will"', 'calling out for "JUNE"', 'goes by "Pat"'. */
-export const QUOTED_NAME_CUE = /\b(?:name|names|named|goes\s+by|calls?\s+(?:him|her)self|prefers?(?:\s+to\s+be\s+called)?|known\s+as|nickname|asking\s+for|asks\s+for|calling\s+(?:out\s+)?for|calls\s+for|introduced\s+(?:him|her)self\s+as|signs?\s+as)\b[^"\n]{0,24}$/i;
+export const QUOTED_NAME_CUE =
+  /\b(?:name|names|named|goes\s+by|calls?\s+(?:him|her)self|prefers?(?:\s+to\s+be\s+called)?|known\s+as|nickname|asking\s+for|asks\s+for|calling\s+(?:out\s+)?for|calls\s+for|introduced\s+(?:him|her)self\s+as|signs?\s+as)\b[^"\n]{0,24}$/i;
 
 /** Greetings and labels without a colon after which a capitalised word is a name ("Dear Hope", "Pt Anna Kerr"). */
 export const LABEL_CUES = words(`patient pt dear hi hello hey attn greetings`);
@@ -145,4 +147,5 @@ export const FROM_CUE = /\b(?:from|osh)\s+(?:the\s+)?$/i;
 export const WEAK_PLACE_CUE = /\b(?:in|at|near|to|outside)\s+(?:the\s+)?$/i;
 
 /** Cues that introduce an employer ("works at", "employed by", "job at", "retired from"). */
-export const EMPLOYER_CUE = /\b(?:works?|worked|working|employed|employee|job|retired|emp(?:loyer)?\s*:|employer\s+is|occupation\s*:|works\s+as\s+an?\s+\w+(?:\s+\w+)?|(?:is|was|as)\s+an?\s+\w+(?:\s+\w+)?)\s+(?:at|for|by|from|with)\s+(?:the\s+)?$/i;
+export const EMPLOYER_CUE =
+  /\b(?:works?|worked|working|employed|employee|job|retired|emp(?:loyer)?\s*:|employer\s+is|occupation\s*:|works\s+as\s+an?\s+\w+(?:\s+\w+)?|(?:is|was|as)\s+an?\s+\w+(?:\s+\w+)?)\s+(?:at|for|by|from|with)\s+(?:the\s+)?$/i;

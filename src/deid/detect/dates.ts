@@ -78,10 +78,12 @@ function detection(start: number, text: string, parts: DateParts, render: (p: Re
 }
 
 // Words that make m/d a score, a grade, a ratio or a dose rather than a date.
-const BEFORE_NOT_DATE = /\b(?:pain|scale|score[sd]?|rated?|rates|rating|strength|motor|power|grade[sd]?|gcs|apgar|bp|sbp|dbp|pressure|ratio|murmur|pulses?|reflexes|dtrs?|vision|acuity|fio2?|o2|peep|vent|tv|ie|i:e|sem|hsm|holosystolic|systolic|diastolic|dose|tabs?|x|of|out of|level|lvl|stage|class|tanner|gravida|para|ps|cpap|bipap|settings?|psv|epap|ipap|abg|vbg|pupils?|perrla?|fraction|approx|about|around|nodes?|took|takes|take|day|tof|bcx|cx|ucx|crackles|rales|rails|names|fingers|ha|headache|cp|tender(?:ness)?|sore(?:ness)?|weak|weakness|bottles?)\s*[:=]?\s*$/i;
+const BEFORE_NOT_DATE =
+  /\b(?:pain|scale|score[sd]?|rated?|rates|rating|strength|motor|power|grade[sd]?|gcs|apgar|bp|sbp|dbp|pressure|ratio|murmur|pulses?|reflexes|dtrs?|vision|acuity|fio2?|o2|peep|vent|tv|ie|i:e|sem|hsm|holosystolic|systolic|diastolic|dose|tabs?|x|of|out of|level|lvl|stage|class|tanner|gravida|para|ps|cpap|bipap|settings?|psv|epap|ipap|abg|vbg|pupils?|perrla?|fraction|approx|about|around|nodes?|took|takes|take|day|tof|bcx|cx|ucx|crackles|rales|rails|names|fingers|ha|headache|cp|tender(?:ness)?|sore(?:ness)?|weak|weakness|bottles?)\s*[:=]?\s*$/i;
 /** "last dose 2/2", "first dose 4/2": a dose with a word of time before it is dated, not measured. */
 const DATED_DOSE = /\b(?:last|first|next|final|prior|previous|loading|most\s+recent)\s+(?:clinic\s+)?dose\s*[:=]?\s*$/i;
-const AFTER_NOT_DATE = /^\s*(?:pain|murmur|sem|hsm|systolic|diastolic|holosystolic|strength|scale|ratio|tabs?|tablets?|caps?|capsules?|pills?|doses?|ns|normal|mg|mcg|g|gm|ml|cc|l|units?|inch(?:es)?|cm|mm|miles?|blocks?|flights?|hours?|hrs?|days?|cups?|glass(?:es)?|ppd|packs?|of|bottles?|pulses?|reflexes|times|vision|mmhg|mm hg|bilat|bilaterally|throughout|x|\+|th|strength|power|motor|lobes?|nodes?|brisk|sluggish|nrb|nc|strength|teaspoons?|tsp|tbsp|sliding|ss|saline|str|concentration|up|rails|objects|words|bottles|sets)\b/i;
+const AFTER_NOT_DATE =
+  /^\s*(?:pain|murmur|sem|hsm|systolic|diastolic|holosystolic|strength|scale|ratio|tabs?|tablets?|caps?|capsules?|pills?|doses?|ns|normal|mg|mcg|g|gm|ml|cc|l|units?|inch(?:es)?|cm|mm|miles?|blocks?|flights?|hours?|hrs?|days?|cups?|glass(?:es)?|ppd|packs?|of|bottles?|pulses?|reflexes|times|vision|mmhg|mm hg|bilat|bilaterally|throughout|x|\+|th|strength|power|motor|lobes?|nodes?|brisk|sluggish|nrb|nc|strength|teaspoons?|tsp|tbsp|sliding|ss|saline|str|concentration|up|rails|objects|words|bottles|sets)\b/i;
 /** What may follow a date: a time (13:05, 0900, 2pm, 1:30 pm), a range to another date, a comma or the end. */
 const TIME_AFTER = /^\s*(?:@\s*)?(?:\d{1,2}:\d{2}|[01]\d[0-5]\d|2[0-3][0-5]\d|\d{1,2}\s?(?:am|pm|a|p)\b)/i;
 const RANGE_AFTER = /^\s*(?:-|–|to|thru|through|until|till)\s*\d{1,2}\/\d{1,2}\b/i;
@@ -149,18 +151,24 @@ function numericDates(text: string, out: Detection[]): void {
 }
 
 /** Words before a year that say it dates an event: "in 2009", "since 98", "quit in 89", "(2021)". */
-const YEAR_CUE = /(?:\b(?:in|since|circa|ca\.?|during|from|until|till|til|by|quit|retired|diagnosed|dx|dx'd|implanted|placed|born|married|widowed|moved|divorced|immigrated|arrived|graduated|year|yr|back\s+in|as\s+of|summer|winter|spring|fall|autumn|early|late|mid|mid-|before|after|prior\s+to|last|molst|polst|ecog)(?:\s+(?:of|the|in))?\s*|\(\s*)$/i;
+const YEAR_CUE =
+  /(?:\b(?:in|since|circa|ca\.?|during|from|until|till|til|by|quit|retired|diagnosed|dx|dx'd|implanted|placed|born|married|widowed|moved|divorced|immigrated|arrived|graduated|year|yr|back\s+in|as\s+of|summer|winter|spring|fall|autumn|early|late|mid|mid-|before|after|prior\s+to|last|molst|polst|ecog)(?:\s+(?:of|the|in))?\s*|\(\s*)$/i;
 /** The last word of every YEAR_CUE phrase. */
 const YEAR_CUE_WORDS = new Set(
-  'in since circa ca ca. during from until till til by quit retired diagnosed dx dx\'d implanted placed born married widowed moved divorced immigrated arrived graduated year yr back of as summer winter spring fall autumn early late mid mid- before after to last molst polst ecog the'.split(' '),
+  "in since circa ca ca. during from until till til by quit retired diagnosed dx dx'd implanted placed born married widowed moved divorced immigrated arrived graduated year yr back of as summer winter spring fall autumn early late mid mid- before after to last molst polst ecog the".split(
+    ' ',
+  ),
 );
 
 /** Words just before "in 87" that make it a value: "sats in 98", "HR in 90s", "K in 4". */
-const VALUE_BEFORE = /\b(?:hr|rr|bp|sbp|dbp|map|sats?|spo2|o2|temp|t|fs|bs|glucose|sugars?|k|na|cr|bun|hgb|hct|plt|wbc|inr|ph|pco2|po2|peep|fio2|tv|vt|ve|rate|rates|range|ranging|pressures?|values?|levels?|numbers?|counts?|output|uo|i\/o|weight|wt|score|gcs|rass|cpot|cvp|pap|icp|cpp|pain|lactate|goals?|mid|high|low|upper|lower|the)\s+(?:in|since|from|of|to)\s*(?:the\s+)?$/i;
+const VALUE_BEFORE =
+  /\b(?:hr|rr|bp|sbp|dbp|map|sats?|spo2|o2|temp|t|fs|bs|glucose|sugars?|k|na|cr|bun|hgb|hct|plt|wbc|inr|ph|pco2|po2|peep|fio2|tv|vt|ve|rate|rates|range|ranging|pressures?|values?|levels?|numbers?|counts?|output|uo|i\/o|weight|wt|score|gcs|rass|cpot|cvp|pap|icp|cpp|pain|lactate|goals?|mid|high|low|upper|lower|the)\s+(?:in|since|from|of|to)\s*(?:the\s+)?$/i;
 /** After a year: not a unit, a decimal, a percentage, a time or "s" (the 90s are values). */
-const NOT_YEAR_AFTER = /^(?:['’]?s\b|\.\d|%|\s*(?:%|mg|mcg|ml|cc|l\b|units?|hrs?|hours?|h\b|min|mins|minutes|kg|lbs?|cm|mm|bpm|beats|breaths|mmhg|x\b|times|pack|pk|meq|mmol|-\d|:\d|\/\d|cal|kcal|calories|steps|ft|feet|meters|m\b|yo\b|y\/o|years?\s+old|year-old))/i;
+const NOT_YEAR_AFTER =
+  /^(?:['’]?s\b|\.\d|%|\s*(?:%|mg|mcg|ml|cc|l\b|units?|hrs?|hours?|h\b|min|mins|minutes|kg|lbs?|cm|mm|bpm|beats|breaths|mmhg|x\b|times|pack|pk|meq|mmol|-\d|:\d|\/\d|cal|kcal|calories|steps|ft|feet|meters|m\b|yo\b|y\/o|years?\s+old|year-old))/i;
 
-const VEHICLE_AFTER = /^\s+(?:toyota|honda|subaru|ford|chevy|chevrolet|nissan|hyundai|kia|mazda|volkswagen|vw|bmw|mercedes|audi|lexus|jeep|dodge|ram|gmc|buick|cadillac|tesla|volvo|harley|harley-davidson|yamaha|kawasaki|ducati|acura|infiniti|chrysler|mitsubishi|porsche|jaguar|mini|fiat|suzuki|triumph|pontiac|saturn|scion|genesis|lincoln)\b/i;
+const VEHICLE_AFTER =
+  /^\s+(?:toyota|honda|subaru|ford|chevy|chevrolet|nissan|hyundai|kia|mazda|volkswagen|vw|bmw|mercedes|audi|lexus|jeep|dodge|ram|gmc|buick|cadillac|tesla|volvo|harley|harley-davidson|yamaha|kawasaki|ducati|acura|infiniti|chrysler|mitsubishi|porsche|jaguar|mini|fiat|suzuki|triumph|pontiac|saturn|scion|genesis|lincoln)\b/i;
 
 /** A year alone, where the words before it say it dates an event. Four digits 1900-2099, or two after "in"/"since". */
 function years(text: string, out: Detection[]): void {
@@ -181,14 +189,21 @@ function years(text: string, out: Detection[]): void {
     // "(2014 Honda Civic)": a model year names a car, not a day of the patient's life
     if (VEHICLE_AFTER.test(after)) continue;
     // "TKA 2011)", "SVD 2019 at 38w", "LSIL 2022,": a year after a procedure or finding written as an acronym
-    const afterAcronym = y.length === 4 && /\b[A-Z]{2,6}\s$/.test(before) && !/\b(?:AT|PER|BY|ON|TO|UOP|UO|IO|OUT|IN|HR|BP|TV|VT|RR|PEEP|FIO2|WBC|PLT|HCT|HGB|BNP|LDH|CK)\s$/.test(before) && /^(?:\s*[,;.)]|\s+(?:at|in|and|on|with|w\/|\(|\d+(?:\.\d+)?\s?(?:cm|mm)))/.test(after) && !/(?:00|30)$/.test(y);
+    const afterAcronym =
+      y.length === 4 &&
+      /\b[A-Z]{2,6}\s$/.test(before) &&
+      !/\b(?:AT|PER|BY|ON|TO|UOP|UO|IO|OUT|IN|HR|BP|TV|VT|RR|PEEP|FIO2|WBC|PLT|HCT|HGB|BNP|LDH|CK)\s$/.test(before) &&
+      /^(?:\s*[,;.)]|\s+(?:at|in|and|on|with|w\/|\(|\d+(?:\.\d+)?\s?(?:cm|mm)))/.test(after) &&
+      !/(?:00|30)$/.test(y);
     if ((!YEAR_CUE.test(before) && !afterAcronym) || VALUE_BEFORE.test(before)) continue;
     if (y.length === 2) {
       // two digits only after "in", "since", "quit (in)", "retired (in)", "widowed (in)": "in 87", "since 02"
       if (!/\b(?:in|since|quit(?:\s+in)?|retired(?:\s+in)?|widowed(?:\s+in)?|married(?:\s+in)?|back\s+in)\s*$/i.test(before)) continue;
       if (/^\s*(?:\w+\s+)?(?:min|minutes|hours?|hrs?|days?|weeks?|wks?|months?|mos?|years?|yrs?)\b/i.test(after)) continue;
-    } else if (/\bat\s*$|@\s*$/.test(before)) continue; // "at 2000" is a time
-    else if (/\b(?:from|until|till|til|by|before|after|since|last)\s*$/i.test(before) && /(?:00|15|30|45)$/.test(y)) continue; // "until 1900", "since 2000": a clock
+    } else if (/\bat\s*$|@\s*$/.test(before))
+      continue; // "at 2000" is a time
+    else if (/\b(?:from|until|till|til|by|before|after|since|last)\s*$/i.test(before) && /(?:00|15|30|45)$/.test(y))
+      continue; // "until 1900", "since 2000": a clock
     else if (/^\s*(?:-|to|until)\s*\d{4}\b/.test(after) && /[0-5]0$/.test(y)) continue; // "2000-0800" is a shift
     out.push(detection(m.index, y, { year: fullYear(y) }, (p) => yearLike(y, p.year)));
   }
@@ -286,7 +301,8 @@ function monthNameDates(text: string, out: Detection[], caps: boolean): void {
 }
 
 // Nouns after "the 5th" that make it a rib, a space or a dose rather than a day of the month.
-const ORDINAL_NOT_DAY = /^\s*(?:-|\s)?(?:intercostal|ics|rib|ribs|metatarsal|metacarpal|digit|finger|toe|percentile|ventricle|nerve|cranial|floor|grade|dose|doses|day|days|week|weeks|month|months|year|years|time|times|degree|lumbar|cervical|thoracic|sacral|vertebra|cycle|generation|trimester|birthday|decade|visit|attempt|session|line|place|position|edition|street|st|avenue|ave|division|stage|lobe|segment|hour|round|course|admission|episode|pregnancy|child|sibling|grader|fraction|interspace|costal|gestational|postoperative|post-operative|postop|hospital|pod|life|minute|second|breath|beat|cm|mm|toe|centile|percent)\b/i;
+const ORDINAL_NOT_DAY =
+  /^\s*(?:-|\s)?(?:intercostal|ics|rib|ribs|metatarsal|metacarpal|digit|finger|toe|percentile|ventricle|nerve|cranial|floor|grade|dose|doses|day|days|week|weeks|month|months|year|years|time|times|degree|lumbar|cervical|thoracic|sacral|vertebra|cycle|generation|trimester|birthday|decade|visit|attempt|session|line|place|position|edition|street|st|avenue|ave|division|stage|lobe|segment|hour|round|course|admission|episode|pregnancy|child|sibling|grader|fraction|interspace|costal|gestational|postoperative|post-operative|postop|hospital|pod|life|minute|second|breath|beat|cm|mm|toe|centile|percent)\b/i;
 
 const WEEKDAY = '(?:mon|tues?|wed|weds|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|urday)?\\.?';
 /** monday 18th, thurs the 14th */

@@ -8,8 +8,14 @@ import { type Detection, PRIORITY, type SpanType } from '../types';
 
 /** Field names (lowercase, without separators) and the identifier kind their values are. */
 const FIELDS: [SpanType, string][] = [
-  ['NAME', 'name patient patientname ptname fullname first firstname given givenname last lastname surname family familyname middle middlename referrer referringprovider provider physician doctor attending pcp nurse author user username technician tech guarantor subscriber insured contact emergencycontact caregiver parent mother father spouse nok nextofkin signedby reviewer performedby orderedby driver owner witness'],
-  ['DATE', 'date dob birthdate dateofbirth birthday bday admitdate admissiondate admitted dischargedate discharged dod deathdate dateofdeath visitdate dos servicedate dateofservice implantdate implantdt surgerydate proceduredate'],
+  [
+    'NAME',
+    'name patient patientname ptname fullname first firstname given givenname last lastname surname family familyname middle middlename referrer referringprovider provider physician doctor attending pcp nurse author user username technician tech guarantor subscriber insured contact emergencycontact caregiver parent mother father spouse nok nextofkin signedby reviewer performedby orderedby driver owner witness',
+  ],
+  [
+    'DATE',
+    'date dob birthdate dateofbirth birthday bday admitdate admissiondate admitted dischargedate discharged dod deathdate dateofdeath visitdate dos servicedate dateofservice implantdate implantdt surgerydate proceduredate',
+  ],
   ['MRN', 'mrn mrnumber medicalrecordnumber medicalrecord recordnumber patientid ptid chart chartnumber unitnumber'],
   ['SSN', 'ssn social socialsecurity socialsecuritynumber'],
   ['PHONE', 'phone tel telephone mobile cell cellphone homephone workphone phonenumber contactnumber pager'],

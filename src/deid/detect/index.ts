@@ -60,8 +60,18 @@ export function resolve(detections: Detection[]): Detection[] {
     // A span that contains the others names the whole ("colette.hollis@example.net" is an EMAIL, not a
     // NAME); between spans that only overlap, the stronger type wins.
     const contains = members.find((m) => m.start === cur!.start && m.end === cur!.end);
-    const best = contains && members.every((m) => m === contains || (m.end - m.start < contains.end - contains.start)) ? contains : members.reduce((a, b) => (b.priority > a.priority || (b.priority === a.priority && b.end - b.start > a.end - a.start) ? b : a));
-    const merged: Detection = { start: cur.start, end: cur.end, type: best.type, priority: best.priority, source: members.some((m) => m.source === 'known') ? 'known' : 'detector', ...(best.rule ? { rule: best.rule } : {}) };
+    const best =
+      contains && members.every((m) => m === contains || m.end - m.start < contains.end - contains.start)
+        ? contains
+        : members.reduce((a, b) => (b.priority > a.priority || (b.priority === a.priority && b.end - b.start > a.end - a.start) ? b : a));
+    const merged: Detection = {
+      start: cur.start,
+      end: cur.end,
+      type: best.type,
+      priority: best.priority,
+      source: members.some((m) => m.source === 'known') ? 'known' : 'detector',
+      ...(best.rule ? { rule: best.rule } : {}),
+    };
     const date = members.find((m) => m.date && m.start === merged.start && m.end === merged.end);
     if (merged.type === 'DATE' && date?.date) merged.date = date.date;
     const canonical = members.flatMap((m) => m.canonical ?? []);

@@ -85,17 +85,49 @@ const OCCUPATION_BEFORE = new RegExp(
   carpenter custodian guard instructor coach caretaker nanny housekeeper landscaper miner fisherman longshoreman stocker courier dishwasher
   hostess realtor banker broker trader pilot attendant technologist phlebotomist coordinator administrator executive founder volunteer
   intern foreman dockworker warehouseman forklift mover cleaner maid nurse aide cna paramedic emt hairdresser stylist barber tailor
-  butcher machinist builder framer mason bricklayer drywaller inspector adjuster underwriter auditor bookkeeper cook sous line`.trim().split(/\s+/).join('|')})s?(?:\s+(?:\w+\s+){0,2}years?)?\s+(?:for|at|with)\s+(?:the\s+)?$`,
+  butcher machinist builder framer mason bricklayer drywaller inspector adjuster underwriter auditor bookkeeper cook sous line`
+    .trim()
+    .split(/\s+/)
+    .join('|')})s?(?:\s+(?:\w+\s+){0,2}years?)?\s+(?:for|at|with)\s+(?:the\s+)?$`,
   'i',
 );
 
 /** Last words of a place or employer phrase: "transferred from", "lives in", "works at", "PCP at", "OSH (". */
-const PLACE_CUE_ENDS = new Set(['in', 'from', 'to', 'at', 'near', 'outside', 'osh', 'is', 'for', 'with', 'by', 'formerly', 'of', 'owns', 'pcp', 'facility', 'ltc', 'snf', 'nh', 'rehab', 'hospice', 'done', 'followed', 'seen', 'treated', 'hospitalized', 'admitted']);
+const PLACE_CUE_ENDS = new Set([
+  'in',
+  'from',
+  'to',
+  'at',
+  'near',
+  'outside',
+  'osh',
+  'is',
+  'for',
+  'with',
+  'by',
+  'formerly',
+  'of',
+  'owns',
+  'pcp',
+  'facility',
+  'ltc',
+  'snf',
+  'nh',
+  'rehab',
+  'hospice',
+  'done',
+  'followed',
+  'seen',
+  'treated',
+  'hospitalized',
+  'admitted',
+]);
 /** Words directly before an employer's name without a preposition: "employer Northbrook Title", "Employer: X". */
 const EMPLOYER_ENDS = new Set(['employer', 'employed', 'job', 'occupation', 'work', 'workplace', 'formerly', 'plan']);
 
 /** Words that never continue a lowercase organisation's name. */
-const FUNCTION_WORD = /^(?:a|an|the|to|for|and|or|but|with|about|asked|likely|maybe|possible|possibly|will|would|should|could|may|might|is|was|be|been|has|had|have|not|no|if|then|so|as|by|from|in|into|at|on|of|her|his|their|our|my|your|its|this|that|these|those|pt|patient|family|we|he|she|they|it|i)$/;
+const FUNCTION_WORD =
+  /^(?:a|an|the|to|for|and|or|but|with|about|asked|likely|maybe|possible|possibly|will|would|should|could|may|might|is|was|be|been|has|had|have|not|no|if|then|so|as|by|from|in|into|at|on|of|her|his|their|our|my|your|its|this|that|these|those|pt|patient|family|we|he|she|they|it|i)$/;
 
 /** Credentials and the like before a specialty: "MD, AGSF Geriatric Medicine", "MB BCh, MRCPI Gastroenterology". */
 const CREDENTIAL_BEFORE = /\b(?:MD|DO|RN|NP|PA|PA-C|PhD|MB\s?BCh|MBBS|FACP|FACS|FACC|FRCP|FRCS|MRCP|DNP|APRN|CDCES|CDE|MPH|MSW|LICSW|RRT)\b\.?,?\s*$/;
@@ -284,13 +316,18 @@ class PlaceScan {
     // the words of the name before its first distinctive one: "Polish Hill Family Medicine"
     while (first > i && !GENERIC.has(this.t(first - 1).lower) && !CREDENTIALS.has(this.t(first - 1).lower) && this.t(first - 1).shape === this.t(first).shape) first--;
     // "de Nijs Medical Center", "van der Meulen Rehabilitation Hospital": particles before the name
-    while (first > 0 && /^(?:de|van|von|der|den|la|le|du|del|da|di)$/.test(this.t(first - 1).lower) && this.t(first - 1).shape === 'lower' && gap(this.text, this.t(first - 1), this.t(first)) === ' ') first--;
+    while (first > 0 && /^(?:de|van|von|der|den|la|le|du|del|da|di)$/.test(this.t(first - 1).lower) && this.t(first - 1).shape === 'lower' && gap(this.text, this.t(first - 1), this.t(first)) === ' ')
+      first--;
     this.push(first, last, 'place.organisation');
     return true;
   }
 
   private placePrefix(i: number): boolean {
-    return /^(?:north|south|east|west|new|old|port|fort|lake|mount|mt|saint|st|glen|point|grand|little|big|upper|lower|great|palm|spring|cedar|oak|pine|rock|sandy|white|green|red|black|silver|golden|royal|bay|river|beach|union|central|three|twin|blue|first)$/.test(this.t(i).lower) && this.capitalised(i);
+    return (
+      /^(?:north|south|east|west|new|old|port|fort|lake|mount|mt|saint|st|glen|point|grand|little|big|upper|lower|great|palm|spring|cedar|oak|pine|rock|sandy|white|green|red|black|silver|golden|royal|bay|river|beach|union|central|three|twin|blue|first)$/.test(
+        this.t(i).lower,
+      ) && this.capitalised(i)
+    );
   }
 
   /** After a word of place: a capitalised run or an acronym that is not a clinical destination. */
@@ -300,7 +337,10 @@ class PlaceScan {
     if (t.shape === 'lower' && (this.f(i).cls === 'safe' || this.f(i).cls === 'ambiguous')) return false;
     if (!this.placeCueBefore(i)) return false;
     const before = this.text.slice(Math.max(0, t.start - 40), t.start);
-    const strong = STRONG_PLACE_CUE.test(before) || /\b(?:pcp|osh|facility|ltc|snf|nh|rehab|hospice|done|followed|seen|treated|hospitalized|admitted)\s+(?:is\s+|at\s+|in\s+|from\s+)?(?:the\s+)?$/i.test(before) || /\b(?:osh|facility|ltc|snf|nh|rehab|home|hospital)\s*\(\s*$/i.test(before);
+    const strong =
+      STRONG_PLACE_CUE.test(before) ||
+      /\b(?:pcp|osh|facility|ltc|snf|nh|rehab|hospice|done|followed|seen|treated|hospitalized|admitted)\s+(?:is\s+|at\s+|in\s+|from\s+)?(?:the\s+)?$/i.test(before) ||
+      /\b(?:osh|facility|ltc|snf|nh|rehab|home|hospital)\s*\(\s*$/i.test(before);
     const from = FROM_CUE.test(before);
     const weak = WEAK_PLACE_CUE.test(before);
     const the = /\bthe\s+$/i.test(before);
@@ -347,7 +387,15 @@ class PlaceScan {
     if (!ok) return false;
     // "at Impella site", "to Lasix drip": a device or a drug before a lowercase noun is not a place
     const next = this.tokens[last + 1];
-    if (!strong && next && next.shape === 'lower' && /^\s$/.test(gap(this.text, this.t(last), next)) && !FUNCTION_WORD.test(next.lower) && !['now', 'area', 'yesterday', 'today', 'tomorrow', 'tonight', 'last', 'next', 'since', 'until', 'where', 'when', 'per', 'x', 'w'].includes(next.lower)) return false;
+    if (
+      !strong &&
+      next &&
+      next.shape === 'lower' &&
+      /^\s$/.test(gap(this.text, this.t(last), next)) &&
+      !FUNCTION_WORD.test(next.lower) &&
+      !['now', 'area', 'yesterday', 'today', 'tomorrow', 'tonight', 'last', 'next', 'since', 'until', 'where', 'when', 'per', 'x', 'w'].includes(next.lower)
+    )
+      return false;
     // a person after "to" or "from" is the name detector's: "from Dr. X" never gets here, "to Ann" does
     if (!strong && span.length === 1 && (this.f(i).cls === 'name' || this.f(i).first) && !this.f(i).city && /\b(?:to|with|from)\s+$/i.test(before)) return false;
     this.push(i, last, 'place.cue');
@@ -360,7 +408,18 @@ class PlaceScan {
     const town = f.city && (f.cls === 'name' || f.cls === 'unknown' || f.cls === 'misspelt');
     if (!(town || (strong && (f.cls === 'unknown' || f.cls === 'name') && this.t(i).lower.length >= 4))) return false;
     let last = i;
-    while (last + 1 < this.tokens.length && last - i < 2 && gap(this.text, this.t(last), this.t(last + 1)) === ' ' && this.lex.cities.has(this.tokens.slice(i, last + 2).map((x) => x.lower).join(' '))) last++;
+    while (
+      last + 1 < this.tokens.length &&
+      last - i < 2 &&
+      gap(this.text, this.t(last), this.t(last + 1)) === ' ' &&
+      this.lex.cities.has(
+        this.tokens
+          .slice(i, last + 2)
+          .map((x) => x.lower)
+          .join(' '),
+      )
+    )
+      last++;
     this.push(i, last, 'place.cue');
     return true;
   }
@@ -380,9 +439,17 @@ class PlaceScan {
     if (!this.placeCueBefore(i) && !EMPLOYER_ENDS.has(i > 0 ? this.t(i - 1).lower : '')) return false;
     const before = this.text.slice(Math.max(0, t.start - 50), t.start);
     // "Employer: X" with a colon; "employer X" without one only in mixed case before a name ("Pt employer Northbrook Title")
-    const label = /\b(?:employer|employed\s+by|work(?:place)?|job|occupation)\s*:\s*$|\bemployed\s+by\s+$|\bformerly\s+$|\bemployer\s+plan,\s*$/i.test(before) || (/\bemployer\s+(?:is\s+)?$/i.test(before) && !this.caps && t.shape === 'title');
+    const label =
+      /\b(?:employer|employed\s+by|work(?:place)?|job|occupation)\s*:\s*$|\bemployed\s+by\s+$|\bformerly\s+$|\bemployer\s+plan,\s*$/i.test(before) ||
+      (/\bemployer\s+(?:is\s+)?$/i.test(before) && !this.caps && t.shape === 'title');
     const job = OCCUPATION_BEFORE.test(before);
-    if (!label && !job && !EMPLOYER_CUE.test(before) && !/\b(?:owns|owner\s+of|starts\s+at|started\s+at|call\s+out\s+from|sales\s+for|teach(?:es)?\s+(?:\w+\s+){0,2}at|(?:he|she)'?s\s+with|job\s+at\s+the\s+\w+\s+\()\s*(?:the\s+)?$/i.test(before)) return false;
+    if (
+      !label &&
+      !job &&
+      !EMPLOYER_CUE.test(before) &&
+      !/\b(?:owns|owner\s+of|starts\s+at|started\s+at|call\s+out\s+from|sales\s+for|teach(?:es)?\s+(?:\w+\s+){0,2}at|(?:he|she)'?s\s+with|job\s+at\s+the\s+\w+\s+\()\s*(?:the\s+)?$/i.test(before)
+    )
+      return false;
     if (CLINICAL_DESTINATIONS.has(t.lower) || ['home', 'work', 'school', 'night', 'nights', 'night shift', 'retired', 'unemployed', 'disabled', 'none', 'self'].includes(t.lower)) return false;
     const lowercase = t.shape === 'lower';
     if (lowercase && this.f(i).cls !== 'unknown' && this.f(i).cls !== 'name') return false;

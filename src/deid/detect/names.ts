@@ -89,7 +89,8 @@ const CLASSIFICATION_AFTER = /^[\s-]*(?:[IVX]{1,4}\b|[A-D]\d?\b(?![a-z])|\d|\(?g
 /** How name-like an unknown capitalised word must read (name-shape.ts) before the backstop takes it alone. */
 const BACKSTOP_SHAPE = 0.3;
 /** A dash signature: "-K.", "- dlw", "-will rn", "-m. dacosta rrt", "-Ruth" at the end of a line or before "(". */
-const DASH_SIGNATURE = /(?:^|\n|[.;!?)]\s+)[-–~]\s?((?:[A-Za-z]\.\s?)?[A-Za-z][A-Za-z'-]*(?:\s[A-Za-z][A-Za-z'-]*)?)\.?(?:\s*,?\s*(RN|rn|MD|md|NP|np|RRT|rrt|LPN|lpn|PT|pt|OT|ot|SLP|slp|CM|cm|SW|sw|PA|pa|MSW|msw|LCSW|lcsw|CNA|cna)\b\.?)?[ \t]*(?=\(|\n|$)/g;
+const DASH_SIGNATURE =
+  /(?:^|\n|[.;!?)]\s+)[-–~]\s?((?:[A-Za-z]\.\s?)?[A-Za-z][A-Za-z'-]*(?:\s[A-Za-z][A-Za-z'-]*)?)\.?(?:\s*,?\s*(RN|rn|MD|md|NP|np|RRT|rrt|LPN|lpn|PT|pt|OT|ot|SLP|slp|CM|cm|SW|sw|PA|pa|MSW|msw|LCSW|lcsw|CNA|cna)\b\.?)?[ \t]*(?=\(|\n|$)/g;
 
 /** Which cue lists a word is on, as bits: one lookup per word instead of one per list. */
 /** Person labels that head a message, where a department is written as often as a person. */
@@ -117,10 +118,40 @@ for (const c of 'mrdnpl'.split('')) CUE_FLAGS.set(c, (CUE_FLAGS.get(c) ?? 0) | C
 /** Last words of a self-introduction ("it's", "this is", "i'm", "goes by", "call me"). */
 const INTRODUCTION_ENDS = new Set(["it's", 'its', 'is', 'names', 'by', 'as', 'me', 'am', "i'm", 'im']);
 /** Last words of a closing ("thanks", "thank you", "best wishes", "thanks so much", "thanks for everything"). */
-const CLOSING_ENDS = new Set(['thanks', 'thank', 'you', 'thx', 'ty', 'cheers', 'regards', 'best', 'wishes', 'sincerely', 'love', 'xoxo', 'yours', 'truly', 'warmly', 'blessings', 'gratefully', 'atentamente', 'saludos', 'gracias', 'much', 'again', 'lot', 'everything', 'help', 'time', 'do', 'me']);
+const CLOSING_ENDS = new Set([
+  'thanks',
+  'thank',
+  'you',
+  'thx',
+  'ty',
+  'cheers',
+  'regards',
+  'best',
+  'wishes',
+  'sincerely',
+  'love',
+  'xoxo',
+  'yours',
+  'truly',
+  'warmly',
+  'blessings',
+  'gratefully',
+  'atentamente',
+  'saludos',
+  'gracias',
+  'much',
+  'again',
+  'lot',
+  'everything',
+  'help',
+  'time',
+  'do',
+  'me',
+]);
 
 /** A company after a word makes it a maker, not a person ("Sandoz Corporation", "Alexa Fluor®"). */
-const COMPANY_AFTER = /^[\s\w-]{0,25}?(?:®|™|\b(?:Inc|Corp|Corporation|Ltd|GmbH|LLC|Co\.|Company|Pharmaceuticals?|Laboratories|Scientific|Medical Systems|Lifesciences|Instruments|Biosciences|Diagnostics)\b)|^\s*et al\b/;
+const COMPANY_AFTER =
+  /^[\s\w-]{0,25}?(?:®|™|\b(?:Inc|Corp|Corporation|Ltd|GmbH|LLC|Co\.|Company|Pharmaceuticals?|Laboratories|Scientific|Medical Systems|Lifesciences|Instruments|Biosciences|Diagnostics)\b)|^\s*et al\b/;
 
 export class NameDetector {
   detect(input: NameInput): Detection[] {
@@ -199,7 +230,14 @@ class NameScan {
     // puts it there ("McAllister", "DeShawn", "LaToya", "O'Brien", "VanHorn")
     if (/[a-z][A-Z]/.test(t.text) && !/^(?:Mc|Mac|De|Di|Da|Du|La|Le|Van|Von|St|O'|D')[A-Z]/.test(t.text)) return false;
     // "EU-trained", "non-tender": a lowercase word after a hyphen makes a compound word, not a name
-    if (/-[a-z]/.test(t.text) && t.text.split('-').slice(1).some((p) => /^[a-z]/.test(p) && vocabulary().isSafe(p))) return false;
+    if (
+      /-[a-z]/.test(t.text) &&
+      t.text
+        .split('-')
+        .slice(1)
+        .some((p) => /^[a-z]/.test(p) && vocabulary().isSafe(p))
+    )
+      return false;
     // a surname that is also a clinical word goes on a name already begun: "Brianna Stokes", "kevin ng" in lowercase
     if (inside && f.last && t.shape !== 'lower' && (!this.caps || t.shape === 'upper')) return true;
     if (inside && f.last && t.shape === 'lower' && i > 0 && this.t(i - 1).shape === 'lower' && ['name', 'unknown'].includes(this.f(i - 1).cls) && !FUNCTION_WORDS.has(t.lower)) return true;
@@ -269,7 +307,8 @@ class NameScan {
     const next = this.tokens[i + 1];
     if (next && (CUE_FLAGS.get(next.lower) ?? 0) & CUE.relation) {
       if (t.possessive) this.possessor(i);
-      else if (l.length >= 4 && l.endsWith('s') && ['name', 'unknown'].includes(this.f(i).cls) && lexicons().firstNames.has(l.slice(0, -1)) && gap(this.text, t, next) === ' ') this.mark(i, 'name.relation'); // "annas daughter"
+      else if (l.length >= 4 && l.endsWith('s') && ['name', 'unknown'].includes(this.f(i).cls) && lexicons().firstNames.has(l.slice(0, -1)) && gap(this.text, t, next) === ' ')
+        this.mark(i, 'name.relation'); // "annas daughter"
     }
   }
 
@@ -284,8 +323,7 @@ class NameScan {
       this.fieldValue(i);
       // a message header ("To: Pharmacy", "From: Billing") names a department as often as a person
       this.forward(i, 'relation', 'name.label', HEADER_LABELS.has(l));
-    }
-    else if (cue & CUE.relation) {
+    } else if (cue & CUE.relation) {
       this.forward(i, 'relation', 'name.relation');
       this.relationAfter(i);
     } else if (cue & CUE.role && (t.shape !== 'lower' || l.length > 2)) this.forward(i, 'strong', 'name.role');
@@ -293,7 +331,8 @@ class NameScan {
     else if (cue & CUE.label) this.forward(i, l === 'pt' || l === 'patient' ? 'weak' : 'relation', 'name.label');
     else if (l === 'w' && SLASH_CONTACT.test(this.text.slice(Math.max(0, t.end - 12), t.end))) this.forward(i, 'strong', 'name.contact');
     else if (cue & CUE.weak) this.forward(i, 'weak', 'name.contact');
-    if (cue & (CUE.service | CUE.role) && /^\s?\([A-Za-z]/.test(this.text.slice(t.end, t.end + 3)) && i + 1 < this.tokens.length && ['name', 'unknown'].includes(this.f(i + 1).cls)) this.introduce(i + 1, 'strong', 'name.role');
+    if (cue & (CUE.service | CUE.role) && /^\s?\([A-Za-z]/.test(this.text.slice(t.end, t.end + 3)) && i + 1 < this.tokens.length && ['name', 'unknown'].includes(this.f(i + 1).cls))
+      this.introduce(i + 1, 'strong', 'name.role');
     if (cue & CUE.credential && this.isCredential(i)) this.backward(i);
     if (cue & CUE.right && i > 0) this.rightCue(i);
   }
@@ -373,7 +412,8 @@ class NameScan {
     // "Rev code 0651": a capitalised title takes a lowercase word only if no vocabulary explains it (or a particle: "Dr. van Dijk")
     if (strength === 'title' && cue.shape !== 'lower' && first.shape === 'lower' && !(this.f(j).cls === 'name' || this.f(j).cls === 'unknown') && !PARTICLES.has(first.lower)) return;
     // "MD, FAAFP", "WOUND RN, BLACK": after a role a comma ends the phrase, but for an apposition ("the nurse, Anatole, came")
-    if (rule === 'name.role' && between.includes(',') && !(this.capitalised(j) && /^,/.test(this.text.slice(first.end, first.end + 1)) && ['name', 'unknown', 'ambiguous'].includes(this.f(j).cls))) return;
+    if (rule === 'name.role' && between.includes(',') && !(this.capitalised(j) && /^,/.test(this.text.slice(first.end, first.end + 1)) && ['name', 'unknown', 'ambiguous'].includes(this.f(j).cls)))
+      return;
     if (!/^[\s.,:;(\-#'"]*$/.test(between) || between.length > 6) return;
     // Only a title's own dot may stand between a cue and the name ("Dr. X"); a sentence end may not ("doctor. After").
     if (between.includes('.') && !(strength === 'title' && /^\.\s{0,2}$/.test(between))) return;
@@ -399,7 +439,13 @@ class NameScan {
         if (this.followedByColon(t)) break; // "Subject:", "MRN:" start a field
         if (!this.nameGap(g, prev) && !(count === 1 && strength !== 'weak' && /^,\s$/.test(g) && t.shape === prev.shape && t.shape !== 'lower')) break;
       } else if (acrossLine && /\n\s*\n/.test(this.text.slice(Math.max(0, t.start - 3), t.start))) break;
-      const ok = count === 0 ? (this.personLike(j, strength, false, header) || this.monthNamed(j, strength) || this.pairAfterWeakCue(j, strength)) && !this.eponym(j) && !this.region(j) && !(t.shape === 'initial' && !this.initialOfName(j) && strength === 'weak') : this.personLike(j, strength === 'weak' ? 'weak' : strength, true);
+      const ok =
+        count === 0
+          ? (this.personLike(j, strength, false, header) || this.monthNamed(j, strength) || this.pairAfterWeakCue(j, strength)) &&
+            !this.eponym(j) &&
+            !this.region(j) &&
+            !(t.shape === 'initial' && !this.initialOfName(j) && strength === 'weak')
+          : this.personLike(j, strength === 'weak' ? 'weak' : strength, true);
       if (!ok) {
         // "Dr. van den Velde"
         if (count === 0 && strength === 'title' && PARTICLES.has(t.lower)) this.particlesAfterTitle(j, rule);
@@ -503,7 +549,12 @@ class NameScan {
     // "Refill RN: Pilar" is a label; "Outback, MA plate" and "Q8H, DO NOT" are not credentials
     const after = this.text.slice(t.end, t.end + 12);
     if (/^\s?:/.test(after)) return false;
-    if (COMMA_CREDENTIALS.has(word) && !/^\s*(?:$|[,.;)\n])/.test(after) && !(/^\s*[,/]?\s*([A-Za-z]{2,6})\b/.test(after) && CREDENTIALS.has((/^\s*[,/]?\s*([A-Za-z]{2,6})/.exec(after)?.[1] ?? '').toLowerCase()))) return false;
+    if (
+      COMMA_CREDENTIALS.has(word) &&
+      !/^\s*(?:$|[,.;)\n])/.test(after) &&
+      !(/^\s*[,/]?\s*([A-Za-z]{2,6})\b/.test(after) && CREDENTIALS.has((/^\s*[,/]?\s*([A-Za-z]{2,6})/.exec(after)?.[1] ?? '').toLowerCase()))
+    )
+      return false;
     return /^,?\s{1,2}$|^\s*\($|^\/$/.test(g);
   }
 
@@ -540,7 +591,10 @@ class NameScan {
       const f = this.f(j);
       // "OPO notified", "ICU aware": an acronym, unless it is long and reads like a name ("OKAFOR called")
       if (!this.caps && t.shape === 'upper' && f.cls !== 'name' && !(t.text.length >= 4 && f.cls === 'unknown' && nameShape(t.lower) >= 0.3)) break;
-      const ok = f.cls === 'name' || f.cls === 'unknown' ? !this.reserved(j) && !this.glued(t) && (count > 0 || t.lower.length >= 3) : (f.cls === 'ambiguous' || f.cls === 'misspelt') && this.capitalised(j) && !this.caps && !sentenceInitial(this.text, t) && !this.reserved(j);
+      const ok =
+        f.cls === 'name' || f.cls === 'unknown'
+          ? !this.reserved(j) && !this.glued(t) && (count > 0 || t.lower.length >= 3)
+          : (f.cls === 'ambiguous' || f.cls === 'misspelt') && this.capitalised(j) && !this.caps && !sentenceInitial(this.text, t) && !this.reserved(j);
       if (!ok || this.eponym(j)) break;
       this.mark(j, 'name.right-cue');
       right = t;
@@ -760,7 +814,17 @@ class NameScan {
           if (after && gap(this.text, this.t(k), after) === ' ' && after.shape !== 'lower' && joinable(k + 1, i)) for (let x = i + 1; x <= k + 1; x++) this.rule[x] = 'name.widened';
         }
         // "Hollis, Marguerite": a surname, a comma and a first name of the same case
-        if (n && !this.rule[i + 1] && /^,\s$/.test(gap(this.text, t, n)) && n.shape === t.shape && n.shape !== 'initial' && this.f(i + 1).first && (this.f(i + 1).cls === 'name' || this.f(i + 1).cls === 'ambiguous') && !this.reserved(i + 1)) this.rule[i + 1] = 'name.widened';
+        if (
+          n &&
+          !this.rule[i + 1] &&
+          /^,\s$/.test(gap(this.text, t, n)) &&
+          n.shape === t.shape &&
+          n.shape !== 'initial' &&
+          this.f(i + 1).first &&
+          (this.f(i + 1).cls === 'name' || this.f(i + 1).cls === 'ambiguous') &&
+          !this.reserved(i + 1)
+        )
+          this.rule[i + 1] = 'name.widened';
       }
     }
   }
@@ -777,14 +841,22 @@ class NameScan {
       let last = first;
       let j = i + 1;
       // one name runs over spaces, an initial's dot and a comma ("Hollis, Marguerite"), never over a sentence's end
-      while (j < this.tokens.length && this.rule[j] && !last.possessive && this.t(j).start - last.end <= 3 && !/\n/.test(gap(this.text, last, this.t(j))) && !(/\./.test(gap(this.text, last, this.t(j))) && last.shape !== 'initial' && last.text.length > 2)) {
+      while (
+        j < this.tokens.length &&
+        this.rule[j] &&
+        !last.possessive &&
+        this.t(j).start - last.end <= 3 &&
+        !/\n/.test(gap(this.text, last, this.t(j))) &&
+        !(/\./.test(gap(this.text, last, this.t(j))) && last.shape !== 'initial' && last.text.length > 2)
+      ) {
         last = this.t(j);
         j++;
       }
       // A lone initial is a name only where a signature or a cue put it.
       const lone = first === last && first.shape === 'initial';
       const rule = this.rule[i] as NameRule;
-      if (!lone || rule === 'name.signature' || rule === 'name.credential' || rule === 'name.title') out.push({ start: first.start, end: last.end, type: 'NAME', priority: PRIORITY.NAME, source: 'detector', rule });
+      if (!lone || rule === 'name.signature' || rule === 'name.credential' || rule === 'name.title')
+        out.push({ start: first.start, end: last.end, type: 'NAME', priority: PRIORITY.NAME, source: 'detector', rule });
       i = j;
     }
     return out;

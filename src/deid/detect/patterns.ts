@@ -18,9 +18,15 @@ const VALUE = String.raw`\s*(?:[:#=]|is)?\s*#?\s*((?:[A-Z]{2,5}(?:-[A-Z]{1,5})?[
 
 /** Labels that introduce an identifier, by type; a label followed by a value with a digit is an identifier. */
 const LABELS: [SpanType, string][] = [
-  ['MRN', String.raw`mrn|mr\s*#|mr\s*no\.?|med(?:ical)?\s*rec(?:ord)?s?(?:\s*(?:number|no\.?|#))?|unit\s*(?:number|no\.?|#)|hospital\s*(?:number|no\.?|#)|chart\s*(?:number|no\.?|#)|patient\s*id|pt\s*id|emr\s*(?:number|#|id)`],
+  [
+    'MRN',
+    String.raw`mrn|mr\s*#|mr\s*no\.?|med(?:ical)?\s*rec(?:ord)?s?(?:\s*(?:number|no\.?|#))?|unit\s*(?:number|no\.?|#)|hospital\s*(?:number|no\.?|#)|chart\s*(?:number|no\.?|#)|patient\s*id|pt\s*id|emr\s*(?:number|#|id)`,
+  ],
   ['SSN', String.raw`ssn|ss\s*#|soc(?:ial)?\s*sec(?:urity)?(?:\s*(?:number|no\.?|#))?`],
-  ['HEALTH_PLAN', String.raw`medicare|medicaid|medigap|masshealth|mbi|hicn|insurance|insurer|health\s*plan|plan\s*(?:id|#|number)|member\s*(?:id|#|number|no\.?)|subscriber(?:\s*id)?|policy\s*(?:id|#|number|no\.?)|group\s*(?:#|number|no\.?)|grp|beneficiary|bcbs|blue\s*cross|aetna|cigna|humana|tricare|united\s*health(?:care)?|ppo\s*id|hmo\s*id`],
+  [
+    'HEALTH_PLAN',
+    String.raw`medicare|medicaid|medigap|masshealth|mbi|hicn|insurance|insurer|health\s*plan|plan\s*(?:id|#|number)|member\s*(?:id|#|number|no\.?)|subscriber(?:\s*id)?|policy\s*(?:id|#|number|no\.?)|group\s*(?:#|number|no\.?)|grp|beneficiary|bcbs|blue\s*cross|aetna|cigna|humana|tricare|united\s*health(?:care)?|ppo\s*id|hmo\s*id`,
+  ],
   ['ACCOUNT', String.raw`account|acct|acc\s*#|billing|fin|har|csn|encounter\s*(?:id|#|number|no\.?)|visit\s*(?:id|#|number|no\.?)|invoice|claim`],
   ['LICENSE', String.raw`licen[cs]e|lic\.?\s*#|dea|npi|certificate|cert\.?\s*#|registration|driver'?s?\s*lic(?:ense)?|dl\s*#|board\s*cert(?:ification)?`],
   ['VEHICLE', String.raw`vin|vehicle(?:\s*identification)?|licen[cs]e\s*plate|(?:motorcycle\s+)?plates?(?:\s*(?:#|number|no\.?))?|tag\s*#|(?:[A-Z]{2}\s+)?reg(?:istration)?\s*(?:plate|#|no\.?)?`],
@@ -54,7 +60,10 @@ function labelled(text: string, out: Detection[]): void {
 
 const TLDS = 'com|net|org|edu|gov|mil|int|io|co|us|uk|ca|au|de|fr|nl|es|it|ch|at|be|se|no|dk|fi|ie|nz|za|in|jp|cn|kr|vn|br|mx|ar|info|biz|me|health|care|app|online|email|mail';
 /** "jo dot kerr22 at fastpost dot co dot uk", "faith.adeyemi at gmail-ish dot com", "jo(at)mail.com": an address spelled out. */
-const SPELLED_EMAIL = new RegExp(String.raw`(?<![\w.-])[a-z0-9][a-z0-9_-]{0,40}(?:\s*(?:\.|\bdot\b|\[dot\]|\(dot\))\s*[a-z0-9_-]{1,40}){0,5}\s*(?:\bat\b|\[at\]|\(at\)|\{at\})\s*[a-z0-9][a-z0-9-]{0,40}(?:\s*(?:\.|\bdot\b|\[dot\]|\(dot\))\s*[a-z0-9-]{1,40}){0,4}\s*(?:\.|\bdot\b|\[dot\]|\(dot\))\s*(?:${TLDS})\b`, 'gi');
+const SPELLED_EMAIL = new RegExp(
+  String.raw`(?<![\w.-])[a-z0-9][a-z0-9_-]{0,40}(?:\s*(?:\.|\bdot\b|\[dot\]|\(dot\))\s*[a-z0-9_-]{1,40}){0,5}\s*(?:\bat\b|\[at\]|\(at\)|\{at\})\s*[a-z0-9][a-z0-9-]{0,40}(?:\s*(?:\.|\bdot\b|\[dot\]|\(dot\))\s*[a-z0-9-]{1,40}){0,4}\s*(?:\.|\bdot\b|\[dot\]|\(dot\))\s*(?:${TLDS})\b`,
+  'gi',
+);
 
 function spelledEmails(text: string, out: Detection[]): void {
   if (!/\bdot\b|\[dot\]|\(dot\)|\[at\]|\(at\)/i.test(text)) return;
@@ -111,7 +120,8 @@ function contact(text: string, out: Detection[]): void {
 }
 
 /** Words before a number that say it is a telephone: any run of digit groups after them is one. */
-const PHONE_CUE = /(?:\b(?:phone|ph|tel|telephone|cell|cellphone|mobile|mob|home|work|wk|number|num|contact|reach|call|callback|call\s+back|pager|pgr|page|paged|beeper|bpr|fax|whatsapp|text|line|hotline|direct|office|landline|ext|extension|x|t|f|m|h|w|c|p)\b\.?|#)\s*[:#.]?\s*(?:(?:is|at|to|on|of|was|changed|now)\s+){0,2}(?:\([a-z\s]+\)\s*)?[:#]?\s*$/i;
+const PHONE_CUE =
+  /(?:\b(?:phone|ph|tel|telephone|cell|cellphone|mobile|mob|home|work|wk|number|num|contact|reach|call|callback|call\s+back|pager|pgr|page|paged|beeper|bpr|fax|whatsapp|text|line|hotline|direct|office|landline|ext|extension|x|t|f|m|h|w|c|p)\b\.?|#)\s*[:#.]?\s*(?:(?:is|at|to|on|of|was|changed|now)\s+){0,2}(?:\([a-z\s]+\)\s*)?[:#]?\s*$/i;
 
 /** Telephone and fax numbers in the shapes notes write them (North American, international, with a cue). */
 function phones(text: string, out: Detection[]): void {
@@ -146,7 +156,11 @@ function phones(text: string, out: Detection[]): void {
     const before = text.slice(Math.max(0, m.index - 30), m.index);
     if (!PHONE_CUE.test(before)) continue;
     // a time, a dose, a date or a count after the cue word is not a number to call
-    if (/^\d{1,2}\/\d{1,2}(?:\/\d{2,4})?$/.test(m[0]) || /^\s*(?:am|pm|mg|mcg|ml|cc|units?|min|mins|minutes|hrs?|hours|days?|times|x\b|%)/i.test(text.slice(m.index + m[0].length, m.index + m[0].length + 8))) continue;
+    if (
+      /^\d{1,2}\/\d{1,2}(?:\/\d{2,4})?$/.test(m[0]) ||
+      /^\s*(?:am|pm|mg|mcg|ml|cc|units?|min|mins|minutes|hrs?|hours|days?|times|x\b|%)/i.test(text.slice(m.index + m[0].length, m.index + m[0].length + 8))
+    )
+      continue;
     if (digits === 4 && !/(?:pager|pgr|page|paged|beeper|bpr|ext|extension|\bx)\s*[:#.]?\s*$/i.test(before)) continue;
     if (/\b(?:call|called|calling|home|work|line|text|office|direct|number|m|h|w|c|t|f|p)\s*[:#.]?\s*$/i.test(before) && digits < 7 && !/-/.test(m[0])) continue;
     add(m.index, m.index + m[0].length);

@@ -163,7 +163,8 @@ export function heatmapSvg(table: ScoreTable, board: Leaderboard, title = 'Score
   }
   for (const c of columns) {
     const b = table.benchmarks[c.index]!;
-    const x = c.x + CELL_W / 2;    out.push(`<text transform="translate(${num(x)},${num(labelBaseY)}) rotate(-60)">${xmlEscape(labelOf(b))}</text>`);
+    const x = c.x + CELL_W / 2;
+    out.push(`<text transform="translate(${num(x)},${num(labelBaseY)}) rotate(-60)">${xmlEscape(labelOf(b))}</text>`);
   }
   out.push(`<text transform="translate(${num(winX + CELL_W / 2)},${num(labelBaseY)}) rotate(-60)" font-weight="bold">${WIN_LABEL}</text>`);
   rows.forEach((m, r) => {

@@ -24,7 +24,7 @@ export type WinRateMatrix = (number | null)[][];
 /** +1 if a is better than b under the column's direction, -1 if worse, 0 if tied. */
 function compare(a: number, b: number, lowerIsBetter: boolean): number {
   if (a === b) return 0;
-  return (a > b) !== lowerIsBetter ? 1 : -1;
+  return a > b !== lowerIsBetter ? 1 : -1;
 }
 
 export function columnWinRates(table: ScoreTable): { rates: WinRateMatrix; inWinRate: boolean[] } {
