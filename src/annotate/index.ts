@@ -6,7 +6,7 @@
  * Metrics then read the numbers (src/metrics); they never call out.
  */
 import type { Instance } from '../catalog';
-import { annotatorsFor, type Annotations } from '../metrics';
+import { annotatorsFor, type Annotations, type AnnotatorName, DEFERRED_ANNOTATORS } from '../metrics';
 import type { RunContext } from '../runs';
 import { annotateWithSql, type SqlExecutor } from './ehrsql';
 import { annotateWithJury, type JudgePort } from './jury';
@@ -14,16 +14,27 @@ import { annotateWithJury, type JudgePort } from './jury';
 export { annotateWithSql, extractSql, postProcessSql, SqlExecutor, EHRSQL_CURRENT_TIME, DEFAULT_TIMEOUT_MS, type EhrSqlContext, type ExecResult } from './ehrsql';
 export { annotateWithJury, judgePrompt, judgeScores, JUDGE_MAX_TOKENS, type JudgePort, type JuryContext } from './jury';
 
+/** `inline`: the annotators that run right after the model call; `deferred`: those run after all of the run's calls. */
+export type AnnotationPhase = 'inline' | 'deferred';
+
 export interface AnnotationStage {
-  annotate(ctx: RunContext, instance: Instance, prediction: string, judges: JudgePort): Promise<Annotations>;
+  /** The annotators of the benchmark's metrics that run in `phase`. */
+  needed(ctx: RunContext, phase: AnnotationPhase): AnnotatorName[];
+  annotate(ctx: RunContext, instance: Instance, prediction: string, judges: JudgePort, phase: AnnotationPhase): Promise<Annotations>;
+}
+
+function neededIn(ctx: RunContext, phase: AnnotationPhase): AnnotatorName[] {
+  const d = ctx.benchmark.definition;
+  return annotatorsFor([d.metrics.main, ...(d.metrics.secondary ?? [])]).filter((a) => DEFERRED_ANNOTATORS.includes(a) === (phase === 'deferred'));
 }
 
 export function createAnnotators(sql: SqlExecutor): AnnotationStage {
   return {
-    async annotate(ctx, instance, prediction, judges) {
+    needed: neededIn,
+    async annotate(ctx, instance, prediction, judges, phase) {
       const d = ctx.benchmark.definition;
       const out: Annotations = {};
-      for (const annotator of annotatorsFor([d.metrics.main, ...(d.metrics.secondary ?? [])])) {
+      for (const annotator of neededIn(ctx, phase)) {
         out[annotator] =
           annotator === 'ehr_sql'
             ? await annotateWithSql(prediction, instance, { mode: ctx.scoring, database: ctx.benchmark.site?.database, benchmarkId: d.id, executor: sql })

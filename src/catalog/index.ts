@@ -81,6 +81,8 @@ export function loadBenchmark(dir: string, opts: LoadOptions = {}): Benchmark {
   };
   return {
     definition,
+    // EHRSQL on a site database runs the model's SQL on the site's data: never a public run.
+    tier: binding?.database && definition.dataRequirements?.resources?.includes('ehrsql-database') ? 'private' : definition.tier,
     dir,
     dataPath: source ? describeSource(source) : '',
     ...(source ? { source } : {}),

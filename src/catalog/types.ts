@@ -76,6 +76,11 @@ export type DataSource =
 /** A definition with everything resolved that a run needs, and the hashes a run records. */
 export interface Benchmark {
   definition: BenchmarkDefinition;
+  /**
+   * The tier a run of it is held to: its data's tier (definition.tier), raised to private when its
+   * scoring reads the site's own data (EHRSQL's database). De-identification follows the data's tier.
+   */
+  tier: Tier;
   /** Folder holding benchmark.json. */
   dir: string;
   /** The first data file, or the site's; for messages. Empty when no data is configured. */

@@ -26,7 +26,7 @@ export function createDeidStage(settings: DeidSettings, opts: { detectors?: Dete
       return deid.harvest(prompt, instance.known);
     },
     apply(ctx, instance, prompt) {
-      if (!ctx.deidentify) return { ok: true, prompt: plainPrompt(ctx.tier, prompt), spans: 0 };
+      if (!ctx.deidentify) return { ok: true, prompt: plainPrompt(ctx.benchmark.definition.tier, prompt), spans: 0 };
       try {
         const out = deid.run({
           text: prompt,

@@ -19,6 +19,13 @@ export const JURY_METRICS: MetricInfo[] = [
   { name: 'jury_judges_used', lowerIsBetter: null },
 ];
 
+/**
+ * Annotators that run only after the run's model calls are all made: EHRSQL executes the model's SQL
+ * on the site's database, and a hostile endpoint would otherwise read that data from how long the
+ * daemon takes before its next request.
+ */
+export const DEFERRED_ANNOTATORS: readonly AnnotatorName[] = ['ehr_sql'];
+
 export const ANNOTATED_METRICS: { annotator: AnnotatorName; metrics: MetricInfo[] }[] = [
   { annotator: 'ehr_sql', metrics: EHRSQL_METRICS },
   { annotator: 'jury', metrics: JURY_METRICS },

@@ -83,6 +83,9 @@ export const RULES = {
   'budget.no-price': 'an endpoint under a budget has no price in the config (export.prices), so the budget cannot be enforced',
   'budget.approval-unknown': 'the approval the run is bound to does not exist',
 
+  // Annotators (src/annotate) between the model call and scoring.
+  'annotate.deferred-no-calls': 'a deferred annotator (EHRSQL) runs after the run made all of its model calls and may call no endpoint',
+
   // De-identification of prompts.
   'deid.residual-identifier': 'an identifier remained after de-identification; the prompt was not sent',
   'deid.failed': 'de-identification failed; the prompt was not sent (fail closed)',

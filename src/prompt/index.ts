@@ -28,8 +28,11 @@ export function deidentifiedPrompt(text: string): SendablePrompt {
   return new SendablePrompt(MINT, text, true);
 }
 
-/** A prompt sent as built: only for tiers whose data is not EHR-derived (public). */
-export function plainPrompt(tier: Tier, text: string): SendablePrompt {
-  if (requiresDeidentification(tier)) throw new Error(`a ${tier}-tier prompt is sent only after de-identification`);
+/**
+ * A prompt sent as built: only when its data is not EHR-derived, i.e. the run does not de-identify
+ * (a run's `deidentify` is fixed at request from its benchmark's data tier: never for EHR tiers).
+ */
+export function plainPrompt(dataTier: Tier, text: string): SendablePrompt {
+  if (requiresDeidentification(dataTier)) throw new Error(`a ${dataTier}-tier prompt is sent only after de-identification`);
   return new SendablePrompt(MINT, text, false);
 }

@@ -23,6 +23,7 @@ import type { AnnotationStage } from '../annotate';
 import type { BudgetStage, Gateway } from '../calls';
 import type { AccessStage, DeidStage, PromptStage, RunContext } from './stages';
 import { auditBase, ENGINE_ACTOR } from '../audit';
+import { annotateDeferred } from './deferred';
 import { planningFor } from './planner';
 import { type MetricAggregate, type RunRow, type RunSpec, RunStore, type StateCounts } from './store';
 import { work } from './worker';
@@ -117,7 +118,7 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
     runId,
     benchmark,
     endpoint,
-    tier: d.tier,
+    tier: benchmark.tier,
     requester: req.requester,
     scoring: req.scoring ?? 'corrected',
     deidentify: deidentifies(d.tier, d.deidentification),
@@ -164,7 +165,7 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
     benchmark_version: d.version,
     benchmark_hash: benchmark.definitionHash,
     template_hash: benchmark.templateHash,
-    tier: d.tier,
+    tier: benchmark.tier,
     endpoint_id: endpoint.id,
     status: decision.needsRunApproval ? ('requested' as const) : ('approved' as const),
     approval_id: approvalId ?? null,
@@ -174,7 +175,7 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
     spec,
   };
   await engine.store.insertRun(row);
-  engine.logger.info('run.requested', { runId, benchmarkId: d.id, endpointId: endpoint.id, tier: d.tier });
+  engine.logger.info('run.requested', { runId, benchmarkId: d.id, endpointId: endpoint.id, tier: benchmark.tier });
   const stored = await engine.store.getRun(runId);
   if (!stored) throw new Error('run vanished after insert');
   return stored;
@@ -238,6 +239,15 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
   if (fatal) {
     await failRun(engine, ctx, fatal);
     throw fatal;
+  }
+  // Annotators that must not be timed by the endpoint run now that no call of the run is left.
+  if (!opts.signal?.aborted) {
+    const deferred = await annotateDeferred(engine, ctx, opts.signal).catch((err: unknown) => err);
+    if (deferred instanceof Error) {
+      if (isStoreUnavailable(deferred)) throw deferred;
+      await failRun(engine, ctx, deferred);
+      throw deferred;
+    }
   }
   // The completion and its audit record commit together: a kill between them cannot leave one alone.
   const counts = await store.completeIfFinished(runId, (tx, finished) =>

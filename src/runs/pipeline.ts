@@ -62,12 +62,15 @@ export async function processInstance(engine: Engine, ctx: RunContext, item: Cla
     });
     const { completion } = answer;
     observeModelCall(ctx.endpoint.id, completion.latencyMs);
-    const annotations = await engine.annotate.annotate(ctx, item.instance, completion.text, judgesFor(engine, ctx, item, signal));
+    const annotations = await engine.annotate.annotate(ctx, item.instance, completion.text, judgesFor(engine, ctx, item, signal), 'inline');
     const m = ctx.benchmark.definition.metrics;
+    // Metrics of deferred annotators (EHRSQL) are null until the deferred pass (runs/deferred.ts).
     const scores = scoreInstance([m.main, ...(m.secondary ?? [])], item.instance, completion.text, annotations, ctx.scoring);
+    const pending = engine.annotate.needed(ctx, 'deferred');
     const result: ItemResult = {
       prediction: completion.text,
       scores,
+      ...(pending.length ? { pendingAnnotators: pending } : {}),
       promptTokens: completion.promptTokens,
       completionTokens: completion.completionTokens,
       latencyMs: completion.latencyMs,

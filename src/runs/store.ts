@@ -71,6 +71,8 @@ export interface ClaimedItem {
 export interface ItemResult {
   prediction: string;
   scores: Record<string, number | null>;
+  /** Annotators still to run on this instance after the run's model calls (their metrics are null until then). */
+  pendingAnnotators?: string[];
   promptTokens: number | null;
   completionTokens: number | null;
   latencyMs: number;
@@ -245,9 +247,10 @@ export class RunStore {
   private async writeCompletions(items: CompletedItem[]): Promise<boolean[]> {
     const rows = await this.db.query<{ run_id: string; item_key: string }>(
       `UPDATE run_items AS i SET state = 'done', prediction = x.prediction, scores = x.scores, prompt_tokens = x.prompt_tokens,
-              completion_tokens = x.completion_tokens, latency_ms = x.latency_ms, finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
+              completion_tokens = x.completion_tokens, latency_ms = x.latency_ms, pending_annotators = x.pending_annotators,
+              finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
          FROM jsonb_to_recordset($1::jsonb) AS x(run_id uuid, item_key text, worker_id text, prediction text, scores jsonb,
-              prompt_tokens integer, completion_tokens integer, latency_ms integer)
+              prompt_tokens integer, completion_tokens integer, latency_ms integer, pending_annotators jsonb)
         WHERE i.run_id = x.run_id AND i.item_key = x.item_key AND i.state = 'claimed' AND i.lease_owner = x.worker_id
        RETURNING i.run_id::text AS run_id, i.item_key`,
       [
@@ -261,12 +264,34 @@ export class RunStore {
             prompt_tokens: r.promptTokens,
             completion_tokens: r.completionTokens,
             latency_ms: r.latencyMs,
+            pending_annotators: r.pendingAnnotators?.length ? r.pendingAnnotators : null,
           })),
         ),
       ],
     );
     const written = new Set(rows.map((r) => `${r.run_id}\u0000${r.item_key}`));
     return items.map((r) => written.has(`${r.runId}\u0000${r.itemKey}`));
+  }
+
+  /** Finished instances with annotators still pending, a page at a time (the deferred annotation pass). */
+  async pendingAnnotations(runId: string, limit: number): Promise<{ itemKey: string; instance: Instance; prediction: string; scores: Record<string, number | null>; pending: string[] }[]> {
+    const rows = await this.db.query<{ item_key: string; payload: Instance; prediction: string; scores: Record<string, number | null>; pending_annotators: string[] }>(
+      `SELECT item_key, payload, prediction, scores, pending_annotators FROM run_items
+        WHERE run_id = $1::uuid AND state = 'done' AND pending_annotators IS NOT NULL ORDER BY ordinal LIMIT $2`,
+      [runId, limit],
+    );
+    return rows.map((r) => ({ itemKey: r.item_key, instance: r.payload, prediction: r.prediction, scores: r.scores, pending: r.pending_annotators }));
+  }
+
+  /** The scores of an instance once its pending annotators ran; nothing is pending afterwards. */
+  async saveAnnotatedScores(runId: string, itemKey: string, scores: Record<string, number | null>): Promise<void> {
+    await this.db.query(`UPDATE run_items SET scores = $3::jsonb, pending_annotators = NULL WHERE run_id = $1::uuid AND item_key = $2 AND state = 'done'`, [runId, itemKey, JSON.stringify(scores)]);
+  }
+
+  /** True when every instance of the run is finished (none pending or claimed): its model calls are all made. */
+  async allCallsMade(runId: string): Promise<boolean> {
+    const rows = await this.db.query(`SELECT 1 FROM run_items WHERE run_id = $1::uuid AND state IN ('pending', 'claimed') LIMIT 1`, [runId]);
+    return rows.length === 0;
   }
 
   /** Ends an instance without a result: blocked by a rule (de-identification) or failed for good. */
@@ -395,7 +420,7 @@ export class RunStore {
     const rows = await q.query(
       `UPDATE runs SET status = 'completed', finished_at = now()
         WHERE run_id = $1::uuid AND status = 'running' AND instance_count IS NOT NULL
-          AND NOT EXISTS (SELECT 1 FROM run_items WHERE run_id = $1::uuid AND state IN ('pending', 'claimed'))
+          AND NOT EXISTS (SELECT 1 FROM run_items WHERE run_id = $1::uuid AND (state IN ('pending', 'claimed') OR pending_annotators IS NOT NULL))
         RETURNING 1`,
       [runId],
     );

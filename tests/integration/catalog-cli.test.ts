@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { openApp } from '../../src/app';
 import { startModelServer } from '../../src/demo/model-server';
-import { executeRun, requestRun } from '../../src/runs/engine';
+import { approveRun, executeRun, requestRun } from '../../src/runs/engine';
 import { DEMO_ENDPOINT_ID, initHome } from '../../src/setup/init';
 import { researcher } from '../helpers/app';
 import { tempDir } from '../helpers/db';
@@ -129,14 +129,18 @@ describe('ehrbench benchmarks', () => {
 });
 
 describe('EHRSQL end to end with a site database', () => {
-  it('runs through the engine in corrected and helm scoring modes', async () => {
+  it('is a private run: refused on a public endpoint; approved, it runs in both scoring modes and executes SQL only after every model call', async () => {
     const h = await makeHome('pglite');
+    const modelRequestsAt: number[] = [];
     const server = await startModelServer({
       certPem: readFileSync(join(h.home, 'keys', 'demo-model-server.pem'), 'utf8'),
       keyPem: readFileSync(join(h.home, 'keys', 'demo-model-server.key.pem'), 'utf8'),
       port: h.port,
       // Answers every question with the same query; abstains when the question mentions "appointment".
-      behaviour: (_n, prompt) => ({ kind: 'answer', text: /appointment|schedule/.test(prompt.split('-- Question:')[1] ?? '') ? '' : 'select count(*) from patient;' }),
+      behaviour: (_n, prompt) => {
+        modelRequestsAt.push(performance.now());
+        return { kind: 'answer', text: /appointment|schedule/.test(prompt.split('-- Question:')[1] ?? '') ? '' : 'select count(*) from patient;' };
+      },
     });
     const db = join(h.home, 'eicu.sqlite');
     const w = new Database(db);
@@ -147,14 +151,42 @@ describe('EHRSQL end to end with a site database', () => {
     const picked = [...valid.filter((q) => !q.is_impossible).slice(0, 20), ...valid.filter((q) => q.is_impossible).slice(0, 20)];
     writeFileSync(join(h.home, 'questions.jsonl'), picked.map((q) => JSON.stringify(q)).join('\n'));
     writeFileSync(join(h.home, 'site-data.json'), JSON.stringify({ benchmarks: { ehr_sql: { source: { type: 'jsonl', path: 'questions.jsonl' }, database: 'eicu.sqlite' } } }));
+    // A loopback endpoint classified for private data (the demo endpoint takes public data only).
+    const policyFile = join(h.home, 'access-policies', 'endpoints.json');
+    const policy = JSON.parse(readFileSync(policyFile, 'utf8')) as { endpoints: Record<string, unknown>[] };
+    policy.endpoints.push({ ...policy.endpoints[0], id: 'site-private', description: 'private loopback', classification: { inVpc: true, baa: true, maxTier: 'private', development: false } });
+    writeFileSync(policyFile, JSON.stringify(policy, null, 2));
     const app = await openApp({ file: h.configFile, env: h.env });
     try {
+      // The site's database makes it a private run, whatever the questions' own tier.
+      expect(app.catalog.get('ehr_sql').tier).toBe('private');
+      await expect(requestRun(app.engine, { benchmarkId: 'ehr_sql', endpointId: DEMO_ENDPOINT_ID, requester: researcher })).rejects.toMatchObject({ rule: 'endpoint.development-not-private' });
+
+      const approval = await app.approvals.create({ protocolNumber: 'IRB-EHRSQL', principalInvestigator: 'alice', personnel: ['alice'], benchmarks: ['ehr_sql'], purpose: 'EHRSQL' }, 'carol');
+      // When the deferred pass starts (SQL on the site database), and whether any model call came after.
+      const annotate = app.engine.annotate;
+      const deferredAt: number[] = [];
+      app.engine.annotate = {
+        needed: (ctx, phase) => annotate.needed(ctx, phase),
+        annotate: (ctx, instance, prediction, judges, phase) => {
+          if (phase === 'deferred') deferredAt.push(performance.now());
+          return annotate.annotate(ctx, instance, prediction, judges, phase);
+        },
+      };
       const results: Record<string, Record<string, number | null>> = {};
       for (const scoring of ['corrected', 'helm'] as const) {
-        const run = await requestRun(app.engine, { benchmarkId: 'ehr_sql', endpointId: DEMO_ENDPOINT_ID, requester: researcher, scoring });
+        const run = await requestRun(app.engine, { benchmarkId: 'ehr_sql', endpointId: 'site-private', requester: researcher, scoring, approvalId: approval.approvalId });
+        expect(run.status).toBe('requested');
+        await approveRun(app.engine, run.run_id, { principal: 'carol', role: 'compliance', authMethod: 'mtls' });
+        modelRequestsAt.length = 0;
+        deferredAt.length = 0;
         const summary = await executeRun(app.engine, run.run_id);
         expect(summary.status).toBe('completed');
         expect(summary.counts.done).toBe(40);
+        // No SQL ran while the endpoint could still time the daemon: every model call came first.
+        expect(modelRequestsAt).toHaveLength(40);
+        expect(deferredAt).toHaveLength(40);
+        expect(Math.max(...modelRequestsAt)).toBeLessThan(Math.min(...deferredAt));
         results[scoring] = Object.fromEntries(summary.aggregates.map((a) => [a.metric, a.value]));
       }
       // HELM counts every question as answerable; the corrected mode reads is_impossible.

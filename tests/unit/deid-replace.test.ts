@@ -155,7 +155,8 @@ describe('residual scan', () => {
 });
 
 describe('the de-identification stage', () => {
-  const ctx = (deidentify: boolean) => ({ deidentify, tier: deidentify ? 'private' : 'public', benchmark: { definition: { id: 'b' } } as Benchmark }) as unknown as RunContext;
+  const ctx = (deidentify: boolean) =>
+    ({ deidentify, tier: deidentify ? 'private' : 'public', benchmark: { definition: { id: 'b', tier: deidentify ? 'private' : 'public' } } as Benchmark }) as unknown as RunContext;
   const instance: Instance = { key: 'k1', vars: {}, references: [], known: { names: ['Ann Hollis'] }, subjectId: 'p-9' };
 
   it('passes public prompts through untouched', async () => {

@@ -54,10 +54,10 @@ function listText(list: Benchmark[]): string {
     out.push(`${category} (${inCategory.length})`);
     const rows = [...inCategory]
       .sort((a, b) => TAXONOMY[category].indexOf(a.definition.subcategory as never) - TAXONOMY[category].indexOf(b.definition.subcategory as never) || a.definition.id.localeCompare(b.definition.id))
-      .map((b) => [b.definition.id, b.definition.displayName, b.definition.subcategory, b.definition.tier, b.definition.metrics.main, dataLabel(b)]);
+      .map((b) => [b.definition.id, b.definition.displayName, b.definition.subcategory, b.tier, b.definition.metrics.main, dataLabel(b)]);
     out.push(formatTable(['id', 'name', 'subcategory', 'tier', 'main metric', 'data'], rows).trimEnd().replace(/^/gm, '  '));
   }
-  const counts = TIERS.map((t) => `${list.filter((b) => b.definition.tier === t).length} ${t}`).join(', ');
+  const counts = TIERS.map((t) => `${list.filter((b) => b.tier === t).length} ${t}`).join(', ');
   out.push(`${list.length} benchmarks: ${counts}`);
   return out.join('\n') + '\n';
 }
@@ -138,7 +138,7 @@ function showText(b: Benchmark): string {
   const d = b.definition;
   const lines = [
     `${d.displayName} (${d.id} v${d.version})`,
-    `  ${d.category} / ${d.subcategory}; tier ${d.tier}; split ${d.split}; de-identification ${d.deidentification ?? (d.tier === 'public' ? 'never' : 'required')}`,
+    `  ${d.category} / ${d.subcategory}; tier ${b.tier}${b.tier !== d.tier ? ` (its data ${d.tier}; the site database it is scored on is private)` : ''}; split ${d.split}; de-identification ${d.deidentification ?? (d.tier === 'public' ? 'never' : 'required')}`,
     `  ${d.description ?? ''}`,
     `  main metric ${d.metrics.main} (${d.lowerIsBetter === null ? 'no direction' : d.lowerIsBetter ? 'lower is better' : 'higher is better'})${d.metrics.secondary?.length ? `; also ${d.metrics.secondary.join(', ')}` : ''}`,
     `  output length ${d.prompt.maxTokens} tokens; temperature ${d.prompt.temperature ?? 0}`,
@@ -174,12 +174,12 @@ export function benchmarksCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs>
             const category = categoryArg(args.category);
             const list = catalogFor(args, io)
               .list()
-              .filter((b) => !args.tier || b.definition.tier === args.tier)
+              .filter((b) => !args.tier || b.tier === args.tier)
               .filter((b) => !category || b.definition.category === category);
             if (args.json) {
               return printJson(
                 io,
-                list.map((b) => ({ ...b.definition, data: dataStatus(b), definitionHash: b.definitionHash, templateHash: b.templateHash })),
+                list.map((b) => ({ ...b.definition, runTier: b.tier, data: dataStatus(b), definitionHash: b.definitionHash, templateHash: b.templateHash })),
               );
             }
             io.stdout(listText(list));
@@ -192,7 +192,15 @@ export function benchmarksCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs>
           handler: async (args) => {
             const b = catalogFor(args, io).get(args.id);
             if (args.json) {
-              return printJson(io, { ...b.definition, data: dataStatus(b), judges: b.judges ?? null, definitionHash: b.definitionHash, templateHash: b.templateHash, template: b.template });
+              return printJson(io, {
+                ...b.definition,
+                runTier: b.tier,
+                data: dataStatus(b),
+                judges: b.judges ?? null,
+                definitionHash: b.definitionHash,
+                templateHash: b.templateHash,
+                template: b.template,
+              });
             }
             io.stdout(showText(b));
           },
