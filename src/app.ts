@@ -3,16 +3,15 @@
  * the run engine with its stages, wired once for a command or the daemon.
  */
 import { randomUUID } from 'node:crypto';
-import { statSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { AuditLog, loadMacKeys, loadSigningKey } from './audit';
+import { AuditLog, LivePolicy, loadMacKeys, loadSigningKey, type PolicySource, readPolicy, recordPolicy, trustedKeys } from './audit';
 import { Catalog } from './catalog';
 import { type Config, loadConfig, type LoadOptions } from './config';
-import { type Database, openDatabase } from './db';
+import { type Database, describeDatabase, openDatabase, pinnedDatabase } from './db';
 import { createDeidStage, settingsFrom } from './deid';
-import { assertSafeEgressEnvironment, type EndpointPolicy, loadEndpointPolicy, type Resolver } from './egress';
+import { assertNoForeignCode, assertSafeEgressEnvironment, type EndpointPolicy, loadEndpointPolicy, type PolicyLoadOptions, type Resolver, summarizeEndpoints } from './egress';
 import { createLogger, type Logger } from './log';
-import { AccessPolicy, ApprovalStore, loadPrincipals, type PrincipalDirectory } from './access';
+import { AccessPolicy, ApprovalStore, loadPrincipals, type PrincipalDirectory, summarizePrincipals } from './access';
 import { createAnnotators, SqlExecutor } from './annotate';
 import { ApprovalBudgets, EndpointCapacities, EndpointClients, Gateway } from './calls';
 import { type Engine, templatePrompt, tokensUnderApproval } from './runs';
@@ -30,6 +29,8 @@ export interface App {
   approvals: ApprovalStore;
   /** The principal directory, re-read when its file changes (hospital IT edits it). */
   principals(): PrincipalDirectory;
+  /** Where the store is, for the "store: ..." line: "postgres (SOURCE) at host:port/db" or "embedded at DIR". */
+  store: string;
   close(): Promise<void>;
 }
 
@@ -42,36 +43,34 @@ export interface OpenOptions extends LoadOptions {
 }
 
 /**
- * Loads the principals file, and again when its modification time changes. The file is looked at
- * at most once a second: access is checked before every instance, and a removed or disabled person
- * must lose access within that second, not on the next restart.
+ * The principals file, re-read when its modification time changes (looked at at most once a second:
+ * access is checked before every instance, and a removed or disabled person must lose access within
+ * that second, not on the next restart). A new version is recorded as policy.change before it is used.
  */
-function principalsLoader(file: string): () => PrincipalDirectory {
-  let loaded: { mtimeMs: number; checkedAt: number; directory: PrincipalDirectory } | undefined;
-  return () => {
-    const now = Date.now();
-    if (loaded && now - loaded.checkedAt < 1000) return loaded.directory;
-    const mtimeMs = statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? -1;
-    if (!loaded || loaded.mtimeMs !== mtimeMs) loaded = { mtimeMs, checkedAt: now, directory: loadPrincipals(file) };
-    else loaded.checkedAt = now;
-    return loaded.directory;
-  };
+function principalsSource(file: string): PolicySource<PrincipalDirectory> {
+  return { kind: 'principals', file, load: loadPrincipals, summarize: summarizePrincipals };
+}
+
+function endpointsSource(file: string, opts: PolicyLoadOptions): PolicySource<EndpointPolicy> {
+  return { kind: 'endpoints', file, load: (f) => loadEndpointPolicy(f, opts), summarize: summarizeEndpoints };
 }
 
 export async function openApp(opts: OpenOptions = {}): Promise<App> {
   // Before anything else: no proxy or TLS override may weaken the egress guard.
   assertSafeEgressEnvironment(opts.env ?? process.env);
+  // Nor may code from outside the installation have been loaded before this point (a preload).
+  assertNoForeignCode();
   const config = loadConfig(opts);
+  // The store the configuration names, or its one-line refusal: never the other backend.
+  const storeOptions = pinnedDatabase(config.database);
   const logger = createLogger({ level: opts.logLevel ?? config.logging.level, file: config.logging.file, console: opts.consoleLog ?? false });
-  const catalog = Catalog.load(config.catalogDirs, { siteDataFile: config.catalogSiteData });
-  const endpoints = loadEndpointPolicy(config.policies.endpoints);
+  const catalog = Catalog.load(config.catalogDirs, { siteDataFile: config.catalogSiteData, limits: config.catalogLimits });
+  // Read and checked now (a bad file is reported before the store opens), in use once recorded below.
+  const endpointsFile = readPolicy(endpointsSource(config.policies.endpoints, { secrets: config.secrets, allowlistWidth: config.egress.allowlistWidth }));
+  const endpoints = endpointsFile.value;
   let db: Database;
   try {
-    db = await openDatabase({
-      ...(config.database.url ? { url: config.database.url } : {}),
-      embeddedDir: config.database.embeddedDir,
-      poolSize: config.database.poolSize,
-    });
+    db = await openDatabase(storeOptions);
   } catch (err) {
     await logger.close();
     throw err;
@@ -82,12 +81,24 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     macKey: loadMacKeys(config.keysDir).current,
     checkpointEvery: config.audit.checkpointEvery,
     witnessDirs: config.audit.witnessDirs,
+    // Witnessed checkpoints signed before a key rotation still count.
+    trustedKeys: trustedKeys(config.keysDir),
     logger,
   });
   // This process as a worker: leases of instances, planning and endpoint slots carry this id.
   const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const approvals = new ApprovalStore(db);
-  const principals = principalsLoader(config.policies.principals);
+  // No policy is used before the trail holds it: a change that cannot be recorded opens nothing.
+  let livePrincipals: LivePolicy<PrincipalDirectory>;
+  try {
+    await recordPolicy({ db, audit }, 'endpoints', endpointsFile, undefined, 'start');
+    livePrincipals = await LivePolicy.open(principalsSource(config.policies.principals), { db, audit }, logger);
+  } catch (err) {
+    await db.close().catch(() => undefined);
+    await logger.close();
+    throw err;
+  }
+  const principals = () => livePrincipals.get();
   // One client per endpoint (official SDK on its egress-guarded transport) for the model under test,
   // judges and probes alike; only the gateway uses them.
   const clients = new EndpointClients({ ...config.models, ...(opts.env ? { env: opts.env } : {}), ...(opts.resolver ? { resolver: opts.resolver } : {}) });
@@ -129,7 +140,9 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     engine,
     approvals,
     principals,
+    store: describeDatabase(storeOptions),
     async close() {
+      await livePrincipals.settled();
       await calls.close();
       await sql.close();
       // Shutdown seals the trail: a checkpoint over everything recorded, copied to the witnesses.

@@ -25,13 +25,17 @@ export const ERRORS = {
   'request.invalid': e(400, 'the request does not match its schema, or is not valid JSON'),
   'request.too-large': e(413, 'the request body exceeds the size limit'),
   'request.media-type': e(415, 'the request body is not application/json'),
-  'request.rate-limited': e(429, 'too many requests from this principal; slow down'),
+  'request.rate-limited': e(429, 'too many requests from this principal, or too many refused ones from this address or certificate; slow down'),
   'route.not-found': e(404, 'no such route'),
-  'identity.denied': e(403, 'no client certificate, an unknown one, or a revoked one'),
+  'service.unavailable': e(503, "the daemon cannot serve requests right now (its configuration or a policy file is broken); the detail is in the daemon's log, for its operators"),
+  'identity.denied': e(403, 'no client certificate, an unknown one, one ehrbench did not issue, or a revoked one'),
   'policy.denied': e(403, 'refused by a rule (the answer names it)', 3),
   'cli.usage': e(400, 'the command line is incomplete or contradictory; see --help', 2),
+  'cli.interrupted': e(500, 'a local run was interrupted (Ctrl-C or SIGTERM); its leases were given back and it can be resumed', 130),
+  'run.instances-failed': e(502, 'the run ended, but instances failed for good (the endpoint was unreachable or kept failing); see the causes printed', 5),
 
   // Things that do not exist (or that the caller may not see).
+  'run.invalid': e(400, 'a run request field is out of range (e.g. --max-output-tokens)'),
   'run.not-found': e(404, 'no such run, or not yours'),
   'export.not-found': e(404, 'no such export, or not yours'),
   'approval.not-found': e(404, 'no such IRB approval, or it does not name you'),
@@ -41,16 +45,19 @@ export const ERRORS = {
 
   // Requests that conflict with the state of what they name.
   'run.not-active': e(409, 'the run has already ended'),
+  'run.stopped': e(409, 'the run was cancelled or halted: no new call of it starts (calls already in flight finish)'),
   'run.not-runnable': e(409, 'only approved or interrupted runs can be executed'),
   'run.definition-changed': e(409, 'the benchmark changed since the run was requested; request a new run'),
   'run.awaiting-approval': e(409, "the run waits for a compliance officer's approval"),
+  'approval.changed': e(409, 'the IRB approval changed while the change was being made; nothing was changed, look at it again'),
   'export.not-released': e(409, 'the export has not been released'),
   'export.already-written': e(409, 'the files of a released export already exist; they are never overwritten'),
   'pki.already-written': e(409, 'a file of the certificate already exists; an issued certificate is never overwritten'),
   'leaderboard.run-not-completed': e(409, 'only completed runs go on a leaderboard'),
+  'init.site-id-differs': e(409, 'init --site-id names another id than the existing config.json holds; edit site.id there, or pass --force to rewrite it'),
 
   // Input that is well-formed but wrong.
-  'approval.invalid': e(400, 'the IRB approval is incomplete (it must cover a benchmark or a tier)'),
+  'approval.invalid': e(400, 'the IRB approval is incomplete or inconsistent (it must cover a benchmark or a tier; expiresAt after startsAt)'),
   'export.no-runs': e(400, 'an export names at least one run'),
   'export.content-invalid': e(422, 'the export cannot be represented in a bundle (a model name or id it carries)'),
   'export.preview-invalid': e(422, 'the export preview the daemon sent is not valid'),
@@ -59,6 +66,7 @@ export const ERRORS = {
   'export.verify-failed': e(422, 'the bundle does not verify against the export public key'),
   'leaderboard.invalid': e(400, 'the leaderboard input does not match its schema or its rules'),
   'leaderboard.duplicate-run': e(400, 'a run is named twice'),
+  'leaderboard.no-overlap': e(400, 'a model shares no scored benchmark with any other model: a ranking compares models on the same benchmarks'),
   'deid.input-invalid': e(400, 'a line of the de-identification input does not match its schema'),
   'deid.input-unreadable': e(400, 'the de-identification input cannot be read'),
   'deid.gold-invalid': e(400, 'the gold standard file does not match its schema'),
@@ -79,12 +87,19 @@ export const ERRORS = {
   'client.no-certificate': e(400, 'talking to the daemon needs a client certificate (--cert, --key)'),
   'client.bad-server': e(400, '--server is not an https URL'),
   'client.file-missing': e(400, 'a certificate, key or CA file of the client cannot be read'),
+  'client.certificate-invalid': e(400, 'the client certificate or CA file holds no PEM certificate, or the key file no PEM private key'),
+  'client.certificate-expired': e(400, "the client's certificate has expired or is not valid yet; the site's IT issues a new one"),
+  'client.certificate-foreign-ca': e(400, "the daemon closed the connection, and the client's certificate is not issued by the CA given with --ca"),
+  'client.daemon-untrusted': e(400, "the daemon's certificate is not trusted (no --ca, or not the site CA), has expired, or does not name the host of --server"),
+  'pki.csr-invalid': e(400, 'the certificate signing request cannot be read, is not signed with its own key, or its key is not RSA of at least 2048 bits'),
 
   // The site's configuration, policies and data.
   'config.missing': e(500, 'no configuration file; run "ehrbench init"'),
   'config.invalid': e(500, 'the configuration file is not valid'),
+  'config.database': e(500, 'the configuration names no store that can be opened: a postgres URL that cannot be found, or an environment that contradicts database.backend; no other store is used'),
   'policy.invalid': e(500, 'a policy file (endpoints, principals) is not valid'),
   'policy.principals-missing': e(500, 'no principals file'),
+  'policy.unstable': e(500, 'a policy file kept changing while it was read; it was not applied'),
   'policy.file-unreadable': e(500, 'a file the endpoint policy names (CA, pins) cannot be read'),
   'schema.invalid': e(500, 'a file does not match its schema'),
   'file.invalid': e(500, 'a JSON file cannot be read or parsed'),
@@ -102,9 +117,14 @@ export const ERRORS = {
   'dataset.bad-column': e(500, 'a dataset column holds a value of the wrong kind'),
   'dataset.duplicate-keys': e(500, 'two instances of the dataset have the same key'),
   'dataset.hash-mismatch': e(500, 'a dataset file differs from the sha256 pinned for it'),
+  'dataset.changed': e(500, 'a dataset changed while a run sampled from it (its size differed between the two reads)'),
+  'dataset.encoding': e(500, 'a dataset file is not valid UTF-8 and declares no other encoding (the error names the line)'),
+  'dataset.record-too-large': e(500, 'a record is over catalog.maxRecordBytes, or its instance over catalog.maxInstanceBytes (the error names the record)'),
   'omop.no-connection': e(503, 'the OMOP database is not configured or cannot be reached'),
   'omop.query-failed': e(500, 'the OMOP note query failed'),
   'omop.missing-notes': e(500, 'notes listed in the labels are not in the OMOP note table'),
+  'omop.notes-changed': e(500, 'the OMOP notes differ from the noteIdsSha256 pinned in the site data (renumbered or rewritten since)'),
+  'omop.not-read-only': e(500, 'the OMOP session is not read-only by default (a pooler that drops startup options?)'),
   'ehrsql.no-database': e(500, 'an EHRSQL benchmark names no database, or it cannot be opened'),
   'ehrsql.executor-missing': e(500, 'the EHRSQL executor is not built'),
   'ehrsql.executor-closed': e(500, 'the EHRSQL executor has stopped'),
@@ -132,7 +152,10 @@ export const ERRORS = {
   'pki.no-ca': e(500, 'the site CA does not exist; run "ehrbench pki init"'),
   'server.tls-file-missing': e(500, "a TLS file of the daemon's configuration cannot be read"),
   'server.health-port-unavailable': e(500, 'the health port cannot be opened'),
+  'worker.health-port-unavailable': e(500, "the worker's health port cannot be opened (in use: the daemon or another worker on the host holds it)"),
   'demo.port-in-use': e(500, "the demo model server's port is in use"),
+  'demo.keys-missing': e(500, "the demo model server's certificate or key is missing from the keys folder; run ehrbench init"),
+  'db.embedded-permissions': e(500, "the embedded store's folder cannot be made private to its owner (mode 0700)"),
   'db.url-invalid': e(500, 'the database URL is not valid'),
   'db.migration-changed': e(500, 'an applied database migration has changed'),
   'db.migration-not-permitted': e(500, 'the database role may not apply migrations'),
@@ -164,6 +187,46 @@ export const ERRORS = {
 } as const satisfies Record<string, ErrorEntry>;
 
 export type ErrorCode = keyof typeof ERRORS;
+
+/**
+ * Faults of the site's own configuration, policy files and keys. Raised while the daemon serves a
+ * request (a principals file broken after start), they are the operators' to fix and their messages
+ * name server files and fields: the client is answered `service.unavailable` (503, a generic message)
+ * and the detail goes to the daemon's log. The CLI on the host still prints them in full.
+ */
+export const SITE_FAULTS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'config.missing',
+  'config.invalid',
+  'config.database',
+  'policy.invalid',
+  'policy.principals-missing',
+  'policy.unstable',
+  'policy.file-unreadable',
+  'schema.invalid',
+  'file.invalid',
+  'site-data.invalid',
+  'catalog.missing',
+  'benchmark.invalid',
+  'benchmark.duplicate',
+  'server.tls-file-missing',
+  'pki.no-ca',
+  'audit.key-missing',
+  'audit.key-invalid',
+  'audit.witness-unreadable',
+  'audit.witness-invalid',
+  'export.key-missing',
+  'export.key-invalid',
+  'deid.secret-unreadable',
+  'deid.secret-invalid',
+  'deid.secret-permissions',
+  'deid.secret-unwritable',
+  'deid.site-lexicon-unreadable',
+  'deid.site-lexicon-invalid',
+  'endpoint.credential-missing',
+  'endpoint.auth-unsupported',
+  'endpoint.auth-conflict',
+  'db.url-invalid',
+]);
 
 export function isErrorCode(code: unknown): code is ErrorCode {
   return typeof code === 'string' && Object.prototype.hasOwnProperty.call(ERRORS, code);

@@ -6,7 +6,7 @@
 import { type ErrorCode, errorEntry } from './error-codes';
 import type { RuleId } from './policy';
 
-export { ERRORS, errorEntry, isErrorCode } from './error-codes';
+export { ERRORS, errorEntry, isErrorCode, SITE_FAULTS } from './error-codes';
 export type { ErrorCode, ErrorEntry } from './error-codes';
 
 export class UserError extends Error {
@@ -51,4 +51,33 @@ export function describeError(err: unknown): { code: ErrorCode; message: string 
   const status = typeof e?.status === 'number' ? `status ${e.status}` : undefined;
   const parts = [name, code, status].filter(Boolean).join(' ');
   return { code: 'internal', message: `unexpected ${parts} (details withheld: they may quote data; see --verbose)` };
+}
+
+/**
+ * What may be said of a foreign error beyond its class and code: the system call, port and address
+ * of a network or file error, the SQLSTATE, constraint, table and column of a database error. Names
+ * and numbers only; never a message, a detail text or a parameter (they may quote data).
+ */
+export function safeErrorDetails(err: unknown): string[] {
+  const out: string[] = [];
+  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const x = e as Record<string, unknown>;
+    const fields: [string, unknown][] = [
+      ['syscall', x.syscall],
+      ['errno', typeof x.errno === 'number' ? x.errno : undefined],
+      ['code', x.code],
+      ['port', x.port],
+      ['address', typeof x.address === 'string' && /^[0-9a-fA-F:.]+$/.test(x.address) ? x.address : undefined],
+      ['constraint', x.constraint],
+      ['table', x.table],
+      ['column', x.column],
+      ['routine', x.routine],
+    ];
+    const line = fields
+      .filter(([, v]) => (typeof v === 'string' && /^[A-Za-z0-9_.:-]{1,64}$/.test(v)) || typeof v === 'number')
+      .map(([k, v]) => `${k}=${String(v)}`)
+      .join(' ');
+    if (line) out.push(`${depth === 0 ? '' : 'cause: '}${typeof x.name === 'string' ? x.name : 'Error'} ${line}`);
+  }
+  return out;
 }

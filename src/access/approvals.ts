@@ -98,6 +98,9 @@ function fromRow(r: ApprovalRow): Approval {
 
 export type ApprovalChange = 'suspend' | 'reinstate' | 'close';
 
+/** Work done in the transaction of an approval's change, with the approval as changed (its audit record). */
+export type Alongside = (tx: Queryable, approval: Approval) => Promise<void>;
+
 /**
  * An approval's budget and protocol number, for the budget check (src/calls/budget.ts); with `lock`,
  * the row is locked for the caller's transaction so concurrent calls cannot all pass under the cap.
@@ -113,7 +116,12 @@ export async function approvalBudget(q: Queryable, approvalId: string, opts: { l
 export class ApprovalStore {
   constructor(private readonly db: Database) {}
 
-  async create(input: ApprovalInput, by: string): Promise<Approval> {
+  /**
+   * Records a new approval. `alongside` runs in the same transaction (the audit record of the
+   * creation): the approval and its record commit together or not at all, so the trail never holds a
+   * success for an approval that does not exist.
+   */
+  async create(input: ApprovalInput, by: string, alongside?: Alongside): Promise<Approval> {
     const id = randomUUID();
     return this.db.transaction(async (tx) => {
       await tx.query(
@@ -137,7 +145,9 @@ export class ApprovalStore {
           by,
         ],
       );
-      return this.snapshot(tx, id, 'create', by);
+      const approval = await this.snapshot(tx, id, 'create', by);
+      await alongside?.(tx, approval);
+      return approval;
     });
   }
 
@@ -167,14 +177,42 @@ export class ApprovalStore {
     return rows.map((r) => ({ version: r.version, change: r.change, changedBy: r.changed_by, changedAt: r.changed_at.toISOString(), snapshot: r.snapshot }));
   }
 
-  /** Moves an approval to a new status as a new version; returns undefined when it does not exist. */
-  async change(id: string, change: ApprovalChange, by: string): Promise<Approval | undefined> {
+  /**
+   * Moves an approval from the version the caller checked (`fromVersion`) to a new status as a new
+   * version, with `alongside` (the audit record of the change) in the same transaction. Returns
+   * undefined when the approval does not exist or is no longer at that version: the caller's checks
+   * (a closed approval is final, the suspender does not reinstate) were made on what it read, and hold
+   * only if nobody changed it in between.
+   */
+  async change(id: string, change: ApprovalChange, by: string, fromVersion: number, alongside?: Alongside): Promise<Approval | undefined> {
     const status: ApprovalStatus = change === 'suspend' ? 'suspended' : change === 'close' ? 'closed' : 'active';
     return this.db.transaction(async (tx) => {
-      const rows = await tx.query(`UPDATE approvals SET status = $2, version = version + 1, updated_by = $3, updated_at = now() WHERE approval_id = $1::uuid RETURNING 1`, [id, status, by]);
+      const rows = await tx.query(`UPDATE approvals SET status = $2, version = version + 1, updated_by = $3, updated_at = now() WHERE approval_id = $1::uuid AND version = $4 RETURNING 1`, [
+        id,
+        status,
+        by,
+        fromVersion,
+      ]);
       if (rows.length === 0) return undefined;
-      return this.snapshot(tx, id, change, by);
+      const approval = await this.snapshot(tx, id, change, by);
+      await alongside?.(tx, approval);
+      return approval;
     });
+  }
+
+  /**
+   * The officers who stopped an approval of this protocol that is still stopped: who suspended or
+   * closed it since it was last reinstated. Separation of duties: they may not record a new approval
+   * for the protocol, or suspending would be undone by recording the same approval again.
+   */
+  async stoppedBy(protocolNumber: string): Promise<string[]> {
+    const rows = await this.db.query<{ changed_by: string }>(
+      `SELECT DISTINCT h.changed_by FROM approvals a JOIN approval_history h ON h.approval_id = a.approval_id
+        WHERE a.protocol_number = $1 AND a.status IN ('suspended', 'closed') AND h.change IN ('suspend', 'close')
+          AND h.version > COALESCE((SELECT max(r.version) FROM approval_history r WHERE r.approval_id = a.approval_id AND r.change = 'reinstate'), 0)`,
+      [protocolNumber],
+    );
+    return rows.map((r) => r.changed_by);
   }
 
   /** The last person who made a given change (suspend), for separation of duties on the reverse change. */

@@ -1,8 +1,9 @@
 /** Who may run what: principals and roles, IRB approvals, the tier rules, the pipeline's access stage. */
 export { loadPrincipals, savePrincipals, actAs } from './principals';
+export { summarizePrincipals } from './policy-summary';
 export type { Principal, PrincipalDirectory, PrincipalRole } from './principals';
 export { ApprovalStore, approvalBudget } from './approvals';
 export type { Approval, ApprovalInput, ApprovalStatus, ApprovalChange } from './approvals';
-export { decideRunAccess, endpointDecision } from './rules';
+export { approvalStatusAt, decideRunAccess, endpointDecision } from './rules';
 export type { RunAccessDecision, RunAccessRequest } from './rules';
 export { AccessPolicy } from './stage';

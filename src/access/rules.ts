@@ -29,6 +29,18 @@ export function endpointDecision(tier: Tier, endpoint: Endpoint): Decision<Endpo
   return undefined;
 }
 
+/**
+ * An approval's status as a person should read it: the stored status, or, for an active one, whether
+ * the clock has passed its expiry or not reached its start (what the rules below decide by). The store
+ * keeps `active` after the expiry: nothing changes the row when the date passes.
+ */
+export function approvalStatusAt(a: Pick<Approval, 'status' | 'startsAt' | 'expiresAt'>, now: Date): string {
+  if (a.status !== 'active') return a.status;
+  if (a.expiresAt && Date.parse(a.expiresAt) <= now.getTime()) return 'expired';
+  if (Date.parse(a.startsAt) > now.getTime()) return 'not started';
+  return 'active';
+}
+
 export interface RunAccessRequest {
   tier: Tier;
   benchmarkId: string;
@@ -51,11 +63,24 @@ function approvalProblem(a: Approval, req: RunAccessRequest): Decision | undefin
   if (!a.personnel.includes(req.principal) && a.principalInvestigator !== req.principal) {
     return deny('approval.not-on-personnel', `${req.principal} is not on the personnel of ${p}`);
   }
+  // Separation of duties: an approval its recorder is named on was never reviewed by a second person
+  // (refused when recording; this catches one stored before that rule or written around it).
+  if (a.principalInvestigator === a.createdBy || a.personnel.includes(a.createdBy)) {
+    return deny('sod.approval-recorder-is-personnel', `${p} was recorded by ${a.createdBy}, who is named on it; another compliance officer must record it`);
+  }
   if (!a.benchmarks.includes(req.benchmarkId) && !a.tiers.includes(req.tier)) {
     return deny('approval.benchmark-not-covered', `${p} does not cover benchmark ${req.benchmarkId} (${req.tier})`);
   }
   if (a.endpoints.length > 0 && !a.endpoints.includes(req.endpoint.id)) {
     return deny('approval.endpoint-not-covered', `${p} does not cover endpoint ${req.endpoint.id}`);
+  }
+  // A test endpoint claims what the tier rules ask (the private one a BAA) for a loopback stand-in:
+  // only an approval written for the smoke test, naming it, lets EHR-tier data reach it.
+  if (req.endpoint.test && !a.endpoints.includes(req.endpoint.id)) {
+    return deny(
+      'approval.test-endpoint-not-named',
+      `${p} does not name test endpoint ${req.endpoint.id} (a loopback stand-in, never real data); record a smoke-test approval listing it in --endpoints`,
+    );
   }
   return undefined;
 }
@@ -63,7 +88,9 @@ function approvalProblem(a: Approval, req: RunAccessRequest): Decision | undefin
 /** The most telling refusal among approvals that do not fit (benchmark or endpoint first, then status). */
 const REFUSAL_ORDER: readonly RuleId[] = [
   'approval.endpoint-not-covered',
+  'approval.test-endpoint-not-named',
   'approval.benchmark-not-covered',
+  'sod.approval-recorder-is-personnel',
   'approval.suspended',
   'approval.expired',
   'approval.not-started',

@@ -4,25 +4,33 @@
  * the batch and moves the head. Every caller's promise resolves only after that commit, so "record
  * first, then act" holds; if the write fails the promise rejects and the action must not happen.
  * Every `checkpointEvery` events, at the end of every run and at shutdown a signed checkpoint is sealed
- * and copied to the witness files.
+ * and appended to the witness histories. Before the first event and before every seal the chain must
+ * still hold each witness's newest checkpoint; when it does not (a tail cut, an older backup restored)
+ * the trail stops for good in this process: it refuses every event and seal, so nothing more is done.
  */
-import { randomUUID } from 'node:crypto';
+import { type KeyObject, randomUUID } from 'node:crypto';
 import { validateOrThrow } from '../config';
 import type { Database, Queryable } from '../db';
 import { GroupCommit } from '../db';
 import { describeError, UserError } from '../errors';
 import type { Logger } from '../log';
 import { observeAuditBatch, observeAuditEvent, observeAuditFailure } from '../observability';
-import { type SignedCheckpoint, signCheckpoint, writeWitness } from './checkpoint';
+import type { RuleId } from '../policy';
+import { type SignedCheckpoint, signCheckpoint } from './checkpoint';
 import type { SigningKey } from './keys';
 import { type AuditRecord, type Provenance, type RecordBody, recordBody, rowHash, rowMac } from './record';
 import type { AuditEventInput, AuditTrail } from './types';
+import { appendWitness, type WitnessEntry, witnessedHeads } from './witness';
 
 export class AuditUnavailable extends UserError {
+  /** Set when the trail stopped itself (a rollback, a witness it cannot check). */
+  readonly rule?: RuleId;
+
   /** `err` is kept as the cause (never printed) so callers can tell a lost database, which is transient. */
-  constructor(what: string, err?: unknown) {
+  constructor(what: string, err?: unknown, stop?: { rule: RuleId }) {
     super('audit.unavailable', `the audit trail cannot record events (${what}); the action was not performed`);
     if (err !== undefined) this.cause = err;
+    if (stop) this.rule = stop.rule;
   }
 }
 
@@ -41,6 +49,8 @@ export interface AuditLogOptions {
   /** Seal a checkpoint whenever the chain crosses a multiple of this many events. */
   checkpointEvery: number;
   witnessDirs: string[];
+  /** Earlier public keys a witnessed checkpoint may be signed with (after a rotation). */
+  trustedKeys?: Map<string, KeyObject>;
   logger: Logger;
   clock?: () => Date;
 }
@@ -53,6 +63,14 @@ const RECORD_COLUMNS = `seq bigint, event_id uuid, schema_version smallint, reco
 export class AuditLog implements AuditTrail {
   private readonly writer: GroupCommit<RecordBody, void>;
   private readonly clock: () => Date;
+  /** Why the trail stopped itself; once set, every event and seal is refused until a restart. */
+  private stopped: AuditUnavailable | undefined;
+  /** The chain was checked against the witnesses once in this process (before its first event). */
+  private headChecked = false;
+  /** The highest seq this process saw committed: the head never moves below it, unless rolled back. */
+  private committedSeq = 0;
+  /** Keys a witnessed checkpoint may carry: the given ones and always the current signing key. */
+  private readonly trusted: Map<string, KeyObject>;
 
   constructor(
     private readonly db: Database,
@@ -60,9 +78,11 @@ export class AuditLog implements AuditTrail {
   ) {
     this.writer = new GroupCommit((bodies) => this.append(bodies), 500);
     this.clock = opts.clock ?? (() => new Date());
+    this.trusted = new Map([...(opts.trustedKeys ?? []), [opts.signingKey.fingerprint, opts.signingKey.publicKey]]);
   }
 
   async record(event: AuditEventInput): Promise<void> {
+    if (this.stopped) throw this.failed(this.stopped);
     const body = this.bodyOf(event);
     try {
       await this.writer.submit(body);
@@ -78,6 +98,7 @@ export class AuditLog implements AuditTrail {
    * checkpoint, or the seal that follows, covers the event.
    */
   async recordIn(tx: Queryable, event: AuditEventInput): Promise<void> {
+    if (this.stopped) throw this.failed(this.stopped);
     const body = this.bodyOf(event);
     try {
       await this.appendIn(tx, [body]);
@@ -103,17 +124,71 @@ export class AuditLog implements AuditTrail {
     await this.sealCovering();
   }
 
+  /** Why the trail stopped itself (for health and readiness), or undefined while it records. */
+  unavailable(): AuditUnavailable | undefined {
+    return this.stopped;
+  }
+
+  /**
+   * Checks the chain against the witnesses now (the daemon does at start-up, before it records or
+   * serves anything) and returns why the trail cannot record, or undefined when it can.
+   */
+  async checkWitnessedHead(): Promise<AuditUnavailable | undefined> {
+    if (this.stopped) return this.stopped;
+    try {
+      await this.checkWitnessedHeads(this.db);
+    } catch (err) {
+      // A check that could not be made (the store is away) throws, as any first write would.
+      if (!this.stopped) throw err;
+    }
+    return this.stopped;
+  }
+
+  /**
+   * The chain must still hold each witness's newest checkpoint, row for row. When it does not, it was
+   * cut or restored from an older backup after that checkpoint was witnessed, and sealing or adding to
+   * it would make the rolled-back chain look whole again: the trail stops instead (fail closed).
+   */
+  private async checkWitnessedHeads(q: Queryable): Promise<void> {
+    let heads: WitnessEntry[];
+    try {
+      heads = witnessedHeads(this.opts.witnessDirs, this.trusted);
+    } catch (err) {
+      const what = `witness not checked: ${describeError(err).message}`;
+      throw this.stop(new AuditUnavailable(what, err, { rule: 'audit.witness-unchecked' }), {});
+    }
+    for (const head of heads) {
+      const s = head.checkpoint.statement;
+      const rows = await q.query<{ row_hash: string }>('SELECT row_hash FROM audit_events WHERE seq = $1', [s.seq]);
+      if (rows[0]?.row_hash === s.headHash) continue;
+      const what = `rollback detected: ${head.file} witnessed checkpoint ${s.checkpointId} at seq ${s.seq}, which the chain ${rows[0] ? 'holds with another row' : 'no longer holds'}`;
+      throw this.stop(new AuditUnavailable(what, undefined, { rule: 'audit.rollback-detected' }), { seq: s.seq, file: head.file });
+    }
+    this.headChecked = true;
+  }
+
+  /** Stops the trail for the rest of this process, and says so once in the log. */
+  private stop(reason: AuditUnavailable, fields: { seq?: number; file?: string }): AuditUnavailable {
+    if (!this.stopped) {
+      this.stopped = reason;
+      this.opts.logger.error(reason.rule ?? 'audit.unavailable', { rule: reason.rule, ...fields });
+    }
+    return this.stopped;
+  }
+
   /**
    * Seals like `seal` and returns the checkpoint that covers every event recorded so far: the new one,
    * or the newest existing one when it already reaches the head. An export names it, so a verifier can
    * tell the release event was in the trail before the bundle was written. Undefined for an empty trail.
    */
   async sealCovering(): Promise<CheckpointRef | undefined> {
-    let sealed: { checkpoint?: SignedCheckpoint; ref?: CheckpointRef };
+    if (this.stopped) throw this.stopped;
+    let sealed: { checkpoint?: SignedCheckpoint; ref?: CheckpointRef; seq?: number };
     try {
       sealed = await this.db.transaction(async (tx) => {
         const head = await this.lockHead(tx);
         if (head.seq === 0) return {};
+        await this.checkWitnessedHeads(tx);
         const last = await tx.query<{ checkpoint_id: number; seq: number; head_hash: string; key_fingerprint: string }>(
           'SELECT checkpoint_id, seq, head_hash, key_fingerprint FROM audit_checkpoints ORDER BY checkpoint_id DESC LIMIT 1',
         );
@@ -122,15 +197,21 @@ export class AuditLog implements AuditTrail {
           // Another writer (a worker on another host) already sealed past our events: that checkpoint
           // is the one covering them, and our witnesses must hold it, or they lag behind our events.
           const checkpoint = await this.storedCheckpoint(tx, Number(newest.checkpoint_id));
-          return { checkpoint, ref: { checkpointId: Number(newest.checkpoint_id), seq: Number(newest.seq), headHash: newest.head_hash, keyFingerprint: newest.key_fingerprint } };
+          return {
+            checkpoint,
+            ref: { checkpointId: Number(newest.checkpoint_id), seq: Number(newest.seq), headHash: newest.head_hash, keyFingerprint: newest.key_fingerprint },
+            seq: Number(head.seq),
+          };
         }
         const checkpoint = await this.insertCheckpoint(tx, head.seq, head.row_hash);
         const s = checkpoint.statement;
-        return { checkpoint, ref: { checkpointId: s.checkpointId, seq: s.seq, headHash: s.headHash, keyFingerprint: s.keyFingerprint } };
+        return { checkpoint, ref: { checkpointId: s.checkpointId, seq: s.seq, headHash: s.headHash, keyFingerprint: s.keyFingerprint }, seq: Number(head.seq) };
       });
     } catch (err) {
+      if (err instanceof AuditUnavailable) throw err;
       throw new AuditUnavailable(`checkpoint: ${describeError(err).code === 'internal' ? (err as Error).name : describeError(err).code}`, err);
     }
+    this.committed(sealed.seq ?? 0);
     if (sealed.checkpoint) this.witness(sealed.checkpoint);
     return sealed.ref;
   }
@@ -147,16 +228,28 @@ export class AuditLog implements AuditTrail {
     const rows = await tx.query<{ seq: number; row_hash: string }>('SELECT seq, row_hash FROM audit_head WHERE singleton FOR UPDATE');
     const head = rows[0];
     if (!head) throw new Error('audit_head row is missing');
+    if (Number(head.seq) < this.committedSeq) {
+      // Between two checkpoints no witness knows the newest events; this process does, while it runs.
+      const what = `rollback detected: the chain head is at seq ${head.seq}, but this process committed up to seq ${this.committedSeq}`;
+      throw this.stop(new AuditUnavailable(what, undefined, { rule: 'audit.rollback-detected' }), { seq: this.committedSeq });
+    }
     return head;
+  }
+
+  private committed(seq: number): void {
+    this.committedSeq = Math.max(this.committedSeq, seq);
   }
 
   private async append(bodies: RecordBody[]): Promise<void[]> {
     const { checkpointEvery } = this.opts;
-    const checkpoint = await this.db.transaction(async (tx) => {
+    const { checkpoint, to } = await this.db.transaction(async (tx) => {
       const { from, to, headHash } = await this.appendIn(tx, bodies);
       const crossed = Math.floor(to / checkpointEvery) > Math.floor(from / checkpointEvery);
-      return crossed ? this.insertCheckpoint(tx, to, headHash) : undefined;
+      if (!crossed) return { to };
+      await this.checkWitnessedHeads(tx);
+      return { checkpoint: await this.insertCheckpoint(tx, to, headHash), to };
     });
+    this.committed(to);
     observeAuditBatch(bodies.length, bodies[0]?.recorded_at, this.clock());
     if (checkpoint) this.witness(checkpoint);
     return bodies.map(() => undefined);
@@ -166,6 +259,7 @@ export class AuditLog implements AuditTrail {
   private async appendIn(tx: Queryable, bodies: RecordBody[]): Promise<{ from: number; to: number; headHash: string }> {
     const { macKey } = this.opts;
     const head = await this.lockHead(tx);
+    if (!this.headChecked) await this.checkWitnessedHeads(tx);
     let seq = head.seq;
     let prev = head.row_hash;
     const rows: AuditRecord[] = bodies.map((body) => {
@@ -204,9 +298,9 @@ export class AuditLog implements AuditTrail {
   /** The copy outside the database. Failing to write it is failing to record: fail closed. */
   private witness(cp: SignedCheckpoint): void {
     try {
-      writeWitness(this.opts.witnessDirs, cp);
+      appendWitness(this.opts.witnessDirs, cp);
     } catch (err) {
-      throw new AuditUnavailable(`witness file: ${(err as NodeJS.ErrnoException).code ?? 'write failed'}`);
+      throw new AuditUnavailable(`witness file: ${(err as NodeJS.ErrnoException).code ?? describeError(err).code}`, err);
     }
   }
 }

@@ -7,8 +7,10 @@
  *   - every row's MAC matches (a row forged after the last checkpoint)      the MAC key (on the host)
  *   - every checkpoint is signed by a trusted key, checkpoints only move forward, and each matches
  *     the chain at its seq                                                  the public key
- *   - the witness copies outside the database agree with the chain (tail cut off, older checkpoint
- *     replayed as the newest)                                               the public key
+ *   - every checkpoint of the witness histories outside the database agrees with the chain and with
+ *     the database's checkpoint of the same id (tail cut off, an older backup restored and sealed
+ *     again, older checkpoint replayed as the newest)                       the public key
+ *   - every configured witness could be read (a missing one hides a rollback)
  */
 import type { KeyObject } from 'node:crypto';
 import { checkSignature, type SignedCheckpoint } from './checkpoint';
@@ -37,11 +39,19 @@ export interface StoredCheckpoint extends SignedCheckpoint {
   columns?: { checkpointId: number; seq: number; headHash: string };
 }
 
+/** How far out of order two processes' rows may be before the verifier calls it a clock set back. */
+const CLOCK_TOLERANCE_MS = 1000;
+
 export interface VerifyInput {
   /** The chain in seq order, a page of records at a time. */
   records: AsyncIterable<AuditRecord[]>;
   checkpoints: StoredCheckpoint[];
-  witnesses: { source: string; checkpoint: SignedCheckpoint }[];
+  /** Every checkpoint of every witness history; `file` groups them (default: `source`). */
+  witnesses: { source: string; file?: string; checkpoint: SignedCheckpoint }[];
+  /** Witnesses that could not be used: findings, except unreadable ones when `allowMissingWitness`. */
+  witnessProblems?: { problem: string; unreadable: boolean }[];
+  /** The operator said to verify without the witnesses that cannot be read (--allow-missing-witness). */
+  allowMissingWitness?: boolean;
   trustedKeys: Map<string, KeyObject>;
   macKeys?: Map<string, Buffer>;
   /** A partial export starts mid-chain: its first prev_hash cannot be checked. */
@@ -81,10 +91,19 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
     previous = cp;
     expect(cp);
   }
+  const signed: VerifyInput['witnesses'] = [];
   for (const w of input.witnesses) {
     const bad = checkSignature(w.checkpoint, input.trustedKeys);
     if (bad) find(w.checkpoint.statement.seq, `witness ${w.source}: ${bad}`);
-    else expect(w.checkpoint);
+    else {
+      expect(w.checkpoint);
+      signed.push(w);
+    }
+  }
+  for (const f of witnessConflicts(signed, input.checkpoints)) find(f.seq, f.problem);
+  for (const f of witnessProblems(input)) {
+    if (f.warning) warnings.push({ seq: null, problem: f.problem });
+    else find(null, f.problem);
   }
 
   // The chain itself, streamed in seq order.
@@ -92,7 +111,9 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
   let firstSeq: number | null = null;
   let expectedSeq: number | null = null;
   let prevHash: string | null = null;
-  let lastTime = '';
+  // The latest time stamped so far; processes sharing the trail stamp with their own clocks before the
+  // store orders their rows, so only a step back of CLOCK_TOLERANCE_MS or more is a clock set back.
+  let latestMs = -Infinity;
   // Seqs a checkpoint or witness points at that were found in the chain (not every seq: memory stays flat).
   const found = new Set<number>();
   for await (const page of input.records)
@@ -116,8 +137,12 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
         if (!key) find(r.seq, `MAC key ${r.mac_key_id} unknown`);
         else if (rowMac(key, r.row_hash) !== r.row_mac) find(r.seq, `row MAC invalid: row forged or altered by someone without the MAC key`);
       }
-      if (r.recorded_at < lastTime) warnings.push({ seq: r.seq, problem: `recorded_at ${r.recorded_at} is earlier than the row before (clock moved back)` });
-      lastTime = r.recorded_at;
+      const at = Date.parse(r.recorded_at);
+      if (latestMs - at >= CLOCK_TOLERANCE_MS) {
+        warnings.push({ seq: r.seq, problem: `recorded_at ${r.recorded_at} is ${((latestMs - at) / 1000).toFixed(1)} s earlier than a row before (clock moved back)` });
+        // Said once per step back, not again for every row after it.
+        latestMs = at;
+      } else if (at > latestMs) latestMs = at;
       const covering = wanted.get(r.seq);
       if (covering) {
         found.add(r.seq);
@@ -162,8 +187,44 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
     checkpoints: input.checkpoints.length,
     lastCheckpointSeq: lastDb?.seq ?? null,
     macChecked: Boolean(input.macKeys),
-    witnesses: input.witnesses.length,
+    witnesses: new Set(input.witnesses.map((w) => w.file ?? w.source)).size,
     findings,
     warnings,
   };
+}
+
+/**
+ * A checkpoint id names one statement. A signed witnessed checkpoint that differs from the database's of the
+ * same id, or from another witness's, means checkpoints were signed again over a rolled-back chain.
+ */
+function witnessConflicts(witnesses: VerifyInput['witnesses'], checkpoints: StoredCheckpoint[]): Finding[] {
+  const findings: Finding[] = [];
+  const inDb = new Map(checkpoints.map((c) => [c.statement.checkpointId, c]));
+  const seen = new Map<number, { source: string; checkpoint: SignedCheckpoint }>();
+  for (const w of witnesses) {
+    const s = w.checkpoint.statement;
+    const db = inDb.get(s.checkpointId);
+    if (db && db.statementText !== w.checkpoint.statementText) {
+      findings.push({
+        seq: s.seq,
+        problem: `witness ${w.source} holds checkpoint ${s.checkpointId} (seq ${s.seq}), but the database's checkpoint ${s.checkpointId} is another statement (seq ${db.statement.seq}): the chain was rolled back and sealed again`,
+      });
+    }
+    const other = seen.get(s.checkpointId);
+    if (other && other.checkpoint.statementText !== w.checkpoint.statementText) {
+      findings.push({ seq: s.seq, problem: `witnesses ${other.source} and ${w.source} hold different statements for checkpoint ${s.checkpointId}: signed twice, after a rollback` });
+    }
+    seen.set(s.checkpointId, w);
+  }
+  return findings;
+}
+
+/**
+ * A witness that cannot be read hides a rollback: a finding, unless the operator allowed it, or
+ * nothing was sealed yet (a new site: no checkpoint could have been witnessed). Invalid content is
+ * always a finding.
+ */
+function witnessProblems(input: VerifyInput): { problem: string; warning: boolean }[] {
+  const nothingSealed = input.checkpoints.length === 0;
+  return (input.witnessProblems ?? []).map((p) => ({ problem: p.problem, warning: p.unreadable && (input.allowMissingWitness === true || nothingSealed) }));
 }

@@ -23,10 +23,11 @@ export interface BenchHome {
   remove(): void;
 }
 
-export async function benchHome(prefix: string): Promise<BenchHome> {
+/** `database`: the store the config pins; by default PostgreSQL when EHRBENCH_DATABASE_URL is set. */
+export async function benchHome(prefix: string, database: 'embedded' | 'postgres' = process.env.EHRBENCH_DATABASE_URL?.trim() ? 'postgres' : 'embedded'): Promise<BenchHome> {
   const home = mkdtempSync(join(tmpdir(), `ehrbench-${prefix}-`));
   const port = await freePort();
-  initHome({ home, demoPort: port, siteId: 'bench' });
+  initHome({ home, demoPort: port, siteId: 'bench', database });
   return { home, port, remove: () => rmSync(home, { recursive: true, force: true }) };
 }
 

@@ -88,7 +88,7 @@ async function bench(): Promise<void> {
   url.pathname = `/${name}`;
   const dbUrl = url.toString();
 
-  const home = await benchHome('bench-scale');
+  const home = await benchHome('bench-scale', 'postgres');
   const maxWorkers = Math.max(...workerCounts);
   const siteDir = join(home.home, 'site-benchmarks');
   await writeBenchmark(siteDir, Math.max(instances, memoryInstances));

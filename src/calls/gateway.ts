@@ -7,13 +7,15 @@
  *   4. records the audit event before every attempt (no event, no attempt);
  *   5. makes the call on the endpoint's egress-guarded client;
  *   6. releases what it took (slot after each attempt; budget hold when the spend is stored).
+ * A call of a run that was stopped (cancelled, halted) is not started: the run's gate is asked before
+ * the call, before each attempt's audit event and again once a slot is held (see RunGate).
  * A refusal at 1 or 2 is audited as a call not made and throws PolicyDenied. Only a SendablePrompt is
  * accepted, and one that skipped de-identification only for a tier that needs none.
  */
 import type { AuditEventInput, AuditTrail } from '../audit';
 import { sha256Hex } from '../canonical';
-import type { EgressEvent, Endpoint, EndpointPolicy } from '../egress';
-import { PolicyDenied } from '../errors';
+import type { EgressEvent, Endpoint, EndpointPolicy, ReasoningEffort } from '../egress';
+import { PolicyDenied, UserError } from '../errors';
 import type { Actor } from '../identity';
 import type { Completion } from '../models';
 import { type Decision, isRule, type RuleId } from '../policy';
@@ -33,6 +35,8 @@ export interface OutboundCall {
   prompt: SendablePrompt;
   maxTokens: number;
   temperature: number;
+  /** reasoning_effort for a reasoning model (default: the endpoint's `reasoning.effort`). */
+  reasoningEffort?: ReasoningEffort;
   /** Audit detail of the call (instance ordinal, judge number...): numbers and ids, never text. */
   detail: Record<string, number | string | boolean>;
   signal?: AbortSignal;
@@ -69,9 +73,48 @@ export interface CapacityLease {
   leave(): Promise<void>;
 }
 
+/**
+ * Whether a run may still start calls: `stop` (a cancel in this process) takes effect at once,
+ * `active` may also look at the store (a cancel in another process). The gateway reads `stopped`
+ * synchronously right before it records an attempt, in the same turn of the event loop: a cancel
+ * that stopped the gate before recording run.cancel is therefore always seen by an attempt that
+ * would be recorded after it.
+ */
+export interface RunGate {
+  readonly stopped: boolean;
+  stop(): void;
+  active(): Promise<boolean>;
+}
+
+/** A call of a stopped run that was not started (not a failure: the instance goes back unspent). */
+export class RunStopped extends UserError {
+  constructor(runId: string) {
+    super('run.stopped', `run ${runId} was stopped (cancelled or halted): no new call of it starts`);
+  }
+}
+
+/** A gate that only this process stops (runs joined without one of their own). */
+function localGate(): RunGate {
+  let stopped = false;
+  return {
+    get stopped() {
+      return stopped;
+    },
+    stop: () => void (stopped = true),
+    active: () => Promise.resolve(!stopped),
+  };
+}
+
+/** A run as it calls out from this process: its capacities, its gate, its calls in flight. */
+interface JoinedRun {
+  capacities: Map<string, EndpointCapacity>;
+  gate: RunGate;
+  inFlight: number;
+}
+
 export class Gateway {
-  /** Capacities the runs of this process have joined: run id -> endpoint id -> capacity. */
-  private readonly joined = new Map<string, Map<string, EndpointCapacity>>();
+  /** The runs of this process that joined their endpoints' capacities, by run id. */
+  private readonly joined = new Map<string, JoinedRun>();
 
   constructor(private readonly opts: GatewayOptions) {}
 
@@ -79,7 +122,7 @@ export class Gateway {
    * A run starts calling out: it takes its share of the capacity of its model endpoint and of every
    * judge its benchmark names. Calls of the run wait for these slots.
    */
-  async join(run: RunContext): Promise<CapacityLease> {
+  async join(run: RunContext, gate: RunGate = localGate()): Promise<CapacityLease> {
     // A judge missing from the allowlist joins nothing: its first call is refused by `decide`.
     const ids = [...new Set([run.endpoint.id, ...(run.benchmark.judges ?? [])])].filter((id) => this.opts.ports().endpoints.endpoints.some((e) => e.id === id));
     const mine = new Map<string, EndpointCapacity>();
@@ -93,13 +136,26 @@ export class Gateway {
       slots.push(entry.slots);
       mine.set(id, entry.capacity);
     }
-    this.joined.set(run.runId, mine);
+    this.joined.set(run.runId, { capacities: mine, gate, inFlight: 0 });
     return {
       leave: async () => {
         this.joined.delete(run.runId);
         await Promise.all(slots.map((s) => s.leave().catch(() => undefined)));
       },
     };
+  }
+
+  /**
+   * The run's cancel in this process: no new call of it starts from now on (its calls in flight
+   * finish). Called before run.cancel is recorded. A run not executed here has nothing to stop.
+   */
+  stopRun(runId: string): void {
+    this.joined.get(runId)?.gate.stop();
+  }
+
+  /** Calls of the run in flight from this process (sent, not yet answered); undefined when it does not execute the run. */
+  callsInFlight(runId: string): number | undefined {
+    return this.joined.get(runId)?.inFlight;
   }
 
   /** The decision for a call of the run to `endpointId` (tier, approval, endpoint list), without calling. */
@@ -124,10 +180,12 @@ export class Gateway {
   async complete(run: RunContext, call: OutboundCall): Promise<Answer> {
     const { audit, budget } = this.opts.ports();
     const prompt = sendable(run, call.prompt);
+    const joined = this.joined.get(run.runId);
+    if (joined) await whileActive(run, joined.gate);
     await this.check(run, call);
     const endpoint = this.opts.ports().endpoints.get(call.endpointId);
-    const capacity = this.joined.get(run.runId)?.get(endpoint.id);
-    if (!capacity) throw new Error(`run ${run.runId} calls endpoint ${endpoint.id} without having joined its capacity`);
+    const capacity = joined?.capacities.get(endpoint.id);
+    if (!joined || !capacity) throw new Error(`run ${run.runId} calls endpoint ${endpoint.id} without having joined its capacity`);
 
     const reserved = await budget.reserve(run, { endpoint, prompt, maxTokens: call.maxTokens });
     if (!reserved.allowed) {
@@ -141,11 +199,16 @@ export class Gateway {
     try {
       completion = await this.opts.clients.complete(
         endpoint,
-        { prompt, maxTokens: call.maxTokens, temperature: call.temperature },
+        { prompt, maxTokens: call.maxTokens, temperature: call.temperature, ...effortOf(call, endpoint) },
         {
           ...(call.signal ? { signal: call.signal } : {}),
-          acquire: () => capacity.acquire(call.signal),
-          beforeAttempt: (attempt) => audit.record(callEvent(run, endpoint.id, 'success', 'egress.allowlisted-endpoint', undefined, { ...call.detail, attempt, requestBytes, requestSha256 })),
+          acquire: () => this.sendSlot(run, joined, capacity, call.signal),
+          beforeAttempt: async (attempt) => {
+            await whileActive(run, joined.gate);
+            // Checked and recorded in one turn of the event loop: nothing can stop the gate in between.
+            if (joined.gate.stopped) throw new RunStopped(run.runId);
+            return audit.record(callEvent(run, endpoint.id, 'success', 'egress.allowlisted-endpoint', undefined, { ...call.detail, attempt, requestBytes, requestSha256 }));
+          },
         },
       );
     } catch (err) {
@@ -157,6 +220,27 @@ export class Gateway {
       return { completion, settle: async () => undefined };
     }
     return { completion, settle: () => release(budget, hold) };
+  }
+
+  /**
+   * A slot of the endpoint's capacity for one attempt, and the attempt counted in flight while it is
+   * held. An attempt recorded before a cancel may have waited for its slot past it: it is not sent.
+   */
+  private async sendSlot(run: RunContext, joined: JoinedRun, capacity: EndpointCapacity, signal: AbortSignal | undefined): Promise<() => void> {
+    const release = await capacity.acquire(signal);
+    try {
+      await whileActive(run, joined.gate);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    joined.inFlight += 1;
+    let held = true;
+    return () => {
+      if (held) joined.inFlight -= 1;
+      held = false;
+      release();
+    };
   }
 
   /**
@@ -180,6 +264,16 @@ export class Gateway {
   close(): Promise<void> {
     return this.opts.clients.close();
   }
+}
+
+/** Throws RunStopped when the run may start no more calls. */
+async function whileActive(run: RunContext, gate: RunGate): Promise<void> {
+  if (gate.stopped || !(await gate.active()) || gate.stopped) throw new RunStopped(run.runId);
+}
+
+function effortOf(call: OutboundCall, endpoint: Endpoint): { reasoningEffort?: ReasoningEffort } {
+  const effort = call.reasoningEffort ?? endpoint.reasoning?.effort;
+  return effort ? { reasoningEffort: effort } : {};
 }
 
 function release(budget: BudgetStage, hold: BudgetHold | undefined): Promise<void> {

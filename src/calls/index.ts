@@ -2,11 +2,11 @@
  * The outbound gateway: the only way out of the process to a model endpoint, and the only importer of
  * src/models. See gateway.ts for the order of its checks.
  */
-export { Gateway, type Answer, type CallPurpose, type CapacityLease, type GatewayOptions, type GatewayPorts, type OutboundCall } from './gateway';
+export { Gateway, RunStopped, type Answer, type CallPurpose, type CapacityLease, type GatewayOptions, type GatewayPorts, type OutboundCall, type RunGate } from './gateway';
 export { EndpointClients, type ClientOptions } from './clients';
 export { deidentifiedPrompt, plainPrompt, SendablePrompt } from '../prompt';
 export { ApprovalBudgets, type BudgetDecision, type ModelTokens, type TokenSum, type BudgetHold, type BudgetRequest, type BudgetStage } from './budget';
 export { EndpointCapacities, EndpointCapacity } from './capacity';
 export { SharedSlots } from './slots';
 export { costUsd, priceFor, promptTokenBound, type Price, type PricedEndpoint } from './cost';
-export { ModelCallError, type Completion } from '../models';
+export { ModelCallError, withoutReasoning, type Completion } from '../models';

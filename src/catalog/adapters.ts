@@ -1,10 +1,13 @@
 /**
  * Record adapters: how one raw record of a dataset becomes an Instance. `columns` covers any CSV/JSONL
  * laid out as columns; the named ones cover public datasets whose layout needs a rule (nested
- * contexts, references derived from several columns). An adapter returns null to skip a record the
- * benchmark does not use (as HELM skips MEDEC rows without text).
+ * contexts, references derived from several columns). An adapter skips a record the benchmark does not
+ * use where HELM's loader skips it (MEDEC rows without text, CLEAR rows with a blank label, ENT-Referral
+ * rows with an empty label), and names the rule, so the run counts and reports what it left out.
  */
 import { UserError } from '../errors';
+import type { RuleId } from '../policy';
+import { ehrshotHelmPrompt, ehrshotWithinLength, medalignEhrFits, N2C2_DEFINITIONS, n2c2Notes } from './helm-prompts';
 import type { RawRecord } from './sources/records';
 import { combineIdentity, type Identity, readIdentity } from './identity';
 import type { BenchmarkDefinition, ColumnMapping, Instance } from './types';
@@ -16,7 +19,17 @@ export interface AdapterContext {
   rename?: Record<string, string>;
 }
 
-export type RecordAdapter = (record: RawRecord, ctx: AdapterContext) => Instance | null;
+/** A record left out of the benchmark, and the rule that left it out. */
+export interface Skip {
+  skip: true;
+  rule: Extract<RuleId, `dataset.skip.${string}`>;
+}
+
+export type RecordAdapter = (record: RawRecord, ctx: AdapterContext) => Instance | Skip;
+
+export function isSkip(x: Instance | Skip): x is Skip {
+  return (x as Skip).skip === true;
+}
 
 /** How a column is named in messages: the site's name, and the benchmark's when the site renamed it. */
 function columnLabel(column: string, ctx: AdapterContext): string {
@@ -50,9 +63,23 @@ function identity(record: RawRecord, mapping: ColumnMapping | undefined, ctx: Ad
   return combineIdentity(attached, readIdentity(record, mapping ?? {}, naming));
 }
 
-function columnsAdapter(record: RawRecord, ctx: AdapterContext): Instance {
+/**
+ * The skip a definition declares for this record (`columns.skip`): a column that is the empty string
+ * (HELM's `row["label"] != ""`) or blank once trimmed (HELM's `str(...).strip()` then `if not ...`).
+ */
+function declaredSkip(record: RawRecord, mapping: ColumnMapping, ctx: AdapterContext): Skip | undefined {
+  for (const s of mapping.skip ?? []) {
+    const value = text(record, s.column, ctx);
+    if (s.when === 'empty' ? value === '' : value.trim() === '') return { skip: true, rule: s.when === 'empty' ? 'dataset.skip.empty-column' : 'dataset.skip.blank-column' };
+  }
+  return undefined;
+}
+
+function columnsAdapter(record: RawRecord, ctx: AdapterContext): Instance | Skip {
   const mapping = ctx.definition.dataset.columns as ColumnMapping | undefined;
   if (!mapping) throw new UserError('benchmark.invalid', `benchmark ${ctx.definition.id}: adapter "columns" needs dataset.columns`);
+  const skipped = declaredSkip(record, mapping, ctx);
+  if (skipped) return skipped;
   const key = mapping.id === '#row' ? (record.key ?? String(record.position)) : text(record, mapping.id, ctx);
   if (key.trim() === '') throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column ${columnLabel(mapping.id, ctx)} (the id) is empty`);
   const vars: Record<string, string> = {};
@@ -133,9 +160,9 @@ function pubmedQaAdapter(record: RawRecord, ctx: AdapterContext): Instance {
  * sentence>". The gold sentence id is kept as its own field so sentence accuracy can be scored (HELM
  * tries to parse it back out of the reference and always fails).
  */
-function medecAdapter(record: RawRecord, ctx: AdapterContext): Instance | null {
+function medecAdapter(record: RawRecord, ctx: AdapterContext): Instance | Skip {
   const sentences = text(record, 'Sentences', ctx);
-  if (sentences.trim() === '') return null;
+  if (sentences.trim() === '') return { skip: true, rule: 'dataset.skip.blank-column' };
   const flag = text(record, 'Error Flag', ctx).trim();
   if (flag !== '0' && flag !== '1') {
     throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: "Error Flag" must be 0 or 1`);
@@ -155,21 +182,37 @@ function medecAdapter(record: RawRecord, ctx: AdapterContext): Instance | null {
 }
 
 /**
- * Multiple choice from a site file: `question`, `options` (a JSON list of option texts) and `answer`
- * (the letter of the correct option). The options are lettered A, B, C... in the prompt, as HELM's
+ * The options of a multiple-choice record: a JSONL list as it is, or a list written as JSON text (all
+ * a CSV cell can hold). Numbers and booleans become their text (5 -> "5", true -> "true"), as the
+ * prompt shows them; anything else is refused by record and column.
+ */
+function optionsOf(record: RawRecord, ctx: AdapterContext): string[] {
+  const value = field(record, 'options', ctx);
+  let list: unknown = value;
+  if (typeof value === 'string') {
+    try {
+      list = JSON.parse(value);
+    } catch {
+      list = undefined;
+    }
+  }
+  const scalar = (o: unknown) => typeof o === 'string' || typeof o === 'number' || typeof o === 'boolean';
+  if (!Array.isArray(list) || list.length < 2 || !list.every(scalar)) {
+    throw new UserError(
+      'dataset.bad-column',
+      `${ctx.file}: record ${record.position}: column ${columnLabel('options', ctx)} must be a list of at least two options (text or numbers), or such a list written as JSON text`,
+    );
+  }
+  return list.map((o) => String(o));
+}
+
+/**
+ * Multiple choice from a site file: `question`, `options` (a list of option texts) and `answer` (the
+ * letter of the correct option). The options are lettered A, B, C... in the prompt, as HELM's
  * multiple_choice_joint adapter does (MedQA, MedMCQA, HeadQA, Medbullets).
  */
 function mcqAdapter(record: RawRecord, ctx: AdapterContext): Instance {
-  const raw = text(record, 'options', ctx);
-  let options: unknown;
-  try {
-    options = JSON.parse(raw);
-  } catch {
-    options = undefined;
-  }
-  if (!Array.isArray(options) || options.length < 2 || !options.every((o) => typeof o === 'string')) {
-    throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column ${columnLabel('options', ctx)} must be a JSON list of at least two strings`);
-  }
+  const options = optionsOf(record, ctx);
   const letter = text(record, 'answer', ctx).trim().toUpperCase();
   const index = letter.length === 1 ? letter.charCodeAt(0) - 65 : -1;
   if (index < 0 || index >= options.length) {
@@ -177,7 +220,84 @@ function mcqAdapter(record: RawRecord, ctx: AdapterContext): Instance {
   }
   const key = text(record, 'id', ctx);
   if (key.trim() === '') throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column ${columnLabel('id', ctx)} (the id) is empty`);
-  return { key, vars: { question: text(record, 'question', ctx) }, choices: options as string[], references: [options[index] as string], ...identity(record, undefined, ctx) };
+  return { key, vars: { question: text(record, 'question', ctx) }, choices: options, references: [options[index] as string], ...identity(record, undefined, ctx) };
+}
+
+/** The instance key from `column`, which must not be empty. */
+function keyOf(record: RawRecord, column: string, ctx: AdapterContext): string {
+  const key = text(record, column, ctx);
+  if (key.trim() === '') throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column ${columnLabel(column, ctx)} (the id) is empty`);
+  return key;
+}
+
+/**
+ * HeadQA as HELM reads it (HeadQAScenario with SKIP_VQA): a question with an image is left out. The
+ * `image` column must be there, empty (or null) for a text question: without it the questions HELM
+ * leaves out cannot be told from the others, and the run would silently not be HELM's.
+ */
+function headQaAdapter(record: RawRecord, ctx: AdapterContext): Instance | Skip {
+  const image = field(record, 'image', ctx);
+  const none = image === null || (typeof image === 'string' && image.trim() === '');
+  if (!none) return { skip: true, rule: 'dataset.skip.image-question' };
+  return mcqAdapter(record, ctx);
+}
+
+/** A yes/no label as a site or HELM's own prompt file writes it (EHRSHOT's boolean_value). */
+function yesNo(record: RawRecord, column: string, ctx: AdapterContext): 'yes' | 'no' {
+  const value = field(record, column, ctx);
+  const s = typeof value === 'boolean' ? String(value) : typeof value === 'string' ? value.trim().toLowerCase() : '';
+  if (s === 'yes' || s === 'true') return 'yes';
+  if (s === 'no' || s === 'false') return 'no';
+  throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column ${columnLabel(column, ctx)} must be yes, no, true or false`);
+}
+
+/**
+ * EHRSHOT from HELM's own prompts (the `prompt` of EHRSHOTScenario's medhelm_prompts.parquet: persona,
+ * instruction, serialized timeline), reworded and filtered as HELM does: a prompt over 100,000
+ * cl100k_base tokens is left out.
+ */
+function ehrshotAdapter(record: RawRecord, ctx: AdapterContext): Instance | Skip {
+  const key = keyOf(record, 'id', ctx);
+  const reference = yesNo(record, 'label', ctx);
+  const prompt = ehrshotHelmPrompt(text(record, 'prompt', ctx));
+  if (!ehrshotWithinLength(prompt)) return { skip: true, rule: 'dataset.skip.prompt-over-max-length' };
+  return { key, vars: { prompt }, choices: ['yes', 'no'], references: [reference], ...identity(record, undefined, ctx) };
+}
+
+/** MedAlign: the instruction, the EHR and the clinician's answer; an EHR over HELM's token budget is left out. */
+function medalignAdapter(record: RawRecord, ctx: AdapterContext): Instance | Skip {
+  const key = keyOf(record, 'instruction_id', ctx);
+  const instruction = text(record, 'instruction', ctx);
+  const ehr = text(record, 'ehr', ctx);
+  const reference = text(record, 'clinician_response', ctx);
+  if (!medalignEhrFits(instruction, ehr)) return { skip: true, rule: 'dataset.skip.ehr-over-token-budget' };
+  return { key, vars: { instruction, ehr }, references: [reference], ...identity(record, undefined, ctx) };
+}
+
+/**
+ * N2C2-CT: a patient's n2c2 record text and one criterion, laid out as HELM's N2C2CTMatchingScenario
+ * does (dated notes, HELM's definition of the criterion, the current date). met / not met become HELM's
+ * options yes / no.
+ */
+function n2c2Adapter(record: RawRecord, ctx: AdapterContext): Instance {
+  const key = keyOf(record, 'id', ctx);
+  const criterion = text(record, 'criterion', ctx).trim();
+  if (!Object.prototype.hasOwnProperty.call(N2C2_DEFINITIONS, criterion)) {
+    throw new UserError(
+      'dataset.bad-column',
+      `${ctx.file}: record ${record.position}: column ${columnLabel('criterion', ctx)} must be one of the 13 n2c2 2018 criteria (${Object.keys(N2C2_DEFINITIONS).join(', ')})`,
+    );
+  }
+  const label = text(record, 'label', ctx).trim();
+  if (label !== 'met' && label !== 'not met') throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column ${columnLabel('label', ctx)} must be met or not met`);
+  const { notes, count, currentDate } = n2c2Notes(text(record, 'notes', ctx));
+  return {
+    key,
+    vars: { criterion, definition: N2C2_DEFINITIONS[criterion] as string, note_count: String(count), notes, current_date: currentDate },
+    choices: ['yes', 'no'],
+    references: [label === 'met' ? 'yes' : 'no'],
+    ...identity(record, undefined, ctx),
+  };
 }
 
 const ADAPTERS: Record<string, RecordAdapter> = {
@@ -186,6 +306,10 @@ const ADAPTERS: Record<string, RecordAdapter> = {
   pubmed_qa: pubmedQaAdapter,
   medec: medecAdapter,
   ehr_sql: ehrSqlAdapter,
+  head_qa: headQaAdapter,
+  ehrshot: ehrshotAdapter,
+  medalign: medalignAdapter,
+  n2c2_ct_matching: n2c2Adapter,
 };
 
 export function adapterFor(name: string): RecordAdapter | undefined {

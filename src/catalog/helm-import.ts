@@ -1,6 +1,7 @@
 /**
  * Imports a HELM configurable benchmark (medhelm_configurable_benchmark: a YAML config, a prompt
- * template with {column} placeholders, a CSV with correct_answer and incorrect_answers) as an
+ * template with {column} placeholders, a CSV with correct_answer and incorrect_answers, or without
+ * them when jury_score is the only metric) as an
  * ehrbench site benchmark folder: benchmark.json, prompt.txt and, for jury_score, jury.txt. The CSV is
  * not copied: the definition names it where it is and pins its sha256, so patient data stays where
  * the site keeps it and a changed file is refused. Nothing from the CSV but its header is read.
@@ -89,9 +90,14 @@ function sha256File(file: string): string {
   return createHash('sha256').update(readFileSync(file)).digest('hex');
 }
 
-/** The criteria named in the judge prompt's <rubric_criteria>{...}</rubric_criteria> block. */
+/**
+ * The criteria named in the judge prompt's <rubric_criteria>{...}</rubric_criteria> block. The block is
+ * found as HELM finds it (benchmark_config.py): the tag followed by a JSON object and the closing tag,
+ * so prose that names the tag first ("a JSON object inside <rubric_criteria>:", HELM's own example)
+ * is not taken for the block.
+ */
 function rubricCriteria(text: string, file: string): string[] {
-  const block = /<rubric_criteria>([\s\S]*?)<\/rubric_criteria>/.exec(text);
+  const block = /<rubric_criteria>\s*(\{[\s\S]*?\})\s*<\/rubric_criteria>/.exec(text);
   if (!block) throw new UserError('helm-import.jury', `${file}: no <rubric_criteria>{...}</rubric_criteria> block naming the criteria`);
   let parsed: unknown;
   try {
@@ -104,6 +110,19 @@ function rubricCriteria(text: string, file: string): string[] {
     throw new UserError('helm-import.jury', `${file}: <rubric_criteria> must be an object of criteria named in lower-case letters and _`);
   }
   return keys;
+}
+
+/**
+ * Whether the dataset has HELM's correct_answer column. HELM's configurable scenario requires it
+ * unless jury_score is the only metric (a jury can score without a gold answer); the same here.
+ */
+function referenceColumn(header: string[], cfg: HelmConfig, dataset: string): boolean {
+  if (header.includes('correct_answer')) return true;
+  const juryOnly = cfg.metrics.length === 1 && cfg.metrics[0]?.name === 'jury_score';
+  if (!juryOnly) {
+    throw new UserError('helm-import.dataset', `${dataset}: missing column "correct_answer" (HELM configurable benchmarks need it unless jury_score is the only metric); add the reference answers`);
+  }
+  return false;
 }
 
 export async function importHelmBenchmark(configFile: string, opts: HelmImportOptions): Promise<HelmImportReport> {
@@ -129,9 +148,10 @@ export async function importHelmBenchmark(configFile: string, opts: HelmImportOp
   const dataset = at(cfg.dataset_file);
   if (!existsSync(dataset)) throw new UserError('helm-import.missing', `${configFile}: dataset_file ${cfg.dataset_file} does not exist`);
   const header = await csvHeader(dataset);
-  for (const c of [...placeholders, 'correct_answer']) {
-    if (!header.includes(c)) throw new UserError('helm-import.dataset', `${dataset}: missing column "${c}" (used by ${c === 'correct_answer' ? 'HELM configurable benchmarks' : cfg.prompt_file})`);
+  for (const c of placeholders) {
+    if (!header.includes(c)) throw new UserError('helm-import.dataset', `${dataset}: missing column "${c}" (used by ${cfg.prompt_file})`);
   }
+  const hasReference = referenceColumn(header, cfg, dataset);
 
   const metrics: string[] = [];
   const skipped: string[] = [];
@@ -153,6 +173,12 @@ export async function importHelmBenchmark(configFile: string, opts: HelmImportOp
     const criteria = rubricCriteria(text, judgeFile);
     juryTemplate = convertTemplate(text, judgeFile, 'judge').template;
     if (!juryTemplate.includes('{{RESPONSE}}')) throw new UserError('helm-import.jury', `${judgeFile}: the judge prompt has no {RESPONSE} placeholder`);
+    if (!hasReference && juryTemplate.includes('{{GOLD_RESPONSE}}')) {
+      throw new UserError(
+        'helm-import.dataset',
+        `${dataset}: the judge prompt ${m.prompt_file} compares with {GOLD_RESPONSE}, which needs a correct_answer column; add it or take {GOLD_RESPONSE} out of the judge prompt`,
+      );
+    }
     jury = { promptFile: 'jury.txt', criteria, scale: { min: 0, max: 5 }, ...(opts.judges?.length ? { judges: opts.judges } : {}) };
     metrics.push('jury_score', 'jury_score_normalized', 'jury_judges_used');
   }
@@ -176,20 +202,24 @@ export async function importHelmBenchmark(configFile: string, opts: HelmImportOp
       files: [{ path: dataset, sha256: sha256File(dataset) }],
       format: 'csv',
       adapter: 'columns',
-      columns: { id: '#row', vars: Object.fromEntries(placeholders.map((p) => [p, p])), reference: 'correct_answer' },
+      columns: { id: '#row', vars: Object.fromEntries(placeholders.map((p) => [p, p])), ...(hasReference ? { reference: 'correct_answer' } : {}) },
       source: `site CSV imported from HELM config ${resolve(configFile)}`,
     },
     dataRequirements: {
-      summary: 'A CSV with one row per instance: the prompt template columns and the correct answer (HELM configurable-benchmark format).',
+      summary: `A CSV with one row per instance: the prompt template columns${hasReference ? ' and the correct answer' : ''} (HELM configurable-benchmark format).`,
       formats: ['csv'],
       columns: [
         ...placeholders.map((p) => ({ name: p, description: `Fills {${p}} in the prompt template.` })),
-        { name: 'correct_answer', description: 'The reference answer.' },
-        { name: 'incorrect_answers', description: 'JSON list of wrong answers (HELM keeps them as non-correct references; no ehrbench metric reads them).', optional: true },
+        ...(hasReference
+          ? [
+              { name: 'correct_answer', description: 'The reference answer.' },
+              { name: 'incorrect_answers', description: 'JSON list of wrong answers (HELM keeps them as non-correct references; no ehrbench metric reads them).', optional: true },
+            ]
+          : []),
       ],
     },
     prompt: { templateFile: 'prompt.txt', maxTokens: cfg.max_tokens, temperature: 0 },
-    references: 'correct_answer column',
+    references: hasReference ? 'correct_answer column' : 'none: the jury scores without a gold answer (the dataset has no correct_answer column)',
     metrics: { main: metrics[0] as string, ...(metrics.length > 1 ? { secondary: metrics.slice(1) } : {}) },
     ...(jury ? { jury } : {}),
     split: 'test',

@@ -5,29 +5,35 @@
  * Benchmarks whose data does not ship load and list all the same; the site binds their data in its
  * site data file (site-data.ts), and reading them without a binding is an error saying what to supply.
  */
-import { createReadStream, existsSync, readdirSync, readFileSync } from 'node:fs';
-import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { canonicalHash, sha256Hex } from '../canonical';
 import { readJsonFile, validateOrThrow } from '../config';
 import { UserError } from '../errors';
 import { getMetric } from '../metrics';
 import { BUILTIN_BENCHMARK_DIR } from '../paths';
-import { adapterFor } from './adapters';
+import { adapterFor, isSkip, type Skip } from './adapters';
+import { helmSample, type SampleMethod } from './sampling';
 import { combineIdentity, readIdentity, withIdentity } from './identity';
-import { judgesFor, loadSiteData, type SiteData } from './site-data';
-import { readOmopNotes } from './sources/omop';
+import { judgesFor, loadSiteData, sameFamilyFor, type SiteData } from './site-data';
+import { type CheckOptions, type CheckReport, runChecks } from './check';
+import { DEFAULT_LIMITS, dataMissing, limitsOf } from './readiness';
+import { type OmopReadOptions, readOmopNotes } from './sources/omop';
 import { readRecords, type RawRecord } from './sources/records';
 import { isSubcategoryOf } from './taxonomy';
 import { templateVariables } from './template';
-import type { Benchmark, BenchmarkDefinition, DataSource, Instance } from './types';
+import type { Benchmark, BenchmarkDefinition, CatalogLimits, DataSource, Instance } from './types';
 
-export type { Benchmark, BenchmarkDefinition, ColumnMapping, DataRequirements, DataSource, Instance, JuryDefinition, KnownColumns, KnownIdentifiers } from './types';
+export type { Benchmark, BenchmarkDefinition, CatalogLimits, ColumnMapping, DataRequirements, DataSource, Instance, JuryDefinition, KnownColumns, KnownIdentifiers } from './types';
 export { renderTemplate, renderChoices, templateVariables } from './template';
 export { CATEGORIES, TAXONOMY, isSubcategoryOf } from './taxonomy';
 export { loadSiteData, judgesFor, OMOP_IDENTIFIER_TABLES, SITE_DATA_FILE_NAME, type OmopIdentifierTable, type SiteBinding, type SiteData } from './site-data';
 export { OMOP_NOTE_FIELDS } from './sources/omop-query';
 export { importHelmBenchmark, type HelmImportReport } from './helm-import';
+export { mapHelmRunEntries, parseHelmRunEntries, type RunEntriesReport, type RunEntryMapping } from './helm-run-entries';
+export { HELM_SAMPLE_SEED, helmSample, Mt19937, numpyPermutation, type SampleMethod } from './sampling';
+export { DEFAULT_LIMITS, dataMissing, verifyDataset } from './readiness';
+export type { CheckOptions, CheckReport, CheckResult } from './check';
 
 /** Variables each named adapter fills; `columns` declares its own in the definition. */
 const ADAPTER_VARIABLES: Record<string, string[]> = {
@@ -35,10 +41,16 @@ const ADAPTER_VARIABLES: Record<string, string[]> = {
   medec: ['sentences'],
   ehr_sql: ['question'],
   mcq: ['question', 'choices'],
+  head_qa: ['question', 'choices'],
+  ehrshot: ['prompt', 'choices'],
+  medalign: ['instruction', 'ehr'],
+  n2c2_ct_matching: ['criterion', 'definition', 'note_count', 'notes', 'current_date', 'choices'],
 };
 
 export interface LoadOptions {
   site?: SiteData;
+  /** Size limits from the config (catalog.maxInstanceBytes, catalog.maxRecordBytes); defaults for the rest. */
+  limits?: Partial<CatalogLimits>;
 }
 
 export function loadBenchmark(dir: string, opts: LoadOptions = {}): Benchmark {
@@ -74,10 +86,12 @@ export function loadBenchmark(dir: string, opts: LoadOptions = {}): Benchmark {
   }
   const source = sourceOf(dir, definition, binding);
   const judges = definition.jury ? judgesFor(definition.jury.judges, binding, opts.site) : [];
+  const sameFamily = sameFamilyFor(binding, opts.site);
   const extras = {
     ...(juryTemplate !== undefined ? { juryTemplateSha256: sha256Hex(juryTemplate) } : {}),
     ...(binding ? { site: binding } : {}),
     ...(judges.length ? { judges } : {}),
+    ...(definition.jury && sameFamily !== 'exclude' ? { jurySameFamily: sameFamily } : {}),
   };
   return {
     definition,
@@ -88,9 +102,10 @@ export function loadBenchmark(dir: string, opts: LoadOptions = {}): Benchmark {
     ...(source ? { source } : {}),
     ...(binding ? { site: binding } : {}),
     ...(opts.site ? { siteFile: opts.site.file } : {}),
+    limits: { ...DEFAULT_LIMITS, ...opts.limits },
     template,
     ...(juryTemplate !== undefined ? { juryTemplate } : {}),
-    ...(definition.jury ? { judges } : {}),
+    ...(definition.jury ? { judges, jurySameFamily: sameFamily } : {}),
     definitionHash: Object.keys(extras).length ? canonicalHash({ definition, ...extras }) : canonicalHash(definition),
     templateHash: sha256Hex(template),
   };
@@ -104,7 +119,7 @@ function checkDataset(d: BenchmarkDefinition, invalid: (m: string) => UserError)
     if (!d.dataRequirements) throw invalid('/dataRequirements: a benchmark whose data the site supplies must say what to supply');
     // What `benchmarks show` tells a site must be what the adapter reads.
     const listed = new Set(d.dataRequirements.columns.map((c) => c.name));
-    const read = columns ? [columns.id, ...Object.values(columns.vars), columns.reference, ...Object.values(columns.extra ?? {})] : [];
+    const read = columns ? [columns.id, ...Object.values(columns.vars), columns.reference, ...Object.values(columns.extra ?? {}), ...(columns.skip ?? []).map((s) => s.column)] : [];
     for (const c of read) {
       if (c !== undefined && c !== '#row' && !listed.has(c)) throw invalid(`/dataRequirements/columns: the adapter reads column "${c}", which is not listed`);
     }
@@ -132,7 +147,7 @@ function loadJury(dir: string, d: BenchmarkDefinition, metrics: string[], vars: 
 function sourceOf(dir: string, d: BenchmarkDefinition, binding: Benchmark['site']): DataSource | undefined {
   const s = binding?.source;
   if (s?.type === 'omop-note') return { kind: 'omop-note', spec: s, file: '' };
-  if (s) return { kind: 'files', format: s.type, files: [{ path: s.path, ...(s.sha256 ? { sha256: s.sha256 } : {}) }] };
+  if (s) return { kind: 'files', format: s.type, files: [{ path: s.path, ...(s.sha256 ? { sha256: s.sha256 } : {}) }], ...(s.encoding ? { encoding: s.encoding } : {}) };
   if (d.dataset.origin === 'shipped' && d.dataset.files && d.dataset.format) {
     return {
       kind: 'files',
@@ -155,6 +170,8 @@ function resolveIn(dir: string, p: string): string {
 export interface CatalogLoadOptions {
   /** The site data file (catalog.siteData in the config); absent binds nothing. */
   siteDataFile?: string;
+  /** Size limits from the config; DEFAULT_LIMITS for what is absent. */
+  limits?: Partial<CatalogLimits>;
 }
 
 export class Catalog {
@@ -182,7 +199,8 @@ export class Catalog {
     for (const root of [BUILTIN_BENCHMARK_DIR, ...siteDirs]) {
       if (!existsSync(root)) throw new UserError('catalog.missing', `${root}: benchmark folder does not exist; fix catalog.dirs in the config`);
       for (const entry of readdirSync(root, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-        if (entry.isDirectory() && existsSync(join(root, entry.name, 'benchmark.json'))) found.push(loadBenchmark(join(root, entry.name), site ? { site } : {}));
+        if (entry.isDirectory() && existsSync(join(root, entry.name, 'benchmark.json')))
+          found.push(loadBenchmark(join(root, entry.name), { ...(site ? { site } : {}), ...(opts.limits ? { limits: opts.limits } : {}) }));
       }
     }
     return new Catalog(found, site);
@@ -205,82 +223,124 @@ export function dataStatus(b: Benchmark): 'shipped' | 'site' | 'missing' {
   return b.site?.source ? 'site' : 'shipped';
 }
 
-/** The error for a benchmark whose data the site has not bound; it says what to supply and where. */
-export function dataMissing(b: Benchmark): UserError {
-  const d = b.definition;
-  const formats = d.dataRequirements?.formats.join(' or ') ?? 'csv or jsonl';
-  const columns = d.dataRequirements?.columns.filter((c) => !c.optional).map((c) => c.name) ?? [];
-  return new UserError(
-    'dataset.not-configured',
-    `benchmark ${d.id}: its data is supplied by the site and none is configured; add benchmarks.${d.id}.source (${formats}${columns.length ? ` with columns ${columns.join(', ')}` : ''}) to ${b.siteFile ?? 'the site data file (site-data.json in the data directory)'}; see "ehrbench benchmarks show ${d.id}"`,
-  );
-}
-
-/**
- * Checks that a benchmark can run before any instance is read: data bound, shipped files intact
- * (sha256), site resources present (EHRSQL's database) and judges named for the jury.
- */
-export async function verifyDataset(b: Benchmark): Promise<void> {
-  const d = b.definition;
-  if (!b.source) throw dataMissing(b);
-  if (b.source.kind === 'files') {
-    for (const f of b.source.files) await verifyFile(b, f.path, f.sha256);
-  }
-  if (d.dataRequirements?.resources?.includes('ehrsql-database')) {
-    const db = b.site?.database;
-    if (!db) {
-      throw new UserError(
-        'ehrsql.no-database',
-        `benchmark ${d.id}: execution accuracy runs SQL against the site's SQLite database; set benchmarks.${d.id}.database in ${b.siteFile ?? 'the site data file (site-data.json in the data directory)'}`,
-      );
-    }
-    if (!existsSync(db)) throw new UserError('ehrsql.no-database', `${db}: the SQLite database for benchmark ${d.id} does not exist; check benchmarks.${d.id}.database`);
-  }
-  if (d.jury && !b.judges?.length) {
-    throw new UserError(
-      'jury.no-judges',
-      `benchmark ${d.id}: the LLM jury needs judge endpoints (MedHELM uses three); set jury.judges (endpoint ids from the allowlist) in ${b.siteFile ?? 'the site data file (site-data.json in the data directory)'}, for all jury benchmarks or under benchmarks.${d.id}`,
-    );
-  }
-}
-
-async function verifyFile(b: Benchmark, path: string, expected: string | undefined): Promise<void> {
-  const hash = createHash('sha256');
-  await new Promise<void>((resolve, reject) => {
-    createReadStream(path)
-      .on('data', (chunk) => hash.update(chunk))
-      .on('end', () => resolve())
-      .on('error', (err: NodeJS.ErrnoException) => reject(new UserError('dataset.unreadable', `${path}: cannot read (${err.code ?? 'error'}); check the dataset path`)));
-  });
-  if (expected && hash.digest('hex') !== expected) {
-    throw new UserError('dataset.hash-mismatch', `${path}: content differs from the sha256 pinned for benchmark ${b.definition.id}; restore the file or update the pin`);
-  }
-}
-
 /** The raw records of a benchmark with the file each came from, across its files or from OMOP. */
 async function* recordsOf(b: Benchmark, env?: NodeJS.ProcessEnv): AsyncGenerator<{ record: RawRecord; file: string }> {
   const source = b.source;
   if (!source) throw dataMissing(b);
+  const limits = limitsOf(b);
   if (source.kind === 'omop-note') {
-    const label = `benchmark ${b.definition.id} (OMOP source in ${b.siteFile ?? 'site data'})`;
-    for await (const record of readOmopNotes(source.spec, label, env)) yield { record, file: `omop:${source.spec.schema ?? 'public'}.note` };
+    for await (const record of readOmopNotes(source.spec, omopLabel(b), env ?? process.env, omopOptions(b))) {
+      yield { record, file: `omop:${source.spec.schema ?? 'public'}.note` };
+    }
     return;
   }
+  const opts = {
+    ...(source.arrayField ? { arrayField: source.arrayField } : {}),
+    ...(source.encoding ? { encoding: source.encoding } : {}),
+    encodingAt: `the source of benchmarks.${b.definition.id} in ${b.siteFile ?? 'the site data file'}`,
+    maxRecordBytes: limits.maxRecordBytes,
+  };
   for (const f of source.files) {
-    for await (const record of readRecords(f.path, source.format, source.arrayField ? { arrayField: source.arrayField } : {})) yield { record, file: f.path };
+    for await (const record of readRecords(f.path, source.format, opts)) yield { record, file: f.path };
   }
+}
+
+/** The pre-flight of a benchmark's data (`ehrbench benchmarks check`, check.ts), reading as planning reads. */
+export function checkBenchmark(b: Benchmark, opts: CheckOptions): Promise<CheckReport> {
+  return runChecks(b, opts, {
+    instances: (o) => streamInstances(b, { ...o, env: opts.env }),
+    firstRecord: async () => {
+      for await (const r of recordsOf(b, opts.env)) return r;
+      return undefined;
+    },
+    omop: () => ({ label: omopLabel(b), ...omopOptions(b) }),
+  });
+}
+
+/** How messages name an OMOP source: the benchmark and the site data file binding it. */
+function omopLabel(b: Benchmark): string {
+  return `benchmark ${b.definition.id} (OMOP source in ${b.siteFile ?? 'site data'})`;
+}
+
+/** Where an OMOP source's messages and pins point, and its record limit. */
+function omopOptions(b: Benchmark): OmopReadOptions {
+  return { benchmarkId: b.definition.id, bindingAt: `benchmarks.${b.definition.id} in ${b.siteFile ?? 'the site data file'}`, maxRecordBytes: limitsOf(b).maxRecordBytes };
+}
+
+/** UTF-8 bytes of what an instance puts in the prompt: its variables and its options. */
+function promptBytes(instance: Instance): number {
+  let bytes = 0;
+  for (const v of Object.values(instance.vars)) bytes += Buffer.byteLength(v, 'utf8');
+  for (const c of instance.choices ?? []) bytes += Buffer.byteLength(c, 'utf8');
+  return bytes;
+}
+
+/** An instance over the per-instance limit is refused by its record, before it is planned, stored or sent. */
+function checkInstanceSize(b: Benchmark, record: RawRecord, file: string, instance: Instance): void {
+  const limit = limitsOf(b).maxInstanceBytes;
+  if (promptBytes(instance) <= limit) return;
+  throw new UserError(
+    'dataset.record-too-large',
+    `${file}: record ${record.position}: its prompt variables exceed the per-instance limit of ${limit} bytes (catalog.maxInstanceBytes in the config); shorten or remove the record, or raise the limit`,
+  );
+}
+
+/** How many records the adapters left out, by the rule that left them out. */
+export type SkipCounts = Partial<Record<Skip['rule'], number>>;
+
+export interface StreamOptions {
+  /** At most this many instances. */
+  limit?: number;
+  /** How a limit picks them: the first in dataset order (default here) or HELM's seeded sample. */
+  sample?: SampleMethod;
+  /** Filled with the records left out, of those read (with HELM's sample: of the whole dataset). */
+  skipped?: SkipCounts;
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Streams the instances of a benchmark in dataset order; `limit` stops after that many. */
 export async function* instancesOf(b: Benchmark, limit?: number, env?: NodeJS.ProcessEnv): AsyncGenerator<Instance> {
+  yield* streamInstances(b, { ...(limit !== undefined ? { limit } : {}), ...(env ? { env } : {}) });
+}
+
+/**
+ * Streams the instances a run takes, in dataset order. Under a limit with HELM's sample the dataset is
+ * read twice: once to count it (HELM samples from every eval instance), once to take the chosen ones.
+ */
+export async function* streamInstances(b: Benchmark, opts: StreamOptions = {}): AsyncGenerator<Instance> {
+  const { limit } = opts;
+  if (limit === undefined || opts.sample !== 'helm') {
+    yield* adapted(b, opts, limit);
+    return;
+  }
+  let population = 0;
+  for await (const _ of adapted(b, opts.env ? { env: opts.env } : {})) population += 1;
+  const chosen = new Set(helmSample(population, limit));
+  let position = 0;
+  for await (const instance of adapted(b, opts)) {
+    if (chosen.has(position)) yield instance;
+    position += 1;
+  }
+  // The sample is of the dataset as counted: one that changed in between would give another selection.
+  if (position !== population) {
+    throw new UserError('dataset.changed', `benchmark ${b.definition.id}: the dataset changed while the run was planned (${population} then ${position} instances); plan again once it is stable`);
+  }
+}
+
+/** The adapted instances of the benchmark's records, counting the records the adapter leaves out. */
+async function* adapted(b: Benchmark, opts: Pick<StreamOptions, 'skipped' | 'env'>, limit?: number): AsyncGenerator<Instance> {
   const adapter = adapterFor(b.definition.dataset.adapter);
   if (!adapter) throw new UserError('benchmark.invalid', `benchmark ${b.definition.id}: unknown adapter`);
   const rename = b.site?.columns;
   let count = 0;
-  for await (const { record, file } of recordsOf(b, env)) {
+  for await (const { record, file } of recordsOf(b, opts.env)) {
     if (limit !== undefined && count >= limit) return;
     const instance = adapter(record, { file, definition: b.definition, ...(rename ? { rename } : {}) });
-    if (instance === null) continue;
+    if (isSkip(instance)) {
+      if (opts.skipped) opts.skipped[instance.rule] = (opts.skipped[instance.rule] ?? 0) + 1;
+      continue;
+    }
+    checkInstanceSize(b, record, file, instance);
     count += 1;
     yield siteIdentity(b, record, file, instance);
   }

@@ -8,12 +8,15 @@
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { readJsonFile, validateOrThrow } from '../config';
+import type { TextEncodingName } from './sources/records';
 import type { KnownColumns } from './types';
 
 export interface FileSourceSpec {
   type: 'csv' | 'jsonl';
   path: string;
   sha256?: string;
+  /** How the file's bytes are text; UTF-8 (checked) when absent. */
+  encoding?: TextEncodingName;
 }
 
 export interface OmopNoteSourceSpec {
@@ -21,7 +24,11 @@ export interface OmopNoteSourceSpec {
   connection: { env?: string; file?: string };
   schema?: string;
   filter?: { noteTypeConceptIds?: number[]; noteClassConceptIds?: number[]; noteTitles?: string[] };
-  labels?: { path: string; noteIdColumn?: string };
+  labels?: { path: string; noteIdColumn?: string; encoding?: TextEncodingName };
+  /** sha256 of the labels file: a labels file that differs is refused. */
+  labelsSha256?: string;
+  /** sha256 over the notes read (note_id order, each id with the sha256 of its text): notes renumbered or rewritten since are refused. */
+  noteIdsSha256?: string;
   batchSize?: number;
   /** What person_source_value holds: the MRN (default), a pseudonym (a known "other" identifier), or nothing to use. */
   personSourceValue?: 'mrn' | 'pseudonym' | 'ignore';
@@ -41,13 +48,13 @@ export interface SiteBinding {
   /** The site's columns holding known identifiers, by kind; combined with the definition's and the source's. */
   known?: KnownColumns;
   database?: string;
-  jury?: { judges: string[] };
+  jury?: { judges: string[]; sameFamily?: 'exclude' | 'allow' };
 }
 
 export interface SiteData {
   file: string;
   benchmarks: Record<string, SiteBinding>;
-  jury?: { judges: string[] };
+  jury?: { judges: string[]; sameFamily?: 'exclude' | 'allow' };
 }
 
 export const SITE_DATA_FILE_NAME = 'site-data.json';
@@ -78,4 +85,9 @@ function resolveSource(s: FileSourceSpec | OmopNoteSourceSpec, at: (p: string) =
 /** The judges of a jury benchmark: the site's binding, else the definition's, else the site default. */
 export function judgesFor(definitionJudges: string[] | undefined, binding: SiteBinding | undefined, site: SiteData | undefined): string[] {
   return binding?.jury?.judges ?? definitionJudges ?? site?.jury?.judges ?? [];
+}
+
+/** Whether a judge of the evaluated model's own family is left out: the binding's choice, else the site's, else yes. */
+export function sameFamilyFor(binding: SiteBinding | undefined, site: SiteData | undefined): 'exclude' | 'allow' {
+  return binding?.jury?.sameFamily ?? site?.jury?.sameFamily ?? 'exclude';
 }

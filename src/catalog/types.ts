@@ -12,7 +12,7 @@ export interface BenchmarkDefinition {
   category: string;
   subcategory: string;
   tier: Tier;
-  helm?: { runSpec?: string; group?: string; mainMetric?: string; args?: string[]; note?: string };
+  helm?: { runSpec?: string; group?: string; mainMetric?: string; args?: string[]; note?: string; differences?: string[] };
   dataset: {
     origin: 'shipped' | 'site';
     files?: { path: string; sha256?: string }[];
@@ -47,6 +47,11 @@ export interface ColumnMapping {
   subject?: string;
   /** Columns holding known identifiers from structured data, by kind; empty cells are skipped. */
   known?: KnownColumns;
+  /**
+   * Records left out, as HELM's loader leaves them out: when a column is the empty string (`empty`) or
+   * blank once trimmed (`blank`). Each is counted under its rule and reported with the run.
+   */
+  skip?: { column: string; when: 'empty' | 'blank' }[];
 }
 
 /** Columns holding known identifiers, by kind (a definition's mapping or a site binding). */
@@ -69,9 +74,20 @@ export interface JuryDefinition {
   judges?: string[];
 }
 
+/**
+ * How large what a benchmark reads may be (config catalog.maxRecordBytes and catalog.maxInstanceBytes):
+ * one record as read (refused while it is read, where the reader can), and the prompt variables and
+ * options of one instance (refused before it is planned, stored or sent).
+ */
+export interface CatalogLimits {
+  maxRecordBytes: number;
+  maxInstanceBytes: number;
+}
+
 /** Where the instances of a benchmark are read from, once the site's bindings are applied. */
 export type DataSource =
-  { kind: 'files'; format: RecordFormat; files: { path: string; sha256?: string }[]; arrayField?: string } | { kind: 'omop-note'; spec: import('./site-data').OmopNoteSourceSpec; file: string };
+  | { kind: 'files'; format: RecordFormat; files: { path: string; sha256?: string }[]; arrayField?: string; encoding?: import('./sources/records').TextEncodingName }
+  | { kind: 'omop-note'; spec: import('./site-data').OmopNoteSourceSpec; file: string };
 
 /** A definition with everything resolved that a run needs, and the hashes a run records. */
 export interface Benchmark {
@@ -91,11 +107,15 @@ export interface Benchmark {
   site?: SiteBinding;
   /** The file the site binding came from, for messages. */
   siteFile?: string;
+  /** Size limits of its records and instances; the catalog's defaults when absent. */
+  limits?: CatalogLimits;
   template: string;
   /** Judge prompt template, for jury benchmarks. */
   juryTemplate?: string;
   /** Judge endpoint ids in force for a jury benchmark (site binding, definition, site default). */
   judges?: string[];
+  /** Judges of the evaluated model's own family: left out (default) or asked. */
+  jurySameFamily?: 'exclude' | 'allow';
   /**
    * sha256 of the RFC 8785 canonical JSON of the definition; when the definition has a judge prompt or
    * the site binds data or judges to it, of {definition, juryTemplateSha256, site} so a run notices.

@@ -7,10 +7,12 @@
 import { readFileSync } from 'node:fs';
 import { Agent, fetch } from 'undici';
 import type { Approval, ApprovalChange, ApprovalInput } from '../access';
+import type { AuditRecord, ExportFormat, VerifyReport } from '../audit';
 import { openApp, type App } from '../app';
 import { isErrorCode, PolicyDenied, UserError } from '../errors';
 import { isRule } from '../policy';
-import { type Caller, type ExportDownload, type ExportView, localCaller, Operations, type RunRequestInput, type RunView } from '../operations';
+import { certificateProblem, type ClientCertificates, clientCertificates } from './certificates';
+import { type Caller, type ExportDownload, type ExportView, localCaller, Operations, type RunRequestInput, type RunView, type StoppedRunView } from '../operations';
 
 export { localCaller };
 import type { GlobalArgs } from './context';
@@ -47,7 +49,7 @@ export interface Client {
   whoami(): Promise<Whoami>;
   requestRun(input: RunRequestInput): Promise<RunView>;
   approveRun(id: string): Promise<RunView>;
-  cancelRun(id: string, reason: string): Promise<RunView>;
+  cancelRun(id: string, reason: string): Promise<StoppedRunView>;
   listRuns(limit: number): Promise<RunView[]>;
   showRun(id: string): Promise<RunView>;
   createApproval(input: ApprovalInput): Promise<Approval>;
@@ -97,19 +99,47 @@ function readFile(file: string, what: string): string {
   }
 }
 
-class RemoteClient implements Client {
+/** What an audit query may name (the daemon's /v1/audit routes). */
+export interface AuditQuery {
+  since?: string;
+  until?: string;
+  actor?: string;
+  type?: string;
+  run?: string;
+  limit?: number;
+  format?: ExportFormat;
+}
+
+/** Audit review over the daemon, for compliance officers and auditors without a shell on the host. */
+export interface AuditReviewClient {
+  auditTail(n: number): Promise<AuditRecord[]>;
+  auditSearch(query: AuditQuery): Promise<AuditRecord[]>;
+  auditVerify(): Promise<VerifyReport>;
+  /** The export's text as the daemon streams it, once the daemon accepted the request. */
+  auditExport(query: AuditQuery): Promise<AsyncIterable<Uint8Array>>;
+}
+
+function queryString(query: AuditQuery): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+class RemoteClient implements Client, AuditReviewClient {
   private readonly agent: Agent;
   constructor(
     private readonly base: string,
     tls: { cert: string; key: string; ca?: string },
+    private readonly certs: ClientCertificates,
   ) {
     this.agent = new Agent({ connect: { cert: tls.cert, key: tls.key, ...(tls.ca ? { ca: tls.ca } : {}), rejectUnauthorized: true, minVersion: 'TLSv1.2' } });
   }
 
-  private async call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
-    let res;
+  /** One request to the daemon; a connection that fails is named by what the certificates say of it. */
+  private async send(method: 'GET' | 'POST', path: string, body?: unknown) {
     try {
-      res = await fetch(new URL(path, this.base), {
+      return await fetch(new URL(path, this.base), {
         method,
         dispatcher: this.agent,
         redirect: 'error',
@@ -117,9 +147,17 @@ class RemoteClient implements Client {
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
     } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause;
-      throw new UserError('client.unreachable', `cannot reach the daemon at ${this.base} (${cause?.code ?? 'connection failed'}); check --server and your certificate`);
+      const code = (err as { cause?: { code?: string } }).cause?.code;
+      // A certificate problem is named as one; only what the certificates do not explain is "unreachable".
+      throw (
+        certificateProblem(code, this.base, this.certs) ??
+        new UserError('client.unreachable', `cannot reach the daemon at ${this.base} (${code ?? 'connection failed'}); check --server and your certificate`)
+      );
     }
+  }
+
+  private async call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    const res = await this.send(method, path, body);
     const text = await res.text();
     let payload: unknown;
     try {
@@ -128,19 +166,37 @@ class RemoteClient implements Client {
       throw new UserError('client.bad-answer', `the daemon answered HTTP ${res.status} with something that is not JSON`);
     }
     if (res.ok) return payload as T;
+    throw this.refusal(res.status, payload);
+  }
+
+  /** A streamed answer: its body, a piece at a time, once the daemon accepted the request. */
+  private async stream(path: string): Promise<AsyncIterable<Uint8Array>> {
+    const res = await this.send('GET', path);
+    if (res.ok && res.body) return res.body as unknown as AsyncIterable<Uint8Array>;
+    let payload: unknown;
+    try {
+      payload = JSON.parse(await res.text());
+    } catch {
+      payload = undefined;
+    }
+    throw this.refusal(res.status, payload);
+  }
+
+  /** The daemon's refusal as the error the same call in local mode would throw. */
+  private refusal(status: number, payload: unknown): Error {
     const e = (payload ?? {}) as { error?: string; rule?: string; message?: string };
-    if (res.status === 403 && e.rule) throw new PolicyDenied(isRule(e.rule) ? e.rule : 'access.unnamed-rule', (e.message ?? '').replace(/^denied by rule [^:]+: /, ''));
+    if (status === 403 && e.rule) return new PolicyDenied(isRule(e.rule) ? e.rule : 'access.unnamed-rule', (e.message ?? '').replace(/^denied by rule [^:]+: /, ''));
     // The daemon's code, so the exit code is the one a local call would give; a code this client
     // does not know (a newer daemon) is named in the message instead.
     const code = isErrorCode(e.error) ? e.error : 'client.http-error';
     const unknown = code === 'client.http-error' && e.error ? ` [${String(e.error).slice(0, 80)}]` : '';
-    throw new UserError(code, `${e.message ?? `HTTP ${res.status}`} (HTTP ${res.status})${unknown}`);
+    return new UserError(code, `${e.message ?? `HTTP ${status}`} (HTTP ${status})${unknown}`);
   }
 
   whoami = () => this.call<Whoami>('GET', '/v1/whoami');
   requestRun = (input: RunRequestInput) => this.call<RunView>('POST', '/v1/runs', input);
   approveRun = (id: string) => this.call<RunView>('POST', `/v1/runs/${encodeURIComponent(id)}/approve`, {});
-  cancelRun = (id: string, reason: string) => this.call<RunView>('POST', `/v1/runs/${encodeURIComponent(id)}/cancel`, { reason });
+  cancelRun = (id: string, reason: string) => this.call<StoppedRunView>('POST', `/v1/runs/${encodeURIComponent(id)}/cancel`, { reason });
   listRuns = (limit: number) => this.call<RunView[]>('GET', `/v1/runs?limit=${limit}`);
   showRun = (id: string) => this.call<RunView>('GET', `/v1/runs/${encodeURIComponent(id)}`);
   createApproval = (input: ApprovalInput) => this.call<Approval>('POST', '/v1/approvals', input);
@@ -153,11 +209,24 @@ class RemoteClient implements Client {
   showExport = (id: string) => this.call<ExportView>('GET', `/v1/exports/${encodeURIComponent(id)}`);
   releaseExport = (id: string, format: 'bundle' | 'helm') => this.call<{ export: ExportView; files: ExportDownload }>('POST', `/v1/exports/${encodeURIComponent(id)}/release`, { format });
   downloadExport = (id: string) => this.call<ExportDownload>('GET', `/v1/exports/${encodeURIComponent(id)}/files`);
+  auditTail = (n: number) => this.call<AuditRecord[]>('GET', `/v1/audit/tail?n=${encodeURIComponent(n)}`);
+  auditSearch = (query: AuditQuery) => this.call<AuditRecord[]>('GET', `/v1/audit/events${queryString(query)}`);
+  auditVerify = () => this.call<VerifyReport>('GET', '/v1/audit/verify');
+  auditExport = (query: AuditQuery) => this.stream(`/v1/audit/export${queryString(query)}`);
   close = () => this.agent.close();
 }
 
+/** The daemon's URL when the command talks to the daemon (--server or EHRBENCH_SERVER), else undefined: local mode. */
+function serverOf(args: Pick<ClientArgs, 'server'>, io: Io): string | undefined {
+  return args.server ?? io.env.EHRBENCH_SERVER;
+}
+
+export function isRemote(args: Pick<ClientArgs, 'server'>, io: Io): boolean {
+  return serverOf(args, io) !== undefined;
+}
+
 export async function openClient(args: ClientArgs, io: Io): Promise<Client> {
-  const server = args.server ?? io.env.EHRBENCH_SERVER;
+  const server = serverOf(args, io);
   if (!server) {
     const app = await openApp({ ...(args.config ? { file: args.config } : {}), env: io.env, consoleLog: false });
     try {
@@ -167,6 +236,10 @@ export async function openClient(args: ClientArgs, io: Io): Promise<Client> {
       throw err;
     }
   }
+  return openRemote(server, args, io);
+}
+
+function openRemote(server: string, args: ClientArgs, io: Io): RemoteClient {
   const cert = args.cert ?? io.env.EHRBENCH_CERT;
   const key = args.key ?? io.env.EHRBENCH_KEY;
   const ca = args.ca ?? io.env.EHRBENCH_CA;
@@ -178,7 +251,25 @@ export async function openClient(args: ClientArgs, io: Io): Promise<Client> {
     throw new UserError('client.bad-server', `--server must be an https URL, e.g. https://ehrbench.hospital.internal:8443`);
   }
   if (url.protocol !== 'https:') throw new UserError('client.bad-server', '--server must use https');
-  return new RemoteClient(url.origin, { cert: readFile(cert, 'client certificate'), key: readFile(key, 'client key'), ...(ca ? { ca: readFile(ca, 'daemon CA') } : {}) });
+  const tls = { cert: readFile(cert, 'client certificate'), key: readFile(key, 'client key'), ...(ca ? { ca: readFile(ca, 'daemon CA') } : {}) };
+  if (!/-----BEGIN (RSA |EC |ENCRYPTED )?PRIVATE KEY-----/.test(tls.key)) {
+    throw new UserError('client.certificate-invalid', `${key}: not a private key (PEM); give your client key with --key (the .key.pem file that goes with --cert)`);
+  }
+  // Read before any connection: an expired certificate is named, not reported as a network failure.
+  const certs = clientCertificates(cert, tls.cert, ca && tls.ca ? { file: ca, pem: tls.ca } : undefined);
+  return new RemoteClient(url.origin, tls, certs);
+}
+
+/** Audit review over the daemon: --server (or EHRBENCH_SERVER) is required. */
+export async function withDaemon<T>(args: ClientArgs, io: Io, fn: (c: AuditReviewClient) => Promise<T>): Promise<T> {
+  const server = serverOf(args, io);
+  if (!server) throw new UserError('cli.usage', 'this needs the daemon: give --server https://host:8443 (or EHRBENCH_SERVER)');
+  const client = openRemote(server, args, io);
+  try {
+    return await fn(client);
+  } finally {
+    await client.close();
+  }
 }
 
 export async function withClient<T>(args: ClientArgs, io: Io, fn: (c: Client) => Promise<T>): Promise<T> {

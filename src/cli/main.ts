@@ -3,7 +3,7 @@
  * --json. Any error is one line on stderr and a non-zero exit; a stack trace only with --verbose.
  */
 import yargs from 'yargs';
-import { UserError, describeError, errorEntry } from '../errors';
+import { PolicyDenied, UserError, describeError, errorEntry, safeErrorDetails } from '../errors';
 import { DAEMON_VERSION } from '../version';
 import type { CommandModule } from 'yargs';
 import type { GlobalArgs } from './context';
@@ -19,6 +19,7 @@ type CommandFactory = (io: Io) => CommandModule<GlobalArgs, never>;
 const COMMANDS: Record<string, () => CommandFactory[]> = {
   init: () => [require('./commands/init').initCommand],
   demo: () => [require('./commands/demo').demoCommand],
+  'demo-server': () => [require('./commands/demo-server').demoServerCommand],
   run: () => [require('./commands/runs').runCommand],
   runs: () => [require('./commands/runs').runsCommand],
   benchmarks: () => [require('./commands/benchmarks').benchmarksCommand],
@@ -57,26 +58,37 @@ export function buildCli(argv: string[], io: Io) {
     .option('json', { type: 'boolean', global: true, describe: 'Print data as JSON' })
     .option('verbose', { type: 'boolean', global: true, describe: 'Debug logging and stack traces on errors' });
   for (const factory of factories) cli = cli.command(factory(io));
-  return cli
-    .demandCommand(1, 'name a command; see --help')
-    .strict()
-    .recommendCommands()
-    .exitProcess(false)
-    .fail((msg, err) => {
-      throw err ?? new UserError('cli.usage', `${msg}; see --help`);
-    })
-    .wrap(Math.min(120, process.stdout.columns || 100));
+  return (
+    cli
+      // `ehrbench completion >> ~/.bashrc` (or ~/.zshrc): completes commands and options from this help.
+      .completion('completion', 'Print a bash/zsh completion script (append it to ~/.bashrc or ~/.zshrc)')
+      .demandCommand(1, 'name a command')
+      .strict()
+      .recommendCommands()
+      .exitProcess(false)
+      .fail((msg, err) => {
+        throw err ?? new UserError('cli.usage', `${msg}; see --help`);
+      })
+      .wrap(Math.min(120, process.stdout.columns || 100))
+  );
 }
 
 /** Runs the CLI; returns the exit code instead of exiting, so tests can call it in-process. */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
   const verbose = argv.includes('--verbose');
+  const json = argv.includes('--json');
   try {
     await buildCli(argv, io).parseAsync();
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     const { code, message } = describeError(err);
-    io.stderr(`ehrbench: ${message}\n`);
+    const rule = err instanceof PolicyDenied ? err.rule : undefined;
+    // --json: one JSON object on stderr that scripts can read; otherwise one line.
+    if (json) io.stderr(JSON.stringify({ error: code, message, ...(rule ? { rule } : {}) }) + '\n');
+    else io.stderr(`ehrbench: ${message}\n`);
+    if (verbose && !(err instanceof UserError)) {
+      for (const line of safeErrorDetails(err)) io.stderr(`  ${line}\n`);
+    }
     if (verbose && err instanceof Error && err.stack) {
       // Frames only: the first line of a foreign error's stack repeats its message, which may quote data.
       io.stderr(err.stack.split('\n').slice(1).join('\n') + '\n');

@@ -5,6 +5,18 @@ export interface Io {
   env: NodeJS.ProcessEnv;
 }
 
+/**
+ * A reader that stops early (`ehrbench ... | head`) closes the pipe: that ends the command quietly, as
+ * for any Unix tool, instead of a stack trace.
+ */
+function endOnClosedPipe(stream: NodeJS.WriteStream): void {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw err;
+  });
+}
+endOnClosedPipe(process.stdout);
+
 export const processIo: Io = {
   stdout: (t) => process.stdout.write(t),
   stderr: (t) => process.stderr.write(t),

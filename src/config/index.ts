@@ -6,18 +6,26 @@ import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { UserError } from '../errors';
 import { dataHome } from '../paths';
+import { chooseDatabase, type DatabaseBackend, type DatabaseChoice } from './database';
+import { type SecretPlaces, secretPlaces } from './secrets';
+import { type ServerTimeouts, type ServerTimeoutsFile, serverTimeouts } from './server-timeouts';
 import { readJsonFile, validateOrThrow } from './validate';
 
 export { readJsonFile, validateOrThrow, formatSchemaErrors } from './validate';
+export type { SecretPlaces } from './secrets';
+export { DEFAULT_DATABASE_URL_ENV } from './database';
+export type { DatabaseBackend, DatabaseChoice } from './database';
 
 /** The file as written (see the schema for each field's meaning). */
 export interface ConfigFile {
   configVersion: 1;
   site: { id: string; name?: string };
-  database?: { embeddedDir?: string; poolSize?: number };
+  database?: { backend?: DatabaseBackend; urlEnv?: string; urlFile?: string; embeddedDir?: string; poolSize?: number };
   policies?: { endpoints?: string; principals?: string };
-  catalog?: { dirs?: string[]; siteData?: string };
+  catalog?: { dirs?: string[]; siteData?: string; maxInstanceBytes?: number; maxRecordBytes?: number };
   keys?: { dir?: string };
+  secrets?: { dir?: string };
+  egress?: { allowlistWidth?: { ipv4?: number; ipv6?: number } };
   logging?: { level?: 'debug' | 'info' | 'warn' | 'error'; file?: string };
   runs?: { concurrencyPerEndpoint?: number; maxAttempts?: number; leaseSeconds?: number; claimBatch?: number };
   models?: { timeoutMs?: number; maxRetries?: number; maxBackoffMs?: number };
@@ -29,13 +37,16 @@ export interface ConfigFile {
     certFile?: string;
     keyFile?: string;
     clientCaFiles?: string[];
+    externalClientCaFiles?: string[];
     healthPort?: number;
     healthPortMetrics?: boolean;
     bodyLimitBytes?: number;
-    rateLimit?: { max?: number; windowSeconds?: number };
+    rateLimit?: { max?: number; windowSeconds?: number; deniedMax?: number };
+    timeouts?: ServerTimeoutsFile;
     workers?: number;
     pollSeconds?: number;
   };
+  worker?: { healthPort?: number; healthPortMetrics?: boolean };
   deid?: { mode?: 'surrogate' | 'tag'; maxShiftDays?: number; restrictedZip3?: string[]; secretFile?: string; siteLexicons?: Partial<Record<'staff' | 'facilities' | 'places' | 'streets', string>> };
 }
 
@@ -52,12 +63,18 @@ export interface Config {
   file: string;
   home: string;
   site: { id: string; name: string };
-  database: { url?: string; embeddedDir: string; poolSize: number };
+  database: DatabaseChoice;
   policies: { endpoints: string; principals: string };
   catalogDirs: string[];
   /** Where the site binds data, databases and judges to benchmarks (site-data.json). */
   catalogSiteData: string;
+  /** Size limits of one record and one instance, as configured; the catalog applies its defaults to what is absent. */
+  catalogLimits: { maxInstanceBytes?: number; maxRecordBytes?: number };
   keysDir: string;
+  /** Where endpoint secrets (auth.file) may lie, and the daemon's own secrets they may never be. */
+  secrets: SecretPlaces;
+  /** The widest allowlist one endpoint may have, as prefix lengths per family (policy load). */
+  egress: { allowlistWidth: { ipv4: number; ipv6: number } };
   logging: { level: 'debug' | 'info' | 'warn' | 'error'; file: string };
   runs: { concurrencyPerEndpoint: number; maxAttempts: number; leaseSeconds: number; claimBatch: number };
   models: { timeoutMs: number; maxRetries: number; maxBackoffMs: number };
@@ -71,14 +88,23 @@ export interface Config {
     certFile: string;
     keyFile: string;
     clientCaFiles: string[];
+    /** CAs of the site's own PKI: trusted like clientCaFiles, their certificates issued outside ehrbench (no issuance record). */
+    externalClientCaFiles: string[];
     healthPort?: number;
     /** Serve /metrics on the loopback health port too (off by default). */
     healthPortMetrics: boolean;
     bodyLimitBytes: number;
-    rateLimit: { max: number; windowSeconds: number };
+    /** max: requests per principal; deniedMax: refused requests per client address and per certificate. */
+    rateLimit: { max: number; windowSeconds: number; deniedMax: number };
+    timeouts: ServerTimeouts;
     workers: number;
     pollSeconds: number;
   };
+  /**
+   * `ehrbench worker`: its own loopback health port, when it has one (never server.healthPort, which
+   * the daemon on the same host holds); `--health-port` overrides it.
+   */
+  worker: { healthPort?: number; healthPortMetrics: boolean };
   /** Where `ehrbench pki` keeps the site CA and issued certificates. */
   pkiDir: string;
   /** De-identification; restrictedZip3 absent means the built-in 2000 Census list (src/deid). */
@@ -110,24 +136,38 @@ export function loadConfig(opts: LoadOptions = {}): Config {
 export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.ProcessEnv = process.env): Config {
   const home = dirname(file);
   const at = (p: string) => (isAbsolute(p) ? p : join(home, p));
-  const url = env.EHRBENCH_DATABASE_URL?.trim();
   const keysDir = at(raw.keys?.dir ?? 'keys');
+  const serverKeyFile = at(raw.server?.keyFile ?? 'pki/server.key.pem');
+  const deidSecretFile = raw.deid?.secretFile ? at(raw.deid.secretFile) : join(keysDir, 'deid-secret.hex');
+  const pkiDir = join(home, 'pki');
+  // The database URL by reference (file or variable) is a daemon credential too.
+  const secretSources = {
+    dir: at(raw.secrets?.dir ?? 'secrets'),
+    keysDir,
+    pkiDir,
+    serverKeyFile,
+    deidSecretFile,
+    ...(raw.database?.urlFile ? { databaseUrlFile: at(raw.database.urlFile) } : {}),
+    ...(raw.database?.urlEnv ? { databaseUrlEnv: raw.database.urlEnv } : {}),
+  };
   return {
     file,
     home,
     site: { id: raw.site.id, name: raw.site.name ?? raw.site.id },
-    database: {
-      ...(url ? { url } : {}),
-      embeddedDir: at(raw.database?.embeddedDir ?? 'db'),
-      poolSize: raw.database?.poolSize ?? 10,
-    },
+    database: chooseDatabase(raw.database ?? {}, file, at, env),
     policies: {
       endpoints: at(raw.policies?.endpoints ?? 'access-policies/endpoints.json'),
       principals: at(raw.policies?.principals ?? 'access-policies/principals.json'),
     },
     catalogDirs: (raw.catalog?.dirs ?? []).map(at),
     catalogSiteData: at(raw.catalog?.siteData ?? 'site-data.json'),
+    catalogLimits: {
+      ...(raw.catalog?.maxInstanceBytes ? { maxInstanceBytes: raw.catalog.maxInstanceBytes } : {}),
+      ...(raw.catalog?.maxRecordBytes ? { maxRecordBytes: raw.catalog.maxRecordBytes } : {}),
+    },
     keysDir,
+    secrets: secretPlaces(secretSources, env),
+    egress: { allowlistWidth: { ipv4: raw.egress?.allowlistWidth?.ipv4 ?? 16, ipv6: raw.egress?.allowlistWidth?.ipv6 ?? 64 } },
     logging: { level: raw.logging?.level ?? 'info', file: at(raw.logging?.file ?? 'logs/ehrbench.log') },
     runs: {
       concurrencyPerEndpoint: raw.runs?.concurrencyPerEndpoint ?? 16,
@@ -155,21 +195,27 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
       host: raw.server?.host ?? '127.0.0.1',
       port: raw.server?.port ?? 8443,
       certFile: at(raw.server?.certFile ?? 'pki/server.pem'),
-      keyFile: at(raw.server?.keyFile ?? 'pki/server.key.pem'),
+      keyFile: serverKeyFile,
       clientCaFiles: (raw.server?.clientCaFiles ?? ['pki/ca.pem']).map(at),
+      externalClientCaFiles: (raw.server?.externalClientCaFiles ?? []).map(at),
       ...(raw.server?.healthPort ? { healthPort: raw.server.healthPort } : {}),
       healthPortMetrics: raw.server?.healthPortMetrics ?? false,
       bodyLimitBytes: raw.server?.bodyLimitBytes ?? 65_536,
-      rateLimit: { max: raw.server?.rateLimit?.max ?? 300, windowSeconds: raw.server?.rateLimit?.windowSeconds ?? 60 },
+      rateLimit: { max: raw.server?.rateLimit?.max ?? 300, windowSeconds: raw.server?.rateLimit?.windowSeconds ?? 60, deniedMax: raw.server?.rateLimit?.deniedMax ?? 10 },
+      timeouts: serverTimeouts(raw.server?.timeouts, file),
       workers: raw.server?.workers ?? 2,
       pollSeconds: raw.server?.pollSeconds ?? 1,
     },
-    pkiDir: join(home, 'pki'),
+    worker: {
+      ...(raw.worker?.healthPort ? { healthPort: raw.worker.healthPort } : {}),
+      healthPortMetrics: raw.worker?.healthPortMetrics ?? false,
+    },
+    pkiDir,
     deid: {
       mode: raw.deid?.mode ?? 'surrogate',
       maxShiftDays: raw.deid?.maxShiftDays ?? 365,
       ...(raw.deid?.restrictedZip3 ? { restrictedZip3: raw.deid.restrictedZip3 } : {}),
-      secretFile: raw.deid?.secretFile ? at(raw.deid.secretFile) : join(keysDir, 'deid-secret.hex'),
+      secretFile: deidSecretFile,
       ...(raw.deid?.siteLexicons ? { siteLexicons: Object.fromEntries(Object.entries(raw.deid.siteLexicons).map(([k, v]) => [k, at(v as string)])) } : {}),
     },
   };

@@ -102,11 +102,29 @@ export function validatorFor(schemaFile: string): ValidateFunction {
   return v;
 }
 
+/**
+ * The keys of a `oneOf` whose every branch only requires one key ({ env } or { file }), which reads
+ * better as "set exactly one of" than as ajv's "must match exactly one schema in oneOf".
+ */
+function exactlyOneOf(e: ErrorObject): string[] | undefined {
+  if (e.keyword !== 'oneOf' || !Array.isArray(e.schema)) return undefined;
+  const keys = (e.schema as { required?: unknown }[]).map((branch) => (Array.isArray(branch.required) && branch.required.length === 1 ? String(branch.required[0]) : undefined));
+  return keys.every((k) => k !== undefined) ? (keys as string[]) : undefined;
+}
+
 /** One line per problem, e.g. `/runs/concurrency: must be >= 1`. */
 export function formatSchemaErrors(errors: ErrorObject[] | null | undefined): string[] {
   const lines: string[] = [];
+  // The branches of such a oneOf fail by design; the oneOf's own line says what to do.
+  const branches = (errors ?? []).filter((e) => exactlyOneOf(e)).map((e) => `${e.schemaPath}/`);
   for (const e of errors ?? []) {
     const path = e.instancePath || '/';
+    if (branches.some((b) => e.schemaPath.startsWith(b))) continue;
+    const oneOf = exactlyOneOf(e);
+    if (oneOf) {
+      lines.push(`${path}: set exactly one of ${oneOf.map((k) => `"${k}"`).join(', ')}`);
+      continue;
+    }
     switch (e.keyword) {
       case 'additionalProperties':
         lines.push(`${path}: unknown key "${String(e.params.additionalProperty)}" (${allowedKeys(e)})`);

@@ -1,10 +1,12 @@
 /**
- * The one data-access module. PostgreSQL through `pg` when a URL is given (EHRBENCH_DATABASE_URL);
- * otherwise an embedded PGlite (real PostgreSQL compiled to WASM) in the data directory.
+ * The one data-access module. PostgreSQL through `pg` when a URL is given; otherwise an embedded PGlite
+ * (real PostgreSQL compiled to WASM) in the data directory. Which of the two a site uses is pinned by
+ * its configuration (database.backend): `pinnedDatabase` gives the options of that store or refuses.
  *
  * PGlite runs every connection in one database session, so callers keep transactions short, never hold
  * one across a model call, use no named prepared statements and no session-level SET.
  */
+import type { DatabaseChoice } from '../config';
 import { UserError } from '../errors';
 import { runMigrations } from './migrate';
 import { openPglite } from './pglite';
@@ -25,6 +27,8 @@ export interface Database extends Queryable {
 
 export interface DatabaseOptions {
   url?: string;
+  /** Where the URL came from (a variable's name, "file PATH"), for messages; never the URL. */
+  source?: string;
   embeddedDir: string;
   poolSize?: number;
   /** Apply pending migrations (default true). */
@@ -32,7 +36,7 @@ export interface DatabaseOptions {
 }
 
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
-  const db = opts.url ? await openPostgres(opts.url, opts.poolSize ?? 10) : await openPglite(opts.embeddedDir);
+  const db = opts.url ? await openPostgres(opts.url, opts.poolSize ?? 10, opts.source) : await openPglite(opts.embeddedDir);
   if (opts.migrate !== false) {
     try {
       await runMigrations(db);
@@ -44,14 +48,30 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   return db;
 }
 
-/** Describes where the store lives without its password, for messages and logs. */
+/**
+ * The store a configuration names, or its one-line refusal (config.database): never the other backend.
+ * Every command that opens a store goes through here.
+ */
+export function pinnedDatabase(choice: DatabaseChoice): DatabaseOptions {
+  if (choice.refusal) throw new UserError('config.database', choice.refusal);
+  const { embeddedDir, poolSize } = choice;
+  if (choice.backend === 'embedded') return { embeddedDir, poolSize };
+  if (!choice.url) throw new UserError('config.database', 'database.backend is "postgres" but no URL was resolved');
+  return { url: choice.url, ...(choice.urlSource ? { source: choice.urlSource } : {}), embeddedDir, poolSize };
+}
+
+/**
+ * Where the store lives, for the "store: ..." line and logs: "postgres (SOURCE) at host:port/db" or
+ * "embedded at DIR". Never the URL itself, which may carry a password.
+ */
 export function describeDatabase(opts: DatabaseOptions): string {
-  if (!opts.url) return `embedded PGlite at ${opts.embeddedDir}`;
+  if (!opts.url) return `embedded at ${opts.embeddedDir}`;
+  const source = opts.source ?? 'EHRBENCH_DATABASE_URL';
   try {
     const u = new URL(opts.url);
-    return `PostgreSQL at ${u.hostname}:${u.port || '5432'}${u.pathname}`;
+    return `postgres (${source}) at ${u.hostname}:${u.port || '5432'}${u.pathname}`;
   } catch {
-    throw new UserError('db.url-invalid', 'EHRBENCH_DATABASE_URL is not a valid postgres:// URL');
+    throw new UserError('db.url-invalid', `${source} is not a valid postgres:// URL`);
   }
 }
 

@@ -18,13 +18,13 @@ const types = {
   getTypeParser: ((oid: number, format?: string) => (oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser,
 };
 
-export async function openPostgres(url: string, poolSize: number): Promise<Database> {
+export async function openPostgres(url: string, poolSize: number, source = 'EHRBENCH_DATABASE_URL'): Promise<Database> {
   let where = 'PostgreSQL';
   try {
     const u = new URL(url);
     where = `PostgreSQL at ${u.hostname}:${u.port || '5432'}${u.pathname}`;
   } catch {
-    throw new UserError('db.url-invalid', 'EHRBENCH_DATABASE_URL is not a valid postgres:// URL');
+    throw new UserError('db.url-invalid', `${source} is not a valid postgres:// URL`);
   }
   const pool = new pg.Pool({ connectionString: url, max: poolSize, types, application_name: 'ehrbench' });
   // An idle client that loses its server must not crash the process; the next query reports it.
@@ -41,7 +41,7 @@ export async function openPostgres(url: string, poolSize: number): Promise<Datab
   } catch (err) {
     await pool.end().catch(() => undefined);
     const code = (err as { code?: string }).code ?? 'error';
-    const failure = new UserError('db.unreachable', `${where}: cannot connect (${code}); check EHRBENCH_DATABASE_URL and that the server runs`);
+    const failure = new UserError('db.unreachable', `${where}: cannot connect (${code}); check ${source} and that the server runs`);
     // A server that is down or restarting is worth waiting for (a worker does); a refused login is not.
     const lost = connectionLossCode(err);
     if (lost) failure.cause = new DatabaseUnavailable(where, lost);

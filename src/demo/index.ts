@@ -8,12 +8,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openApp } from '../app';
 import { configPath } from '../config';
-import { describeDatabase } from '../db';
 import { UserError } from '../errors';
 import { localCaller, Operations } from '../operations';
-import { executeRun, requestRun, type RunSummary } from '../runs';
+import { executeRun, readProgress, requestRun, type RunProgress, type RunSummary } from '../runs';
 import { DEMO_ENDPOINT_ID, initHome } from '../setup';
 import { startModelServer } from './model-server';
+
+export { serveInForeground } from './model-server-main';
 
 export const DEMO_BENCHMARKS = ['pubmed_qa', 'medcalc_bench', 'medec'];
 
@@ -23,6 +24,12 @@ export interface DemoOptions {
   env: NodeJS.ProcessEnv;
   maxInstances?: number;
   log: (line: string) => void;
+  /** Ctrl-C: the current run stops cleanly and no further benchmark starts. */
+  signal?: AbortSignal;
+  /** Told the id of each run as it starts (for the resume hint after an interruption). */
+  onRun?: (runId: string) => void;
+  /** Shows each run's progress while it executes (the CLI's display); stopped before the next log line. */
+  follow?: (label: string, read: () => Promise<RunProgress>) => { stop(): Promise<void> };
 }
 
 export interface DemoResult {
@@ -34,7 +41,8 @@ export interface DemoResult {
 export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
   const file = configPath({ ...(opts.configFile ? { file: opts.configFile } : {}), env: opts.env });
   if (!existsSync(file)) {
-    const report = initHome({ home: opts.home });
+    // The demo pins the store it was started with: PostgreSQL when EHRBENCH_DATABASE_URL is set.
+    const report = initHome({ home: opts.home, database: opts.env.EHRBENCH_DATABASE_URL?.trim() ? 'postgres' : 'embedded' });
     opts.log(`initialised ${report.home} (${report.created.length} files)`);
   }
   const app = await openApp({ file, env: opts.env, consoleLog: false });
@@ -63,12 +71,14 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
           purpose: 'demo',
           ...(opts.maxInstances ? { maxInstances: opts.maxInstances } : {}),
         });
-        const summary = await executeRun(app.engine, run.run_id);
+        opts.onRun?.(run.run_id);
+        const progress = opts.follow?.(benchmarkId, () => readProgress(app.engine.store, run.run_id));
+        const summary = await executeRun(app.engine, run.run_id, opts.signal ? { signal: opts.signal } : {}).finally(() => progress?.stop());
+        if (opts.signal?.aborted) break;
         summaries.push(summary);
         opts.log(`${benchmarkId}: ${summary.counts.done} instances in ${((performance.now() - started) / 1000).toFixed(1)} s`);
       }
-      const store = describeDatabase({ ...(app.config.database.url ? { url: app.config.database.url } : {}), embeddedDir: app.config.database.embeddedDir });
-      return { store, endpoint: DEMO_ENDPOINT_ID, summaries };
+      return { store: app.store, endpoint: DEMO_ENDPOINT_ID, summaries };
     } finally {
       await server.close();
     }

@@ -1,33 +1,71 @@
 /**
- * The loopback model server as its own process, for benchmarks and the reliability suite: the model
- * side must not share the measured process's CPU. Usage:
+ * The loopback model server as its own process, in the foreground until SIGTERM or SIGINT: for the
+ * benchmarks and the reliability suite (the model side must not share the measured process's CPU),
+ * and behind `ehrbench demo-server` (the test endpoints of `ehrbench init --test-endpoints`). Usage:
  *   node dist/demo/model-server-main.js CERT KEY PORT LATENCY_MS [faults]
  * "faults" injects transient 429/500/hangs (see faults.ts). Prints "ready <port>" when listening; on
  * SIGTERM prints the faults injected ("faults 429=.. 500=.. hang=..") and stops.
  */
 import { readFileSync } from 'node:fs';
 import { transientFaults } from './faults';
-import { startModelServer } from './model-server';
+import { type ModelServer, startModelServer } from './model-server';
 
-async function serve(): Promise<void> {
+export interface ForegroundOptions {
+  certPem: string;
+  keyPem: string;
+  port: number;
+  latencyMs?: number;
+  /** Inject transient faults (benchmarks); their counts are printed at the end. */
+  faults?: boolean;
+  /** Told once the server listens. */
+  onReady: (server: ModelServer) => void;
+  /** Told the last line to print when a signal stops it. */
+  onStop?: (line: string | undefined) => void;
+}
+
+/** Serves until SIGTERM or SIGINT, then closes; resolves once closed. Rejects when it cannot listen. */
+export async function serveInForeground(opts: ForegroundOptions): Promise<void> {
+  const faults = opts.faults ? transientFaults() : undefined;
+  const server = await startModelServer({
+    certPem: opts.certPem,
+    keyPem: opts.keyPem,
+    port: opts.port,
+    latencyMs: opts.latencyMs ?? 0,
+    ...(faults ? { behaviour: faults.behaviour } : {}),
+  });
+  opts.onReady(server);
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      resolve();
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+  opts.onStop?.(faults ? `faults 429=${faults.counts.tooMany} 500=${faults.counts.serverError} hang=${faults.counts.hang}` : undefined);
+  await server.close();
+}
+
+async function serveFromArgv(): Promise<void> {
   const [cert, key, port, latency, mode] = process.argv.slice(2);
   if (!cert || !key || !port) {
     process.stderr.write('usage: model-server-main CERT KEY PORT [LATENCY_MS] [faults]\n');
     process.exit(2);
   }
-  const faults = mode === 'faults' ? transientFaults() : undefined;
-  const server = await startModelServer({
+  await serveInForeground({
     certPem: readFileSync(cert, 'utf8'),
     keyPem: readFileSync(key, 'utf8'),
     port: Number(port),
     latencyMs: Number(latency ?? 0),
-    ...(faults ? { behaviour: faults.behaviour } : {}),
+    faults: mode === 'faults',
+    onReady: (server) => process.stdout.write(`ready ${server.port}\n`),
+    onStop: (line) => {
+      if (line) process.stdout.write(`${line}\n`);
+    },
   });
-  process.stdout.write(`ready ${server.port}\n`);
-  process.on('SIGTERM', () => {
-    if (faults) process.stdout.write(`faults 429=${faults.counts.tooMany} 500=${faults.counts.serverError} hang=${faults.counts.hang}\n`);
-    void server.close().then(() => process.exit(0));
-  });
+  process.exit(0);
 }
 
-void serve();
+// Run as a script (benchmarks, the reliability suite); imported by `ehrbench demo-server`.
+if (require.main === module) void serveFromArgv();

@@ -128,7 +128,7 @@ export function startModelServer(opts: ModelServerOptions): Promise<ModelServer>
         peaks[model] = Math.max(peaks[model] ?? 0, now);
         res.once('close', () => inFlight.set(model, (inFlight.get(model) ?? 1) - 1));
         const behaviour = opts.behaviour?.(n, prompt) ?? { kind: 'answer' };
-        respond(behaviour, prompt, res, opts.latencyMs ?? 0);
+        respond(behaviour, prompt, res, opts.latencyMs ?? 0, typeof (body as { reasoning_effort?: unknown })?.reasoning_effort === 'string');
       });
     },
   );
@@ -154,7 +154,7 @@ export function startModelServer(opts: ModelServerOptions): Promise<ModelServer>
   });
 }
 
-function respond(b: Behaviour, prompt: string, res: import('node:http').ServerResponse, baseLatency: number): void {
+function respond(b: Behaviour, prompt: string, res: import('node:http').ServerResponse, baseLatency: number, reasoning = false): void {
   switch (b.kind) {
     case 'status':
       res.writeHead(b.status, { 'content-type': 'application/json', ...(b.retryAfter ? { 'retry-after': b.retryAfter } : {}) });
@@ -182,7 +182,10 @@ function respond(b: Behaviour, prompt: string, res: import('node:http').ServerRe
     case 'hang':
       return; // never answers
     case 'answer': {
-      const text = b.text ?? standInAnswer(prompt);
+      const answer = b.text ?? standInAnswer(prompt);
+      // Asked to reason (reasoning_effort), it answers as vLLM-served R1 does: its reasoning inline first.
+      const thought = reasoning ? `<think>\nThe stand-in considers the question (${tokens(prompt)} prompt tokens) and settles on its usual answer.\n</think>\n\n` : '';
+      const text = thought + answer;
       const reply = () => {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(
@@ -193,7 +196,12 @@ function respond(b: Behaviour, prompt: string, res: import('node:http').ServerRe
             model: DEMO_MODEL_ID,
             system_fingerprint: 'ehrbench-demo-standin',
             choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
-            usage: { prompt_tokens: tokens(prompt), completion_tokens: tokens(text), total_tokens: tokens(prompt) + tokens(text) },
+            usage: {
+              prompt_tokens: tokens(prompt),
+              completion_tokens: tokens(text),
+              total_tokens: tokens(prompt) + tokens(text),
+              ...(thought ? { completion_tokens_details: { reasoning_tokens: tokens(thought) } } : {}),
+            },
           }),
         );
       };

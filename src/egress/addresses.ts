@@ -144,3 +144,31 @@ export function canonicalAddress(address: string): string | undefined {
 }
 
 export { ipaddr };
+
+/** An address as an unsigned integer (32 bits for IPv4, 128 for IPv6). */
+function addressValue(addr: Address): bigint {
+  return addr.toByteArray().reduce((n, byte) => (n << 8n) | BigInt(byte), 0n);
+}
+
+/**
+ * How many addresses the ranges cover together, per family, each address counted once however many
+ * ranges hold it: `0.0.0.0/1` and `128.0.0.0/1` are all of IPv4, as a /0 would be.
+ */
+export function coveredAddresses(cidrs: readonly Cidr[]): { ipv4: bigint; ipv6: bigint } {
+  const total = { ipv4: 0n, ipv6: 0n };
+  for (const family of ['ipv4', 'ipv6'] as const) {
+    const bits = family === 'ipv4' ? 32 : 128;
+    const spans = cidrs
+      .filter(([base]) => base.kind() === family)
+      .map(([base, prefix]) => ({ start: addressValue(base), end: addressValue(base) + (1n << BigInt(bits - prefix)) }))
+      .sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+    let end = 0n;
+    for (const span of spans) {
+      // Only the part past what earlier ranges already covered counts.
+      const from = span.start > end ? span.start : end;
+      if (span.end > from) total[family] += span.end - from;
+      if (span.end > end) end = span.end;
+    }
+  }
+  return total;
+}

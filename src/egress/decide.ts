@@ -33,7 +33,7 @@ export async function decideUrl(policy: EndpointPolicy, raw: string, opts: { res
     try {
       mismatch = originMismatch(endpointOrigin(endpoint), parsed.canonical);
     } catch (err) {
-      mismatch = err instanceof EgressDenied ? { rule: err.rule, reason: err.message } : { rule: 'egress.internal', reason: 'the check failed' };
+      mismatch = err instanceof EgressDenied ? { rule: err.rule, reason: err.detail } : { rule: 'egress.internal', reason: 'the check failed' };
     }
     if (!mismatch) {
       try {
@@ -48,7 +48,8 @@ export async function decideUrl(policy: EndpointPolicy, raw: string, opts: { res
         };
       } catch (err) {
         // Any exception in the allow path is a refusal.
-        if (err instanceof EgressDenied) return { allowed: false, endpoint: endpoint.id, rule: err.rule, reason: err.message };
+        // The decision names the rule and the endpoint: the reason is said once, without them.
+        if (err instanceof EgressDenied) return { allowed: false, endpoint: endpoint.id, rule: err.rule, reason: err.detail };
         return { allowed: false, endpoint: endpoint.id, rule: 'egress.internal', reason: 'the check failed; refused' };
       }
     }

@@ -16,6 +16,7 @@
  *                                                     run code inside the daemon before the guard
  *               --inspect*, --debug-port              open a debugger port that controls the process
  *               --experimental-network-imports        loads code over the network
+ *               --env-file, --env-file-if-exists      sets NODE_OPTIONS (and preloads) from a file
  *   accepted  NO_PROXY (it only exempts hosts from a proxy, and no proxy is allowed),
  *             NODE_EXTRA_CA_CERTS and SSL_CERT_FILE/SSL_CERT_DIR (the guard never uses the process-wide
  *             store: every connection carries its own trust set), --use-bundled-ca (the default
@@ -38,6 +39,8 @@ const REFUSED_FLAGS: { match: (name: string) => boolean; why: string }[] = [
   { match: (n) => ['--require', '-r', '--import', '--loader', '--experimental-loader'].includes(n), why: 'runs other code inside ehrbench before the egress guard' },
   { match: (n) => n.startsWith('--inspect') || n === '--debug-port', why: 'opens a debugger port that controls the process' },
   { match: (n) => n === '--experimental-network-imports', why: 'loads code over the network' },
+  // NODE_OPTIONS read from such a file is in no environment a check can see (not even /proc).
+  { match: (n) => n === '--env-file' || n === '--env-file-if-exists', why: 'sets variables from a file, NODE_OPTIONS and its preloads among them' },
 ];
 
 /**

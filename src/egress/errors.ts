@@ -6,13 +6,19 @@ import type { RuleId } from '../policy';
  * was checked: what an auditor needs, never a request or response body.
  */
 export class EgressDenied extends PolicyDenied {
+  /** The reason and the address, without the rule and the endpoint: for output that names those itself. */
+  readonly detail: string;
+
   constructor(
     rule: RuleId,
-    reason: string,
+    /** The reason alone, for output that names the rule, the endpoint and the address itself. */
+    readonly reason: string,
     readonly endpointId: string | undefined,
     readonly address?: string,
   ) {
-    super(rule, `${endpointId ? `endpoint ${endpointId}: ` : ''}${reason}${address ? ` (address ${address})` : ''}`);
+    const detail = `${reason}${address ? ` (address ${address})` : ''}`;
+    super(rule, `${endpointId ? `endpoint ${endpointId}: ` : ''}${detail}`);
+    this.detail = detail;
   }
 }
 

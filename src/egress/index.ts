@@ -1,5 +1,7 @@
 export { loadEndpointPolicy, readSecretReference } from './endpoints';
-export type { Endpoint, EndpointDefinition, EndpointPolicy } from './endpoints';
+export { summarizeEndpoints } from './policy-summary';
+export type { Endpoint, EndpointDefinition, EndpointPolicy, PolicyLoadOptions, ReasoningEffort } from './endpoints';
+export type { SecretPlaces } from './secrets';
 export { EgressAborted, EgressDenied } from './errors';
 export { addressAllowed, parseConfigAddress, parseConfigCidr } from './addresses';
 export { MAX_URL_LENGTH, parseCanonicalUrl } from './url';
@@ -10,3 +12,4 @@ export type { EgressEvent, EndpointTransport, TransportOptions } from './guard';
 export { ALLOW_RULE, decideUrl } from './decide';
 export type { EgressDecision } from './decide';
 export { assertSafeEgressEnvironment, refusedNodeFlag, splitNodeOptions } from './environment';
+export { assertNoForeignCode, foreignModules } from './preload';

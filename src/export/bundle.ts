@@ -9,6 +9,7 @@ import { sign, verify, type KeyObject } from 'node:crypto';
 import { canonicalJson } from '../canonical';
 import { formatSchemaErrors, validatorFor } from '../config';
 import { UserError } from '../errors';
+import { valueDenominator } from './disclosure';
 import { keyFingerprint, type ExportSigningKey } from './keys';
 import type { Bundle, CountRange, ExportResult, MetricCell, UnsignedBundle } from './types';
 
@@ -79,8 +80,9 @@ export function verifyBundle(text: string, publicKey: KeyObject): VerifyReport {
 }
 
 /**
- * What the schema cannot express: counts are 0 or ranges at or above k, no partition has exactly one
- * hidden non-empty cell, the releaser is not the requester, the checkpoint covers the release event.
+ * What the schema cannot express: counts are 0 or ranges at or above k, values no finer than their
+ * range allows (policy v2), no partition has exactly one hidden non-empty cell, the releaser is not
+ * the requester, the checkpoint covers the release event.
  */
 export function disclosureProblems(b: Pick<Bundle, 'disclosure' | 'results' | 'requestedBy' | 'releasedBy' | 'auditCheckpoint'>): string[] {
   const k = b.disclosure.k;
@@ -89,8 +91,18 @@ export function disclosureProblems(b: Pick<Bundle, 'disclosure' | 'results' | 'r
     const zero = r.low === 0 && r.high === 0;
     if (!zero && (r.low < k || r.high < r.low)) problems.push(`disclosure: ${where} count ${r.low}-${r.high} is below k = ${k}`);
   };
+  const d = b.disclosure;
+  const checkValue = (value: number, low: number, where: string) => {
+    if (d.policyId !== 'ehrbench.min-cell-size.v2') return;
+    const denominator = valueDenominator(low, d.valueDecimals);
+    if (Math.abs(value * denominator - Math.round(value * denominator)) > 1e-6) problems.push(`disclosure: ${where} value ${value} is finer than 1/${denominator}, the resolution of its count range`);
+  };
   const checkMetrics = (metrics: MetricCell[], where: string) => {
-    for (const m of metrics) if ('value' in m) checkRange(m.n, `${where} metric ${m.name}`);
+    for (const m of metrics) {
+      if (!('value' in m)) continue;
+      checkRange(m.n, `${where} metric ${m.name}`);
+      checkValue(m.value, m.n.low, `${where} metric ${m.name}`);
+    }
   };
   b.results.forEach((r: ExportResult, i) => {
     const where = `results[${i}]`;

@@ -10,9 +10,9 @@ import type { PriceEntry } from '../config';
 import { costUsd, priceFor } from '../calls';
 import type { RunRow, RunStore } from '../runs';
 import { TIERS, type Tier } from '../tiers';
-import { type DisclosureSettings, metricCell, releasedCount, subgroupCells, suppressPartition } from './disclosure';
-import { type CellRef, type ExportStore, OTHER_LABEL } from './store';
-import type { DisclosurePolicy, ExportContent, ExportResult, MetricCell, Subgroup, Usage } from './types';
+import { type CellStatus, complement, type DisclosureSettings, metricCell, releasedCount, subgroupCells, suppressPartition } from './disclosure';
+import { type CohortRef, type ExportStore, OTHER_LABEL } from './store';
+import { CI_METHOD, DIFFERENCING_RULE, type DisclosurePolicy, type ExportContent, type ExportResult, type MetricCell, type Subgroup, type Usage, VALUE_RESOLUTION } from './types';
 
 export interface ContentDeps {
   exports: ExportStore;
@@ -33,21 +33,18 @@ export interface ContentInput {
 }
 
 /** A released cell of a run: the cohorts the differencing check compares and the ledger keeps. */
-export interface ReleasedCohort {
-  runId: string;
-  benchmarkId: string;
-  cell: CellRef;
-}
+export type ReleasedCohort = CohortRef;
 
 export function disclosurePolicy(s: DisclosureSettings): DisclosurePolicy {
   return {
-    policyId: 'ehrbench.min-cell-size.v1',
+    policyId: 'ehrbench.min-cell-size.v2',
     k: s.k,
     countRangeWidth: s.width,
     complementarySuppression: true,
     valueDecimals: s.decimals,
-    ci: 'wilson-95 (0/1 metrics), normal-95 (others)',
-    differencing: 'released cohorts of a benchmark differ by 0 or at least k instances',
+    valueResolution: VALUE_RESOLUTION,
+    ci: CI_METHOD,
+    differencing: DIFFERENCING_RULE,
   };
 }
 
@@ -90,10 +87,7 @@ async function runResult(deps: ContentDeps, run: RunRow, cohorts: ReleasedCohort
   if (released) cohorts.push({ runId: run.run_id, benchmarkId: run.benchmark_id, cell: {} });
   // Subgroups as the benchmark declares them, and only for the definition the run actually used.
   const declared = benchmark.definitionHash === run.benchmark_hash ? (d.subgroups ?? []) : [];
-  const subgroups: Subgroup[] = [];
-  if (released) {
-    for (const sg of declared) subgroups.push(await subgroupOf(deps, run, sg, metrics, cohorts));
-  }
+  const subgroups = released ? await subgroupsOf(deps, run, declared, metrics, cohorts) : [];
   return {
     runId: run.run_id,
     benchmark: {
@@ -126,23 +120,83 @@ async function runResult(deps: ContentDeps, run: RunRow, cohorts: ReleasedCohort
   };
 }
 
-async function subgroupOf(deps: ContentDeps, run: RunRow, sg: { field: string; values: string[] }, metrics: string[], cohorts: ReleasedCohort[]): Promise<Subgroup> {
-  const found = await deps.exports.labelCounts(run.run_id, sg.field, sg.values);
-  // Declared labels always appear (0 is a releasable count); "(other)" only when some instance has it.
-  const labels = [...sg.values, ...((found.get(OTHER_LABEL) ?? 0) > 0 ? [OTHER_LABEL] : [])];
-  const counts = labels.map((l) => found.get(l) ?? 0);
-  const cellStatus = suppressPartition(counts, deps.settings.k);
-  // Statistics only of cells whose count is released: a hidden cell's values are never read.
-  const stats = await Promise.all(
-    labels.map(async (label, i) =>
-      cellStatus[i] === 'released' && (counts[i] ?? 0) > 0 ? (await deps.exports.cellStats(run.run_id, { field: sg.field, values: sg.values, label }, metrics)).metrics : undefined,
-    ),
-  );
-  const cells = subgroupCells(labels, counts, stats, metrics, deps.settings);
-  for (const c of cells) {
-    if (!('suppressed' in c) && c.n.high > 0) cohorts.push({ runId: run.run_id, benchmarkId: run.benchmark_id, cell: { field: sg.field, values: sg.values, label: c.label } });
+/** One declared subgroup field of a run: its labels, each label's count, and which cells may be released. */
+interface Partition {
+  field: string;
+  values: string[];
+  labels: string[];
+  counts: number[];
+  status: CellStatus[];
+}
+
+/**
+ * The subgroups of a run whose whole cohort is released. Per field, cells below k and their
+ * complements are hidden; then the released cells of different fields are compared with each other
+ * and with the whole cohort by the instances they cover, and of two that differ by 1..k-1 the smaller
+ * is hidden ('differencing'; its field then gets complementary suppression again). The released cells
+ * join `cohorts` after the whole cohort, for the export-wide check and the ledger.
+ */
+async function subgroupsOf(deps: ContentDeps, run: RunRow, declared: { field: string; values: string[] }[], metrics: string[], cohorts: ReleasedCohort[]): Promise<Subgroup[]> {
+  const k = deps.settings.k;
+  const partitions: Partition[] = [];
+  for (const sg of declared) {
+    const found = await deps.exports.labelCounts(run.run_id, sg.field, sg.values);
+    // Declared labels always appear (0 is a releasable count); "(other)" only when some instance has it.
+    const labels = [...sg.values, ...((found.get(OTHER_LABEL) ?? 0) > 0 ? [OTHER_LABEL] : [])];
+    const counts = labels.map((l) => found.get(l) ?? 0);
+    partitions.push({ field: sg.field, values: sg.values, labels, counts, status: suppressPartition(counts, k) });
   }
-  return { field: sg.field, cells };
+  await hideCloseCells(deps, run, partitions);
+  const subgroups: Subgroup[] = [];
+  for (const p of partitions) {
+    // Statistics only of cells whose count is released: a hidden cell's values are never read.
+    const stats = await Promise.all(
+      p.labels.map(async (label, i) =>
+        p.status[i] === 'released' && (p.counts[i] ?? 0) > 0 ? (await deps.exports.cellStats(run.run_id, { field: p.field, values: p.values, label }, metrics)).metrics : undefined,
+      ),
+    );
+    const cells = subgroupCells(p.labels, p.counts, stats, metrics, deps.settings, p.status);
+    for (const c of cells) {
+      if (!('suppressed' in c) && c.n.high > 0) cohorts.push({ runId: run.run_id, benchmarkId: run.benchmark_id, cell: { field: p.field, values: p.values, label: c.label } });
+    }
+    subgroups.push({ field: p.field, cells });
+  }
+  return subgroups;
+}
+
+/** A cell compared by hideCloseCells: the whole cohort (no partition) or cell `i` of a partition. */
+interface Candidate {
+  p?: Partition;
+  i: number;
+  n: number;
+}
+
+/** Hides ('differencing') the smaller of two released cells of the run that differ by 1..k-1 instances. */
+async function hideCloseCells(deps: ContentDeps, run: RunRow, partitions: Partition[]): Promise<void> {
+  const k = deps.settings.k;
+  // The whole cohort first, never hidden here (it is the run's result; complement() keeps it k away from any cell).
+  const candidates: Candidate[] = [{ i: -1, n: Number.POSITIVE_INFINITY }];
+  for (const p of partitions) {
+    p.labels.forEach((_, i) => {
+      const n = p.counts[i] ?? 0;
+      if (p.status[i] === 'released' && n > 0) candidates.push({ p, i, n });
+    });
+  }
+  const cohort = (c: Candidate): CohortRef => ({
+    runId: run.run_id,
+    benchmarkId: run.benchmark_id,
+    cell: c.p ? { field: c.p.field, values: c.p.values, label: c.p.labels[c.i] as string } : {},
+  });
+  const stillReleased = (c: Candidate) => !c.p || c.p.status[c.i] === 'released';
+  for (const close of await deps.exports.closeCells(candidates.map(cohort), k, { ledger: false })) {
+    if (!('b' in close)) continue;
+    const a = candidates[close.a] as Candidate;
+    const b = candidates[close.b] as Candidate;
+    if (!stillReleased(a) || !stillReleased(b)) continue;
+    const hide = b.n <= a.n ? b : a;
+    if (hide.p) hide.p.status[hide.i] = 'differencing';
+  }
+  for (const p of partitions) complement(p.counts, p.status, k);
 }
 
 const thousands = (n: number) => Math.round(n / 1000) * 1000;

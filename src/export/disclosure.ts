@@ -3,9 +3,11 @@
  *  - minimum cell size k: a count is released only as 0 or as a range whose low end is at least k;
  *    a metric is released only when at least k instances stand behind it;
  *  - complementary suppression within a partition (the cells of one subgroup field add up to the
- *    run's total, which is released): if exactly one cell is hidden, the next smallest is hidden too,
- *    so no hidden cell can be recovered as total minus the others. The same holds per metric;
- *  - values rounded to a fixed number of decimals; confidence intervals only for released cells.
+ *    run's total, which is released): the hidden cells are never exactly one and never fewer than k
+ *    instances together, so no hidden cell (nor a group of fewer than k) is the total minus the others.
+ *    The same holds per metric;
+ *  - values at a resolution no finer than 1 / the low end of their count range, and intervals computed
+ *    from the range and the value alone, so that value and interval do not pin the exact count.
  */
 import type { Count, CountRange, MetricCell, SubgroupCell, SuppressionMarker } from './types';
 
@@ -14,19 +16,16 @@ export interface DisclosureSettings {
   k: number;
   /** Width of released count ranges. */
   width: number;
-  /** Decimals of released metric values and intervals. */
+  /** Most decimals a released value or interval has. */
   decimals: number;
 }
 
-/** What SQL computes for one metric over one cell: counts and sums, never an instance's value. */
+/** What SQL computes for one metric over one cell: a count and a sum, never an instance's value. */
 export interface MetricStats {
   name: string;
   n: number;
   sum: number;
-  sumSquares: number;
-  /** Every value is 0 or 1 (accuracy-like): the interval is Wilson's. */
-  binary: boolean;
-  /** Every value lies in [0, 1]: a normal interval is clipped to it. */
+  /** Every value lies in [0, 1]: an interval can be given for it (see rangeInterval). */
   unit: boolean;
 }
 
@@ -45,17 +44,22 @@ export function releasedCount(n: number, s: DisclosureSettings): Count {
   return rangeOf(n, s);
 }
 
-export function roundTo(value: number, decimals: number): number {
+/** Rounded down (low ends of intervals: rounding never narrows a released interval). */
+function floorTo(value: number, decimals: number): number {
   const f = 10 ** decimals;
-  const r = Math.round(value * f) / f;
-  return Object.is(r, -0) ? 0 : r;
+  return Math.floor(value * f) / f;
+}
+
+/** Rounded up (high ends of intervals). */
+function ceilTo(value: number, decimals: number): number {
+  const f = 10 ** decimals;
+  return Math.ceil(value * f) / f;
 }
 
 const Z95 = 1.959963984540054;
 
-/** Wilson score interval for a proportion (0/1 values): well behaved near 0 and 1 and for small n. */
-export function wilson(successes: number, n: number): { low: number; high: number } {
-  const p = successes / n;
+/** Wilson score interval at proportion p of n: well behaved near 0 and 1 and for small n. */
+function wilsonAt(p: number, n: number): { low: number; high: number } {
   const z2 = Z95 * Z95;
   const denom = 1 + z2 / n;
   const centre = (p + z2 / (2 * n)) / denom;
@@ -63,55 +67,88 @@ export function wilson(successes: number, n: number): { low: number; high: numbe
   return { low: Math.max(0, centre - half), high: Math.min(1, centre + half) };
 }
 
-/** Normal-approximation interval of a mean from n, sum and sum of squares (sample SD). */
-export function normalInterval(m: MetricStats): { low: number; high: number } {
-  const mean = m.sum / m.n;
-  const variance = m.n > 1 ? Math.max(0, (m.sumSquares - m.n * mean * mean) / (m.n - 1)) : 0;
-  const half = (Z95 * Math.sqrt(variance)) / Math.sqrt(m.n);
-  const low = mean - half;
-  const high = mean + half;
-  return m.unit ? { low: Math.max(0, low), high: Math.min(1, high) } : { low, high };
+/** Wilson score interval for a proportion (0/1 values). */
+export function wilson(successes: number, n: number): { low: number; high: number } {
+  return wilsonAt(successes / n, n);
 }
 
+/**
+ * Released values are multiples of 1/D, D the largest of these that is at most the low end of the
+ * count range (and at most 10^decimals). Why: for every n of the range the fractions j/n are at most
+ * 1/n <= 1/D apart, so every multiple of 1/D is what some success count out of every n rounds to;
+ * the value alone rules out no n of the range (tests/unit/export-precision.test.ts tries them all).
+ */
+const VALUE_DENOMINATORS = [1000, 500, 200, 100, 50, 20, 10, 5, 2, 1] as const;
+
+export function valueDenominator(low: number, decimals: number): number {
+  return VALUE_DENOMINATORS.find((d) => d <= low && d <= 10 ** decimals) ?? 1;
+}
+
+/**
+ * The 95% interval released with a [0, 1] metric whose value is index/d: the widest Wilson interval
+ * over every n of the released range and every proportion that rounds to that value. It is a function
+ * of what is released anyway (range and value), so it says nothing more about the exact count. For a
+ * metric that is not 0/1 it is conservative: no [0, 1] variable of a given mean varies more than a
+ * 0/1 one. Wilson's endpoints grow with the proportion, so the extremes lie at the rounding step's ends.
+ */
+export function rangeInterval(range: CountRange, index: number, d: number): { low: number; high: number } {
+  const pLow = Math.max(0, (index - 0.5) / d);
+  const pHigh = Math.min(1, (index + 0.5) / d);
+  let low = 1;
+  let high = 0;
+  for (let n = range.low; n <= range.high; n++) {
+    low = Math.min(low, wilsonAt(pLow, n).low);
+    high = Math.max(high, wilsonAt(pHigh, n).high);
+  }
+  return { low, high };
+}
+
+/**
+ * A metric as released: hidden below k values; otherwise its count range, its value at the range's
+ * resolution and, for a [0, 1] metric, the interval of the range and value. A metric outside [0, 1]
+ * gets no interval: without a bound on its variance, any interval would show the sample SD.
+ */
 export function metricCell(m: MetricStats | undefined, name: string, s: DisclosureSettings): MetricCell {
   if (!m || m.n < s.k) return { name, suppressed: '<k' };
-  const ci = m.binary ? wilson(m.sum, m.n) : normalInterval(m);
-  return {
-    name,
-    value: roundTo(m.sum / m.n, s.decimals),
-    n: rangeOf(m.n, s),
-    ci95: { low: roundTo(ci.low, s.decimals), high: roundTo(ci.high, s.decimals) },
-  };
+  const n = rangeOf(m.n, s);
+  const d = valueDenominator(n.low, s.decimals);
+  const index = Math.round((m.sum * d) / m.n);
+  const value = index / d === 0 ? 0 : index / d;
+  if (!m.unit) return { name, value, n };
+  const ci = rangeInterval(n, index, d);
+  return { name, value, n, ci95: { low: floorTo(ci.low, s.decimals), high: ceilTo(ci.high, s.decimals) } };
 }
 
 export type CellStatus = 'released' | SuppressionMarker;
 
 /**
  * Which cells of one partition may be released, given each cell's count. Cells of 0 are released
- * (as 0); cells of 1..k-1 are hidden ('<k'); if exactly one non-empty cell is hidden, the smallest
- * released non-empty cell is hidden too ('complementary'), so the hidden one cannot be computed as
- * the total minus the rest. Two or more hidden cells only reveal their sum, which is at least k
- * whenever the total is released.
+ * (as 0); cells of 1..k-1 are hidden ('<k'); then complementary suppression (see complement).
  */
 export function suppressPartition(counts: readonly number[], k: number): CellStatus[] {
   const status: CellStatus[] = counts.map((n) => (n > 0 && n < k ? '<k' : 'released'));
-  return complement(counts, status);
+  return complement(counts, status, k);
 }
 
 /**
  * Adds complementary suppression to a partition where some cells are already hidden (for any reason):
- * while exactly one non-empty cell is hidden, hide the smallest released non-empty one.
+ * while exactly one non-empty cell is hidden, or the hidden cells hold 1..k-1 instances together, hide
+ * the smallest released non-empty cell. The total is released, so the hidden cells together are the
+ * total minus the released ones: one hidden cell would be recovered, and two of 5 would be a group of 10.
  */
-export function complement(counts: readonly number[], status: CellStatus[]): CellStatus[] {
-  const hidden = () => counts.filter((n, i) => n > 0 && status[i] !== 'released').length;
-  if (hidden() === 1) {
+export function complement(counts: readonly number[], status: CellStatus[], k: number): CellStatus[] {
+  const hiddenCells = () => counts.filter((n, i) => n > 0 && status[i] !== 'released');
+  for (;;) {
+    const hidden = hiddenCells();
+    const sum = hidden.reduce((a, n) => a + n, 0);
+    if (hidden.length !== 1 && (sum === 0 || sum >= k)) return status;
     let smallest = -1;
     counts.forEach((n, i) => {
       if (n > 0 && status[i] === 'released' && (smallest < 0 || n < (counts[smallest] as number))) smallest = i;
     });
-    if (smallest >= 0) status[smallest] = 'complementary';
+    if (smallest < 0) return status;
+    status[smallest] = 'complementary';
   }
-  return status;
 }
 
 /**
@@ -119,6 +156,7 @@ export function complement(counts: readonly number[], status: CellStatus[]): Cel
  * metric the same again over the cells whose count is released (a metric can have fewer values than
  * its cell has instances; a cell hidden by its count counts as hidden for every metric).
  * `stats[i]` holds cell i's metric statistics, read only for cells whose count is released.
+ * `cellStatus` is given when cells were hidden for another reason too (differencing, in content.ts).
  */
 export function subgroupCells(
   labels: readonly string[],
@@ -126,8 +164,8 @@ export function subgroupCells(
   stats: readonly (ReadonlyMap<string, MetricStats> | undefined)[],
   metrics: readonly string[],
   s: DisclosureSettings,
+  cellStatus: readonly CellStatus[] = suppressPartition(counts, s.k),
 ): SubgroupCell[] {
-  const cellStatus = suppressPartition(counts, s.k);
   const metricStatus = new Map<string, CellStatus[]>();
   for (const m of metrics) {
     const sizes = labels.map((_, i) => (cellStatus[i] === 'released' ? (stats[i]?.get(m)?.n ?? 0) : (counts[i] ?? 0)));
@@ -136,7 +174,7 @@ export function subgroupCells(
       const size = sizes[i] ?? 0;
       return size > 0 && size < s.k ? '<k' : 'released';
     });
-    metricStatus.set(m, complement(sizes, status));
+    metricStatus.set(m, complement(sizes, status, s.k));
   }
   return labels.map((label, i): SubgroupCell => {
     const status = cellStatus[i] as CellStatus;

@@ -6,7 +6,9 @@
  *    and the endpoint's model and deployment;
  *  - stats.json holds trial means as MedHELM writes them (count 1, sum = min = max = mean, variance and
  *    stddev 0) for every released metric, and num_instances as the low end of the released count range
- *    (so it obeys the minimum cell size and never states the exact count).
+ *    (so it obeys the minimum cell size and never states the exact count);
+ *  - and, when the run's usage is released, the general-information statistics helm-summarize shows
+ *    (see efficiencyStats).
  * Suppressed metrics are left out; runs whose count is suppressed get no HELM directory.
  */
 import { createHash } from 'node:crypto';
@@ -37,6 +39,37 @@ interface HelmStat {
 
 function trialMean(name: string, split: string, mean: number): HelmStat {
   return { name: { name, split }, count: 1, sum: mean, sum_squared: mean * mean, min: mean, max: mean, mean, variance: 0, stddev: 0 };
+}
+
+/**
+ * HELM's per-instance token and efficiency statistics (the general-information columns of
+ * schema_medhelm.yaml: num_prompt_tokens, num_output_tokens; with num_completion_tokens,
+ * max_num_output_tokens, num_train_instances, prompt_truncated, num_completions), and the estimated
+ * cost per instance, which HELM has no statistic for (ehrbench_ prefix: helm-summarize shows only the
+ * statistics its schema names). Each is a mean per instance, as HELM's are, taken from the bundle's
+ * released usage (tokens rounded to thousands, cost to cents) over the released num_instances (the low
+ * end of the count range): a number the bundle already discloses, divided by another. So the means
+ * are approximate (rounded totals, a count that may be up to the range width short) and reveal nothing
+ * finer than the bundle. Not written: inference_runtime (the bundle carries no timing) and HELM's
+ * finish_reason_* (not recorded).
+ */
+function efficiencyStats(r: ExportResult, split: string, instances: number): HelmStat[] {
+  const usage = r.usage;
+  if (!usage || instances <= 0) return [];
+  const perInstance = (total: number) => total / instances;
+  const stats = [
+    trialMean('num_prompt_tokens', split, perInstance(usage.promptTokens)),
+    trialMean('num_completion_tokens', split, perInstance(usage.completionTokens)),
+    // One completion per request (num_outputs 1): HELM's output tokens are the completion tokens.
+    trialMean('num_output_tokens', split, perInstance(usage.completionTokens)),
+    trialMean('max_num_output_tokens', split, r.model.maxTokens),
+    // Zero-shot everywhere, and a prompt is never truncated: over-long instances are left out instead.
+    trialMean('num_train_instances', split, 0),
+    trialMean('prompt_truncated', split, 0),
+    trialMean('num_completions', split, 1),
+  ];
+  if (usage.estimatedCostUsd !== null) stats.push(trialMean('ehrbench_estimated_cost_usd_per_instance', split, perInstance(usage.estimatedCostUsd)));
+  return stats;
 }
 
 export function helmRunName(result: ExportResult): string {
@@ -78,6 +111,7 @@ export function helmFilesFor(results: ExportResult[], benchmarkOf: (id: string) 
     const split = r.benchmark.split;
     const stats: HelmStat[] = r.metrics.filter((m): m is ReleasedMetric => 'value' in m).map((m) => trialMean(helmMetricName(r, m.name, benchmark), split, m.value));
     stats.push(trialMean('num_instances', split, (r.n as CountRange).low));
+    stats.push(...efficiencyStats(r, split, (r.n as CountRange).low));
     files.push({ runName, dir: runName.replaceAll('/', '_'), runSpec: JSON.stringify(runSpec, null, 2) + '\n', stats: JSON.stringify(stats, null, 2) + '\n' });
   }
   return files;

@@ -6,12 +6,12 @@ export { ExportService, type ExportFormat, type ExportServiceOptions } from './s
 export { verifyBundle, signBundle, BUNDLE_FILE, BUNDLE_SCHEMA, type VerifyReport } from './bundle';
 export { loadExportPublicKey, loadExportSigningKey, keyFingerprint, EXPORT_PUBLIC_KEY_FILE, EXPORT_SIGNING_KEY_FILE } from './keys';
 export { writeExportFiles, writeDurably, type ExportFiles, type WriteFile } from './write';
-export { rangeOf, releasedCount, suppressPartition, complement, subgroupCells, metricCell, wilson, normalInterval, type DisclosureSettings, type MetricStats } from './disclosure';
+export { rangeOf, releasedCount, suppressPartition, complement, subgroupCells, metricCell, wilson, rangeInterval, valueDenominator, type DisclosureSettings, type MetricStats } from './disclosure';
 export { helmFilesFor, helmRunName, helmFileProblems } from './helm';
 export type { ExportRow } from './store';
 export type * from './types';
 export { heatmapSvg } from './leaderboard/index';
-export type { Leaderboard } from './leaderboard/index';
-export { leaderboardOf } from './leaderboard/index';
+export type { Leaderboard, ScoreTable } from './leaderboard/index';
+export { leaderboardOf, unrankedModels } from './leaderboard/index';
 export { toScoreTable } from './leaderboard/index';
 export { scoresFromRuns } from './run-scores';

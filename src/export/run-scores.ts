@@ -5,7 +5,7 @@
  * MedHELM's (site benchmarks stay uncategorised). Only completed runs count.
  */
 import { Catalog } from '../catalog';
-import { UserError } from '../errors';
+import { PolicyDenied, UserError } from '../errors';
 import { getMetric } from '../metrics';
 import type { LeaderboardInput } from './leaderboard';
 
@@ -16,6 +16,8 @@ export interface RunScore {
   status: string;
   mainMetric: string;
   mainScore: number | null;
+  /** The rule that withheld the run's figures from the caller (operations' RunView), if one did. */
+  withheld?: string | null;
 }
 
 let builtIn: Catalog | undefined;
@@ -36,6 +38,9 @@ export function scoresFromRuns(runs: RunScore[]): LeaderboardInput {
   const seen = new Map<string, string>();
   for (const run of runs) {
     if (run.status !== 'completed') throw new UserError('leaderboard.run-not-completed', `run ${run.runId} is ${run.status}; only completed runs have scores`);
+    if (run.withheld) {
+      throw new PolicyDenied('visibility.run-figures.withheld', `run ${run.runId}: its scores are withheld from you; its requester or a compliance officer can build this leaderboard`);
+    }
     const cell = `${run.endpointId}\u0000${run.benchmarkId}`;
     const earlier = seen.get(cell);
     if (earlier) throw new UserError('leaderboard.duplicate-run', `runs ${earlier} and ${run.runId} both score ${run.benchmarkId} on ${run.endpointId}; name one of them`);

@@ -147,26 +147,21 @@ export class ExportService {
     return { ok: true, content, cohorts };
   }
 
-  /** Why a cohort of this export is too close to a released one or to another in this export, if it is. */
+  /**
+   * Why a released cell of this export is too close to another one, if it is: compared by the
+   * instances they cover, whatever the cells are called, with each other and with every cell released
+   * earlier of the same benchmark (the whole cohort of one run and a subgroup cell of another alike).
+   */
   private async differencing(q: Queryable, cohorts: ReleasedCohort[], exportId: string): Promise<string | undefined> {
     const k = this.settings.k;
-    const describe = (c: ReleasedCohort) => `run ${c.runId}${c.cell.field ? ` (subgroup ${cellName(c.cell)})` : ''}`;
-    for (const c of cohorts) {
-      const close = (await this.store.closeReleasedCohorts(q, c.runId, c.benchmarkId, c.cell, k)).filter((x) => x.exportId !== exportId);
-      if (close[0]) {
-        return `${describe(c)} differs from a cohort released in export ${close[0].exportId} by fewer than k = ${k} instances; releasing both would let the difference be computed`;
-      }
+    const describe = (c: ReleasedCohort | undefined) => `run ${c?.runId} (${c?.cell.field ? `subgroup ${cellName(c.cell)}` : 'whole cohort'})`;
+    const [close] = await this.store.closeCells(cohorts, k, { ledger: true, exceptExport: exportId }, q);
+    if (!close) return undefined;
+    if ('released' in close) {
+      const r = close.released;
+      return `${describe(cohorts[close.a])} differs from run ${r.runId} (${r.cell ? `subgroup ${r.cell}` : 'whole cohort'}) released in export ${r.exportId} by fewer than k = ${k} instances; releasing both would give those instances away: export runs whose cells match the released ones exactly or differ by at least k`;
     }
-    for (let i = 0; i < cohorts.length; i++) {
-      for (let j = i + 1; j < cohorts.length; j++) {
-        const a = cohorts[i] as ReleasedCohort;
-        const b = cohorts[j] as ReleasedCohort;
-        if (a.runId === b.runId || a.benchmarkId !== b.benchmarkId || cellName(a.cell) !== cellName(b.cell)) continue;
-        const d = await this.store.cohortDifference(q, a.runId, b.runId, a.cell);
-        if (d > 0 && d < k) return `${describe(a)} and ${describe(b)} differ by fewer than k = ${k} instances; export them separately only if their cohorts differ by at least k`;
-      }
-    }
-    return undefined;
+    return `${describe(cohorts[close.a])} and ${describe(cohorts[close.b])} differ by fewer than k = ${k} instances; releasing both would give those instances away: leave one of them out of the export`;
   }
 
   async release(actor: Actor, exportId: string, format: ExportFormat): Promise<{ row: ExportRow; files: ExportFiles; path: string }> {

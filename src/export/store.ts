@@ -21,11 +21,13 @@ export function cellName(cell: CellRef): string {
   return cell.field ? `${cell.field}=${cell.label ?? ''}` : '';
 }
 
-/** A declared label, or "(other)" for any value the benchmark did not declare (or none). */
-const LABEL = `CASE WHEN i.payload->'extra'->>$FIELD = ANY($VALUES::text[]) THEN i.payload->'extra'->>$FIELD ELSE '${OTHER_LABEL}' END`;
+/** A declared label, or "(other)" for any value the benchmark did not declare (or none), of run item `i`. */
+function labelOf(field: string, values: string): string {
+  return `CASE WHEN i.payload->'extra'->>${field} = ANY(${values}::text[]) THEN i.payload->'extra'->>${field} ELSE '${OTHER_LABEL}' END`;
+}
 
 function label(field: number, values: number): string {
-  return LABEL.replaceAll('$FIELD', () => `$${field}`).replaceAll('$VALUES', () => `$${values}`);
+  return labelOf(`$${field}`, `$${values}`);
 }
 
 /** Items of a cell; parameters $a (run), $a+1 (field or null), $a+2 (values), $a+3 (label or null). */
@@ -37,9 +39,13 @@ function cellParams(runId: string, cell: CellRef): unknown[] {
   return [runId, cell.field ?? null, cell.values ?? [], cell.field ? (cell.label ?? null) : null];
 }
 
-/** The hash under which an instance key is kept in the ledger (domain-separated sha256). */
+/** The hash under which the instance key of run item `i` is kept in the ledger (domain-separated sha256). */
+function hashOf(benchmark: string): string {
+  return `encode(sha256(convert_to('ehrbench.cohort.v1|' || ${benchmark}::text || '|' || i.item_key, 'UTF8')), 'hex')`;
+}
+
 function keyHash(benchmarkParam: number): string {
-  return `encode(sha256(convert_to('ehrbench.cohort.v1|' || $${benchmarkParam}::text || '|' || i.item_key, 'UTF8')), 'hex')`;
+  return hashOf(`$${benchmarkParam}`);
 }
 
 const METRIC_VALUE = `CASE WHEN jsonb_typeof(s.value) = 'number' THEN (s.value::text)::double precision END`;
@@ -63,12 +69,36 @@ export interface ExportRow {
 const COLUMNS = `export_id::text AS export_id, state, requested_by, requested_at, run_ids::text[] AS run_ids, content, content_sha256,
   released_by, released_at, format, bundle, bundle_sha256, helm_files`;
 
-/** An earlier released cohort too close to a new one. */
-export interface CloseCohort {
-  exportId: string;
+/** A cell to compare: the whole cohort of a run, or one declared subgroup cell of it. */
+export interface CohortRef {
   runId: string;
-  difference: number;
+  benchmarkId: string;
+  cell: CellRef;
 }
+
+/** Two cells too close: `a` of the cells compared, and `b` of them or a cell released earlier. */
+export type CloseCells = { a: number; b: number; difference: number } | { a: number; released: { exportId: string; runId: string; cell: string }; difference: number };
+
+/** The cells compared, as one JSON parameter (their label lists differ in length). */
+function cellSpec(cells: readonly CohortRef[]): string {
+  return JSON.stringify(
+    cells.map((c, idx) => ({ idx, run: c.runId, benchmark: c.benchmarkId, field: c.cell.field ?? null, values: c.cell.values ?? [], label: c.cell.field ? (c.cell.label ?? null) : null })),
+  );
+}
+
+/**
+ * The hashed instance keys of each cell ($1: cellSpec), as closeCells compares them: the same label
+ * mapping and the same hash as recordCohort, so a cell and its ledger copy are the same set.
+ */
+const CELL_MEMBERS = `spec AS (
+    SELECT (c->>'idx')::integer AS idx, (c->>'run')::uuid AS run_id, c->>'benchmark' AS benchmark_id, c->>'field' AS field,
+           ARRAY(SELECT jsonb_array_elements_text(c->'values')) AS vals, c->>'label' AS label
+      FROM jsonb_array_elements($1::jsonb) AS c),
+  cur AS (
+    SELECT DISTINCT s.idx, s.benchmark_id, ${hashOf('s.benchmark_id')} AS h
+      FROM spec s JOIN run_items i ON i.run_id = s.run_id AND i.state = 'done'
+     WHERE s.label IS NULL OR ${labelOf('s.field', 's.vals')} = s.label),
+  cur_n AS (SELECT s.idx, s.benchmark_id, (SELECT count(*) FROM cur WHERE cur.idx = s.idx) AS n FROM spec s)`;
 
 /** Any number, as pg and PGlite return bigint and numeric as text or number. */
 const num = (v: unknown): number => Number(v ?? 0);
@@ -80,14 +110,13 @@ export class ExportStore {
     return this.db.transaction(fn);
   }
 
-  /** Finished instances of a cell and, per declared metric, n, sum and sum of squares. */
+  /** Finished instances of a cell and, per declared metric, n and sum (no sum of squares: no SD is released). */
   async cellStats(runId: string, cell: CellRef, metrics: string[]): Promise<{ n: number; metrics: Map<string, MetricStats> }> {
     const params = cellParams(runId, cell);
     const count = await this.db.query<{ n: number }>(`SELECT count(*)::integer AS n FROM run_items i WHERE ${cellItems(1)}`, params);
-    const rows = await this.db.query<{ metric: string; n: number; sum: number; sumsq: number; bin: boolean; unit: boolean }>(
+    const rows = await this.db.query<{ metric: string; n: number; sum: number; unit: boolean }>(
       `SELECT s.key AS metric, count(x.v)::integer AS n, COALESCE(sum(x.v), 0)::double precision AS sum,
-              COALESCE(sum(x.v * x.v), 0)::double precision AS sumsq,
-              COALESCE(bool_and(x.v = 0 OR x.v = 1), true) AS bin, COALESCE(bool_and(x.v >= 0 AND x.v <= 1), true) AS unit
+              COALESCE(bool_and(x.v >= 0 AND x.v <= 1), true) AS unit
          FROM run_items i
         CROSS JOIN LATERAL jsonb_each(COALESCE(i.scores, '{}'::jsonb)) AS s
         CROSS JOIN LATERAL (SELECT ${METRIC_VALUE} AS v) AS x
@@ -97,7 +126,7 @@ export class ExportStore {
     );
     const stats = new Map<string, MetricStats>();
     for (const r of rows) {
-      stats.set(r.metric, { name: r.metric, n: num(r.n), sum: num(r.sum), sumSquares: num(r.sumsq), binary: r.bin, unit: r.unit });
+      stats.set(r.metric, { name: r.metric, n: num(r.n), sum: num(r.sum), unit: r.unit });
     }
     return { n: num(count[0]?.n), metrics: stats };
   }
@@ -111,30 +140,40 @@ export class ExportStore {
     return new Map(rows.map((r) => [r.label, num(r.n)]));
   }
 
-  /** Earlier released cohorts of the same benchmark and cell that differ from this one by 1..k-1 instances. */
-  async closeReleasedCohorts(q: Queryable, runId: string, benchmarkId: string, cell: CellRef, k: number): Promise<CloseCohort[]> {
-    const rows = await q.query<{ export_id: string; run_id: string; old_n: number; shared: number; cur_n: number }>(
-      `WITH cur AS (SELECT DISTINCT ${keyHash(5)} AS h FROM run_items i WHERE ${cellItems(1)}),
-            old AS (SELECT export_id, run_id, key_hash AS h FROM export_ledger WHERE benchmark_id = $5 AND cell = $6)
-       SELECT old.export_id::text AS export_id, old.run_id::text AS run_id, count(*)::integer AS old_n, count(cur.h)::integer AS shared,
-              (SELECT count(*) FROM cur)::integer AS cur_n
-         FROM old LEFT JOIN cur ON cur.h = old.h
-        GROUP BY old.export_id, old.run_id`,
-      [...cellParams(runId, cell), benchmarkId, cellName(cell)],
+  /**
+   * Every pair of cells that differ by 1..k-1 instances (symmetric difference of their hashed instance
+   * keys), whatever the cells are called: among `cells` themselves, and, unless `ledger` is false,
+   * between each of them and every cell released earlier (except by `exceptExport`) of its benchmark.
+   * Cells of different benchmarks are not compared: their instance keys are hashed apart.
+   */
+  async closeCells(cells: readonly CohortRef[], k: number, against: { ledger: false } | { ledger: true; exceptExport: string }, q: Queryable = this.db): Promise<CloseCells[]> {
+    if (cells.length === 0) return [];
+    const pairs = await q.query<{ a: number; b: number; d: number }>(
+      `WITH ${CELL_MEMBERS},
+            shared AS (SELECT x.idx AS a, y.idx AS b, count(*) AS n FROM cur x JOIN cur y ON y.h = x.h AND y.idx > x.idx GROUP BY 1, 2)
+       SELECT x.idx AS a, y.idx AS b, (x.n + y.n - 2 * COALESCE(shared.n, 0))::integer AS d
+         FROM cur_n x JOIN cur_n y ON y.idx > x.idx AND y.benchmark_id = x.benchmark_id
+         LEFT JOIN shared ON shared.a = x.idx AND shared.b = y.idx
+        ORDER BY 1, 2`,
+      [cellSpec(cells)],
     );
-    return rows.map((r) => ({ exportId: r.export_id, runId: r.run_id, difference: num(r.old_n) + num(r.cur_n) - 2 * num(r.shared) })).filter((c) => c.difference > 0 && c.difference < k);
-  }
-
-  /** Instances in exactly one of two cells (of runs of the same benchmark, whose keys are comparable). */
-  async cohortDifference(q: Queryable, runA: string, runB: string, cell: CellRef): Promise<number> {
-    const rows = await q.query<{ d: number }>(
-      `WITH a AS (SELECT i.item_key FROM run_items i WHERE ${cellItems(1)}),
-            b AS (SELECT i.item_key FROM run_items i WHERE ${cellItems(5)})
-       SELECT ((SELECT count(*) FROM (SELECT item_key FROM a EXCEPT SELECT item_key FROM b) x)
-             + (SELECT count(*) FROM (SELECT item_key FROM b EXCEPT SELECT item_key FROM a) y))::integer AS d`,
-      [...cellParams(runA, cell), ...cellParams(runB, cell)],
-    );
-    return num(rows[0]?.d);
+    const close: CloseCells[] = pairs.map((p) => ({ a: num(p.a), b: num(p.b), difference: num(p.d) }));
+    if (against.ledger) {
+      const released = await q.query<{ a: number; export_id: string; run_id: string; cell: string; d: number }>(
+        `WITH ${CELL_MEMBERS},
+              old_n AS (SELECT export_id, run_id, cell, benchmark_id, count(*) AS n FROM export_ledger
+                         WHERE export_id <> $2::uuid AND benchmark_id IN (SELECT benchmark_id FROM spec) GROUP BY 1, 2, 3, 4),
+              shared AS (SELECT cur.idx, o.export_id, o.run_id, o.cell, count(*) AS n FROM cur
+                           JOIN export_ledger o ON o.benchmark_id = cur.benchmark_id AND o.key_hash = cur.h AND o.export_id <> $2::uuid GROUP BY 1, 2, 3, 4)
+         SELECT x.idx AS a, o.export_id::text AS export_id, o.run_id::text AS run_id, o.cell, (x.n + o.n - 2 * COALESCE(shared.n, 0))::integer AS d
+           FROM cur_n x JOIN old_n o ON o.benchmark_id = x.benchmark_id
+           LEFT JOIN shared ON shared.idx = x.idx AND shared.export_id = o.export_id AND shared.run_id = o.run_id AND shared.cell = o.cell
+          ORDER BY 1, 2, 3, 4`,
+        [cellSpec(cells), against.exceptExport],
+      );
+      close.push(...released.map((r) => ({ a: num(r.a), released: { exportId: r.export_id, runId: r.run_id, cell: r.cell }, difference: num(r.d) })));
+    }
+    return close.filter((c) => c.difference > 0 && c.difference < k);
   }
 
   async recordCohort(q: Queryable, exportId: string, runId: string, benchmarkId: string, cell: CellRef): Promise<void> {

@@ -10,8 +10,12 @@ export interface CountRange {
   high: number;
 }
 
-/** "<k": fewer than k instances behind it. "complementary": hidden so a "<k" cell cannot be derived. */
-export type SuppressionMarker = '<k' | 'complementary';
+/**
+ * "<k": fewer than k instances behind it. "complementary": hidden so a hidden cell (or fewer than k
+ * hidden instances) cannot be derived from the total. "differencing": its instances differ from those
+ * of another released cell of the run by 1..k-1, so releasing both would give those instances away.
+ */
+export type SuppressionMarker = '<k' | 'complementary' | 'differencing';
 
 export interface Suppressed {
   suppressed: SuppressionMarker;
@@ -21,9 +25,10 @@ export type Count = CountRange | Suppressed;
 
 export interface ReleasedMetric {
   name: string;
+  /** A multiple of 1/D, D the largest of 1000, 500, ..., 1 not above n.low (disclosure.ts valueDenominator). */
   value: number;
   n: CountRange;
-  /** 95% interval; present only when the metric's n >= k (always, for a released cell). */
+  /** 95% interval from the range and the value alone; only for a [0, 1] metric (none when values lie outside). */
   ci95?: { low: number; high: number };
 }
 
@@ -69,15 +74,31 @@ export interface ExportResult {
   usage: Usage | null;
 }
 
-export interface DisclosurePolicy {
-  policyId: 'ehrbench.min-cell-size.v1';
-  k: number;
-  countRangeWidth: number;
-  complementarySuppression: true;
-  valueDecimals: number;
-  ci: 'wilson-95 (0/1 metrics), normal-95 (others)';
-  differencing: 'released cohorts of a benchmark differ by 0 or at least k instances';
-}
+/** v1: bundles released before values and intervals were made independent of the exact count (still verifiable). */
+export type DisclosurePolicy =
+  | {
+      policyId: 'ehrbench.min-cell-size.v1';
+      k: number;
+      countRangeWidth: number;
+      complementarySuppression: true;
+      valueDecimals: number;
+      ci: 'wilson-95 (0/1 metrics), normal-95 (others)';
+      differencing: 'released cohorts of a benchmark differ by 0 or at least k instances';
+    }
+  | {
+      policyId: 'ehrbench.min-cell-size.v2';
+      k: number;
+      countRangeWidth: number;
+      complementarySuppression: true;
+      valueDecimals: number;
+      valueResolution: typeof VALUE_RESOLUTION;
+      ci: typeof CI_METHOD;
+      differencing: typeof DIFFERENCING_RULE;
+    };
+
+export const VALUE_RESOLUTION = '1/D, D the largest of 1000, 500, 200, 100, 50, 20, 10, 5, 2, 1 at most the low end of the count range';
+export const CI_METHOD = 'widest wilson-95 over the count range and the values that round to the released one ([0, 1] metrics); none (others)';
+export const DIFFERENCING_RULE = 'every released cell of a benchmark differs from every other by 0 or at least k instances, whatever its name';
 
 /** What the requester asks to release and the compliance officer reviews: the preview. */
 export interface ExportContent {

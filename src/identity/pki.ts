@@ -55,11 +55,19 @@ export function createCa(commonName: string, days = 3650): KeyAndCert {
 }
 
 export function issueCertificate(ca: KeyAndCert, opts: IssueOptions): KeyAndCert {
+  const keys = pki.rsa.generateKeyPair({ bits: 2048 });
+  return { certPem: certifyPublicKey(ca, keys.publicKey, opts), keyPem: pki.privateKeyToPem(keys.privateKey) };
+}
+
+/**
+ * A certificate for a public key whose private key ehrbench never sees (a certification request's):
+ * everything in it but the key is ehrbench's, as for a certificate it issues with a key of its own.
+ */
+export function certifyPublicKey(ca: KeyAndCert, publicKey: forge.pki.PublicKey, opts: IssueOptions): string {
   const caCert = pki.certificateFromPem(ca.certPem);
   const caKey = pki.privateKeyFromPem(ca.keyPem);
-  const keys = pki.rsa.generateKeyPair({ bits: 2048 });
   const cert = pki.createCertificate();
-  cert.publicKey = keys.publicKey;
+  cert.publicKey = publicKey;
   cert.serialNumber = serial();
   validity(cert, opts.days, opts.notBefore);
   const subject: forge.pki.CertificateField[] = [{ name: 'commonName', value: opts.commonName }];
@@ -78,5 +86,5 @@ export function issueCertificate(ca: KeyAndCert, opts: IssueOptions): KeyAndCert
   if (altNames.length > 0) extensions.push({ name: 'subjectAltName', altNames });
   cert.setExtensions(extensions);
   cert.sign(caKey, forge.md.sha256.create());
-  return { certPem: pki.certificateToPem(cert), keyPem: pki.privateKeyToPem(keys.privateKey) };
+  return pki.certificateToPem(cert);
 }

@@ -1,6 +1,8 @@
 /**
  * Certificate revocations (the `revoked_certificates` table, owned here): a blanket revocation of a
- * principal stops every certificate of theirs issued before it, at once.
+ * principal stops every certificate of theirs issued before it, at once. "Issued" is the issue time
+ * ehrbench recorded (src/identity/issued.ts), never the validity start a certificate states: that one
+ * can be set in the future, and a certificate issued before the revocation would then outlive it.
  */
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db';
@@ -9,19 +11,26 @@ import type { Queryable } from '../db';
 export interface RevocationSubject {
   issuerFingerprint: string;
   serial: string;
-  notBefore: Date;
+  /**
+   * When it was issued: the recorded issue time for a certificate ehrbench issued; for one of a CA the
+   * site declares external, its validity start (the only date ehrbench has of it).
+   */
+  issuedAt: Date;
 }
 
 export class Revocations {
   constructor(private readonly db: Queryable) {}
 
-  /** True when the certificate, or every certificate of the principal issued before a blanket revocation, is revoked. */
+  /**
+   * True when the certificate, or every certificate of the principal issued until a blanket revocation,
+   * is revoked. Issued at the very instant of the revocation counts as before it (fail closed).
+   */
   async isRevoked(cert: RevocationSubject, principalId: string): Promise<boolean> {
     const rows = await this.db.query(
       `SELECT 1 FROM revoked_certificates
-        WHERE issuer_fingerprint = $1 AND (serial = $2 OR (serial = '*' AND principal = $3 AND revoked_at > $4))
+        WHERE issuer_fingerprint = $1 AND (serial = $2 OR (serial = '*' AND principal = $3 AND revoked_at >= $4))
         LIMIT 1`,
-      [cert.issuerFingerprint, cert.serial, principalId, cert.notBefore],
+      [cert.issuerFingerprint, cert.serial, principalId, cert.issuedAt],
     );
     return rows.length > 0;
   }

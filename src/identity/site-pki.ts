@@ -4,7 +4,7 @@
  * in the data directory's pki/ folder; private keys and bundle passwords with mode 0600.
  */
 import { X509Certificate, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import forge from 'node-forge';
@@ -156,12 +156,48 @@ export function writeClientCertificate(prepared: PreparedClient, writeFile: Writ
   return issued;
 }
 
+/** A client certificate found in the site PKI's clients folder, signed by the site CA. */
+export interface ClientCertificateOnDisk {
+  file: string;
+  certPem: string;
+  commonName: string;
+  serial: string;
+}
+
+/**
+ * The client certificates in the clients folder that the site CA signed (checked, not assumed from
+ * the folder): what `ehrbench pki record-existing` may record. Keys, bundles and anything else are skipped.
+ */
+export function siteClientCertificates(dir: string): ClientCertificateOnDisk[] {
+  const ca = new X509Certificate(loadCa(dir).certPem);
+  const clients = join(dir, 'clients');
+  if (!existsSync(clients)) return [];
+  const found: ClientCertificateOnDisk[] = [];
+  for (const name of readdirSync(clients).sort()) {
+    if (!name.endsWith('.pem') || name.endsWith('.key.pem') || name.startsWith('.')) continue;
+    const file = join(clients, name);
+    let cert: X509Certificate;
+    try {
+      cert = new X509Certificate(readFileSync(file));
+    } catch {
+      continue;
+    }
+    const commonName = /^CN=(.+)$/m.exec(cert.subject)?.[1];
+    if (!commonName || !cert.checkIssued(ca) || !cert.verify(ca.publicKey)) continue;
+    found.push({ file, certPem: cert.toString(), commonName, serial: cert.serialNumber.toLowerCase() });
+  }
+  return found;
+}
+
 /** Removes an issuance's files, e.g. when mapping it to its principal failed afterwards. */
 export function removeClientCertificate(issued: IssuedClient): void {
   for (const file of [issued.certFile, issued.keyFile, issued.p12File, issued.p12PasswordFile]) rmSync(file, { force: true });
 }
 
-/** Issues and writes a client certificate at once (no audit event: tests and fixtures). */
+/**
+ * Issues and writes a client certificate at once (tests and fixtures): no audit event and no issuance
+ * record, so the daemon refuses it (identity.unknown-certificate) until it is recorded.
+ */
 export function issueClientCertificate(dir: string, principal: string, role: string, days = 365, notBefore?: Date): IssuedClient {
   return writeClientCertificate(prepareClientCertificate(dir, principal, role, days, notBefore));
 }

@@ -50,6 +50,14 @@ const ALLOWED_FIELDS = new Set([
   'route',
   'path',
   'file',
+  // The JSON path of a configuration or policy field at fault (src/server/faults.ts), e.g. /principals/0/roles.
+  'field',
+  // A refused TLS handshake (src/server/handshake.ts): a closed reason, the certificate's names as
+  // checked there, the issuing CA's fingerprint.
+  'reasonCode',
+  'commonName',
+  'issuerName',
+  'issuerFingerprint',
 ]);
 /** Values are ids, counts and codes: anything longer is cut, so a stray text cannot ride along. */
 const MAX_VALUE_LENGTH = 160;

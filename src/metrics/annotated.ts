@@ -13,10 +13,22 @@ export const EHRSQL_METRICS: MetricInfo[] = [
   { name: 'ehr_sql_total_ground_truth_answerable', lowerIsBetter: false },
 ];
 
+/** The most judges a jury may have (site-data.schema.json), so per-judge metrics have fixed names. */
+export const MAX_JUDGES = 5;
+
 export const JURY_METRICS: MetricInfo[] = [
   { name: 'jury_score', lowerIsBetter: false },
   { name: 'jury_score_normalized', lowerIsBetter: false },
   { name: 'jury_judges_used', lowerIsBetter: null },
+  /** Judges asked whose call failed or whose answer could not be read: counted, never scored 0. */
+  { name: 'jury_judges_failed', lowerIsBetter: null },
+  /** Judges left out because they are of the evaluated model's own family. */
+  { name: 'jury_judges_excluded', lowerIsBetter: null },
+  /** 1 when the evaluated model refused; its score is then the scale's floor, without asking a judge. */
+  { name: 'jury_refusal', lowerIsBetter: true },
+  /** Highest minus lowest judge mean of the instance: the judges' disagreement (0 = agreement). */
+  { name: 'jury_judge_spread', lowerIsBetter: null },
+  ...Array.from({ length: MAX_JUDGES }, (_, i): MetricInfo => ({ name: `jury_judge_${i + 1}`, lowerIsBetter: false })),
 ];
 
 /**

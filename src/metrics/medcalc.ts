@@ -3,7 +3,10 @@
  * between the dataset's Lower and Upper Limit (±5% of the truth), integer scores must equal the truth,
  * gestational ages compare as (weeks, days), dates compare as calendar dates. In `helm` mode HELM's
  * published behaviour is reproduced, including its bug: the `lab` and `dosage` categories (≈35% of
- * the set) never score, because HELM looks for a category named "dosage conversion".
+ * the set) never score, because HELM looks for a category named "dosage conversion". Its date rules
+ * too: a date must read as `%m/%d/%Y` (strptime: no ISO dates, nothing after the year), a gestational
+ * age must start with exactly `('X weeks', 'Y days')` (re.match: plural, one space after the comma,
+ * anything may follow).
  */
 import type { Instance } from '../catalog';
 import type { Metric, ScoreContext } from './types';
@@ -68,6 +71,40 @@ function scoreDate(prediction: string, instance: Instance, strict: boolean): num
   return within(parseCalendarDate(prediction), parseCalendarDate(str(instance, 'lowerLimit')), parseCalendarDate(str(instance, 'upperLimit')));
 }
 
+/**
+ * HELM's `re.match(r"\('(\d+) weeks', '(\d+) days'\)", s)`: anchored at the start only, so text after
+ * the tuple is accepted; exact spelling otherwise ("1 week" or "('4 weeks','2 days')" is not).
+ */
+const HELM_GESTATION = /^\('(\d+) weeks', '(\d+) days'\)/;
+
+function helmDuration(s: string): number | undefined {
+  const m = HELM_GESTATION.exec(s);
+  return m ? Number(m[1]) * 7 + Number(m[2]) : undefined;
+}
+
+/**
+ * Python's `datetime.strptime(s, "%m/%d/%Y")`: month 1-12 with or without a leading zero, day 1-31 with
+ * a leading zero, none, or a leading space, a four-digit year from 0001, the whole string and no more,
+ * and a real calendar date. Days since 1970, or undefined where Python raises ValueError.
+ */
+export function helmStrptimeDate(s: string): number | undefined {
+  const m = /^(1[0-2]|0[1-9]|[1-9])\/(3[01]|[12]\d|0[1-9]|[1-9]| [1-9])\/(\d\d\d\d)$/.exec(s);
+  if (!m) return undefined;
+  const [month, day, year] = [Number(m[1]), Number((m[2] as string).trim()), Number(m[3])];
+  if (year < 1) return undefined;
+  const date = new Date(Date.UTC(2000, month - 1, day));
+  date.setUTCFullYear(year);
+  if (date.getUTCFullYear() !== year || date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return undefined;
+  return date.getTime() / 86_400_000;
+}
+
+/** HELM's check_date: the prediction (stripped), the limits as they are in the data. */
+function helmDate(answer: string, instance: Instance): number {
+  const reference = instance.references[0] ?? '';
+  const parse = HELM_GESTATION.test(reference) ? helmDuration : helmStrptimeDate;
+  return within(parse(answer), parse(str(instance, 'lowerLimit')), parse(str(instance, 'upperLimit')));
+}
+
 function corrected(prediction: string, instance: Instance): number {
   const truth = (instance.references[0] ?? '').trim();
   const outputType = str(instance, 'outputType');
@@ -88,12 +125,13 @@ function helm(prediction: string, instance: Instance): number {
     case 'risk':
     case 'severity':
     case 'diagnosis':
-      return answer === (instance.references[0] ?? '').trim() ? 1 : 0;
+      // HELM compares the stripped completion with the reference as it is.
+      return answer === (instance.references[0] ?? '') ? 1 : 0;
     case 'physical':
     case 'dosage conversion':
       return within(pythonFloat(answer), pythonFloat(str(instance, 'lowerLimit')), pythonFloat(str(instance, 'upperLimit')));
     case 'date':
-      return scoreDate(answer, instance, true);
+      return helmDate(answer, instance);
     default:
       return 0; // HELM's bug: `lab` and `dosage` fall through here.
   }

@@ -66,6 +66,17 @@ export function annotatorsFor(metricNames: readonly string[]): AnnotatorName[] {
 }
 
 /**
+ * The metrics to store for an instance: those its benchmark names, and every metric of an annotator
+ * that ran on it (the jury's per-judge scores, failures and agreement are kept for runs show and
+ * exports even where the benchmark names only jury_score).
+ */
+export function metricsToStore(declared: readonly string[], annotations: Annotations): string[] {
+  const out = new Set(declared);
+  for (const { annotator, metrics } of ANNOTATED_METRICS) if (annotations[annotator]) for (const m of metrics) out.add(m.name);
+  return [...out];
+}
+
+/**
  * The scores of one prediction by every metric named: a pure function of the instance, the
  * prediction, its annotations and the scoring mode. Null where a metric does not apply.
  */

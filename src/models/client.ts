@@ -6,8 +6,9 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import OpenAI, { AzureOpenAI } from 'openai';
+import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import type { Endpoint, EndpointTransport } from '../egress';
-import { EgressAborted, EgressDenied } from '../egress';
+import { EgressAborted, EgressDenied, type ReasoningEffort } from '../egress';
 import { type ErrorCode, UserError } from '../errors';
 import { resolveApiKey } from './credentials';
 
@@ -15,12 +16,18 @@ export interface ChatRequest {
   prompt: string;
   maxTokens: number;
   temperature: number;
+  /** reasoning_effort, for reasoning models whose API takes it. */
+  reasoningEffort?: ReasoningEffort;
 }
 
 export interface Completion {
+  /** The answer, without the model's reasoning (`<think>...</think>`, `reasoning_content`): that is never kept. */
   text: string;
   promptTokens: number | null;
+  /** Every output token, reasoning included (what the provider bills). */
   completionTokens: number | null;
+  /** Of those, the reasoning tokens, where the API reports them. */
+  reasoningTokens: number | null;
   latencyMs: number;
   attempts: number;
   finishReason: string | null;
@@ -145,22 +152,13 @@ export class ModelClient {
       const slot: AttemptSlot = {};
       const link = linkSignal(hooks.signal);
       try {
-        const res = await this.inSlot(slot, () =>
-          this.sdk.chat.completions.create(
-            {
-              model: this.model,
-              messages: [{ role: 'user', content: request.prompt }],
-              max_tokens: request.maxTokens,
-              temperature: request.temperature,
-            },
-            link ? { signal: link.signal } : undefined,
-          ),
-        );
+        const res = await this.inSlot(slot, () => this.sdk.chat.completions.create(this.params(request), link ? { signal: link.signal } : undefined));
         const choice = res.choices[0];
         return {
-          text: choice?.message?.content ?? '',
+          text: withoutReasoning(choice?.message?.content ?? ''),
           promptTokens: res.usage?.prompt_tokens ?? null,
           completionTokens: res.usage?.completion_tokens ?? null,
+          reasoningTokens: res.usage?.completion_tokens_details?.reasoning_tokens ?? null,
           latencyMs: Math.round(performance.now() - started),
           attempts: attempt,
           finishReason: choice?.finish_reason ?? null,
@@ -178,6 +176,20 @@ export class ModelClient {
         release?.();
       }
     }
+  }
+
+  /**
+   * The request as the endpoint's API wants it: o-series models on OpenAI and Azure take
+   * max_completion_tokens and no temperature; reasoning_effort only where configured.
+   */
+  private params(request: ChatRequest): ChatCompletionCreateParamsNonStreaming {
+    const completionTokens = this.endpoint.reasoning?.tokenParameter === 'max_completion_tokens';
+    return {
+      model: this.model,
+      messages: [{ role: 'user', content: request.prompt }],
+      ...(completionTokens ? { max_completion_tokens: request.maxTokens } : { max_tokens: request.maxTokens, temperature: request.temperature }),
+      ...(request.reasoningEffort ? { reasoning_effort: request.reasoningEffort } : {}),
+    };
   }
 
   /** GET <url>/models (Azure: <url>/models?api-version=...), the call `endpoints probe` makes. */
@@ -292,4 +304,19 @@ function findCause<T>(err: unknown, test: (e: unknown) => e is T): T | undefined
     current = (current as { cause?: unknown }).cause;
   }
   return undefined;
+}
+
+/**
+ * The answer without the model's reasoning: every `<think>...</think>` block (vLLM-served R1 writes its
+ * reasoning inline) is removed; an unclosed one (output cut at the token limit) means no answer yet.
+ */
+export function withoutReasoning(content: string): string {
+  if (!/<\/?think>/i.test(content)) return content;
+  let text = content.replace(/<think>[\s\S]*?<\/think>/gi, '');
+  const open = text.search(/<think>/i);
+  if (open >= 0) text = text.slice(0, open);
+  // a closing tag without its opening one (some servers strip the opening tag)
+  const close = text.search(/<\/think>/i);
+  if (close >= 0) text = text.slice(close + '</think>'.length);
+  return text.trim() === '' ? '' : text.replace(/^\s+/, '');
 }

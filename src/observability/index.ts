@@ -7,6 +7,7 @@ export {
   observeAuditEvent,
   observeAuditFailure,
   observeEgressEvent,
+  observeHandshakeRefusal,
   observeInstance,
   observeModelCall,
   observeModelCallFailure,
@@ -14,8 +15,9 @@ export {
   observeRunStarted,
   INSTANCE_OUTCOMES,
   RUN_FINAL_STATUSES,
+  HANDSHAKE_REFUSAL_REASONS,
 } from './metrics';
-export type { InstanceOutcome, RunFinalStatus, RunScope } from './metrics';
+export type { HandshakeRefusalReason, InstanceOutcome, RunFinalStatus, RunScope } from './metrics';
 export { enableProcessMetrics, metricsText, registry, resetMetrics } from './registry';
 export { forgetStore, observeStore } from './store-gauges';
 export { clearConfiguredIds, restrictIds, validLabelValue, validRule, BENCHMARK_ID_PATTERN, ENDPOINT_ID_PATTERN, RULE_NAMESPACES } from './labels';

@@ -14,6 +14,8 @@ export interface LocalListenerOptions {
   metrics: boolean;
   /** Readiness: resolves true when the process can do its work (the store answers). */
   ready: () => Promise<boolean>;
+  /** The rule that stopped the process's audit trail (a rollback), named on /health and /ready. */
+  stoppedBy?: () => string | undefined;
 }
 
 export const LOOPBACK = '127.0.0.1';
@@ -24,8 +26,11 @@ export async function startLocalListener(opts: LocalListenerOptions): Promise<Se
     const json = (status: number, body: unknown) => send(status, 'application/json', JSON.stringify(body));
     if (req.method !== 'GET' && req.method !== 'HEAD') return json(405, { status: 'method not allowed' });
     const path = (req.url ?? '/').split('?')[0];
-    if (path === '/health') return json(200, { status: 'ok' });
+    // Alive but stopped: a restart would stop again, so /health stays 200 and says why.
+    const rule = opts.stoppedBy?.();
+    if (path === '/health') return json(200, rule ? { status: 'audit-stopped', rule } : { status: 'ok' });
     if (path === '/ready') {
+      if (rule) return json(503, { status: 'not ready', rule });
       return void opts.ready().then(
         (ok) => json(ok ? 200 : 503, { status: ok ? 'ready' : 'not ready' }),
         () => json(503, { status: 'not ready' }),

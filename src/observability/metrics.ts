@@ -74,6 +74,17 @@ const auditLagSeconds = new GuardedHistogram(
   [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
 );
 const auditBatchSize = new GuardedHistogram(`${METRIC_PREFIX}audit_batch_size`, 'Audit events committed per batch (group commit).', {}, [1, 2, 5, 10, 25, 50, 100, 250, 500]);
+/**
+ * Why the daemon refused a TLS handshake (src/server/handshake.ts): a closed set, so a label never
+ * carries a name or anything else from a certificate.
+ */
+export const HANDSHAKE_REFUSAL_REASONS = ['expired', 'not-yet-valid', 'unknown-ca', 'no-certificate', 'bad-certificate', 'handshake-timeout', 'handshake-aborted', 'handshake-failed'] as const;
+export type HandshakeRefusalReason = (typeof HANDSHAKE_REFUSAL_REASONS)[number];
+const handshakeRefusals = new GuardedCounter(
+  `${METRIC_PREFIX}tls_handshake_refusals_total`,
+  'TLS handshakes the daemon refused or that failed before a request: a client certificate its client CAs do not verify (expired, of another CA, none) or a broken handshake.',
+  { reason: closed(HANDSHAKE_REFUSAL_REASONS) },
+);
 const auditFailures = new GuardedCounter(`${METRIC_PREFIX}audit_append_failures_total`, 'Audit events that could not be recorded (the action they guarded was not performed).', {});
 
 const buildInfo = new Gauge({ name: `${METRIC_PREFIX}build_info`, help: 'The running ehrbench version.', labelNames: ['version'], registers: [registry] });
@@ -143,4 +154,8 @@ export function observeAuditBatch(size: number, oldestRecordedAt: string | undef
 
 export function observeAuditFailure(): void {
   safely(() => auditFailures.inc({}));
+}
+
+export function observeHandshakeRefusal(reason: HandshakeRefusalReason): void {
+  safely(() => handshakeRefusals.inc({ reason }));
 }

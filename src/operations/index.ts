@@ -8,7 +8,7 @@ import type { App } from '../app';
 import { actAs, type Approval, type ApprovalChange, type ApprovalInput, type Principal, type PrincipalRole } from '../access';
 import { PolicyDenied, UserError } from '../errors';
 import { type Actor, Revocations } from '../identity';
-import type { RuleId } from '../policy';
+import { type RuleId, type RunFiguresRule, runFiguresVisibility } from '../policy';
 import { approveRun, cancelRun, requestRun, summarize } from '../runs';
 import type { RunRow } from '../runs';
 import type { ScoringMode } from '../metrics';
@@ -20,13 +20,15 @@ export interface Caller {
   authMethod: 'mtls' | 'local-os-user';
 }
 
-/** A run as people see it: ids, status, counts and aggregates; never instance data. */
-export interface RunView {
+/** A run with every figure, as its requester and compliance officers see it; never instance data. */
+export interface RunDetail {
   runId: string;
   benchmarkId: string;
   benchmarkVersion: string;
   tier: string;
   endpointId: string;
+  /** The run went to a test endpoint (the loopback stand-in of init --test-endpoints): never real results. */
+  testEndpoint: boolean;
   status: string;
   requestedBy: string;
   approvedBy: string | null;
@@ -38,15 +40,53 @@ export interface RunView {
   finishedAt: string | null;
   errorCode: string | null;
   instanceCount: number | null;
+  /** How a capped run picked its instances (HELM's seeded sample or the first N); null without a cap. */
+  sample: { method: 'helm'; seed: number; maxInstances: number } | { method: 'first'; maxInstances: number } | null;
+  /** Records the dataset left out when the run was planned, by rule. */
+  skipped: Record<string, number>;
   counts: { pending: number; claimed: number; done: number; blocked: number; failed: number };
   mainMetric: string;
   mainScore: number | null;
   aggregates: { metric: string; value: number | null; n: number }[];
   promptTokens: number;
   completionTokens: number;
+  /** Of the completion tokens, those a reasoning model spent reasoning (counted in the cost too). */
+  reasoningTokens: number;
   /** From the price table in the config; null when the endpoint has no price. */
   estimatedCostUsd: number | null;
 }
+
+/**
+ * A run's metadata: what everyone who may see the run sees of it. Every other field of RunDetail is a
+ * figure (a count, score, aggregate or usage of its instances), null unless policy/visibility shows it;
+ * so a field added to RunDetail is withheld until it is listed here.
+ */
+const RUN_METADATA = [
+  'runId',
+  'benchmarkId',
+  'benchmarkVersion',
+  'tier',
+  'endpointId',
+  'testEndpoint',
+  'status',
+  'requestedBy',
+  'approvedBy',
+  'approvalId',
+  'irbProtocol',
+  'scoring',
+  'createdAt',
+  'startedAt',
+  'finishedAt',
+  'errorCode',
+  'sample',
+  'mainMetric',
+] as const satisfies readonly (keyof RunDetail)[];
+
+/** A run as a caller sees it: its figures are null when `withheld` names the rule that withheld them. */
+export type RunView = { [K in keyof RunDetail]: K extends (typeof RUN_METADATA)[number] ? RunDetail[K] : RunDetail[K] | null } & { withheld: RunFiguresRule | null };
+
+/** A run just cancelled or halted; `callsInFlight` when this process executes it (those calls finish, no new one starts). */
+export type StoppedRunView = RunView & { callsInFlight?: number };
 
 /** An export as people see it; `preview` is the canonical JSON of exactly what a release would sign. */
 export interface ExportView {
@@ -76,6 +116,11 @@ export interface RunRequestInput {
   scoring?: ScoringMode;
   purpose?: string;
   approvalId?: string;
+  /** Output tokens per model call instead of the benchmark's max_tokens (reasoning models). */
+  maxOutputTokens?: number;
+  reasoningEffort?: 'low' | 'medium' | 'high';
+  /** How maxInstances picks the instances: HELM's seeded sample (default) or the first N. */
+  sample?: 'helm' | 'first';
 }
 
 export { localCaller } from './local';
@@ -90,11 +135,11 @@ export class Operations {
   }
 
   /** The actor `caller` is in `role`, or an audited refusal naming the missing role. */
-  async as(caller: Caller, role: PrincipalRole, action: string): Promise<Actor> {
+  async as(caller: Caller, role: PrincipalRole, action: string, allowed: readonly PrincipalRole[] = [role]): Promise<Actor> {
     const actor = actAs(caller.principal, role, caller.authMethod);
     if (actor) return actor;
     const rule = `rbac.${role}-required` as const;
-    const reason = `${action} needs the ${role} role; ${caller.principal.id} holds ${caller.principal.roles.join(', ')}`;
+    const reason = `${action} needs the ${oneOf(allowed)} role; ${caller.principal.id} holds ${caller.principal.roles.join(', ')}`;
     await this.app.audit.record({
       type: 'access.denied',
       action: 'E',
@@ -106,10 +151,13 @@ export class Operations {
     throw new PolicyDenied(rule, reason);
   }
 
-  /** The first of `roles` the caller holds (for reads several roles may do), or an audited refusal. */
+  /**
+   * The first of `roles` the caller holds (for actions several roles may do), or an audited refusal
+   * that names all of them; its rule is the first role's, so rule ids stay those of a single role.
+   */
   async asAny(caller: Caller, roles: PrincipalRole[], action: string): Promise<Actor> {
     const role = roles.find((r) => caller.principal.roles.includes(r));
-    return this.as(caller, role ?? (roles[0] as PrincipalRole), action);
+    return this.as(caller, role ?? (roles[0] as PrincipalRole), action, roles);
   }
 
   whoami(caller: Caller): { principal: string; displayName: string | null; roles: PrincipalRole[]; authMethod: string } {
@@ -126,31 +174,37 @@ export class Operations {
       ...(input.scoring ? { scoring: input.scoring } : {}),
       ...(input.purpose ? { purpose: input.purpose } : {}),
       ...(input.approvalId ? { approvalId: input.approvalId } : {}),
+      ...(input.maxOutputTokens !== undefined ? { maxOutputTokens: input.maxOutputTokens } : {}),
+      ...(input.reasoningEffort ? { reasoningEffort: input.reasoningEffort } : {}),
+      ...(input.sample ? { sample: input.sample } : {}),
     });
-    return this.view(run);
+    return this.view(caller, run);
   }
 
   async approveRun(caller: Caller, runId: string): Promise<RunView> {
     const actor = await this.as(caller, 'compliance', 'approving a run');
-    return this.view(await approveRun(this.app.engine, runId, actor));
+    return this.view(caller, await approveRun(this.app.engine, runId, actor));
   }
 
-  async cancelRun(caller: Caller, runId: string, reason: string): Promise<RunView> {
+  async cancelRun(caller: Caller, runId: string, reason: string): Promise<StoppedRunView> {
     const run = await this.visibleRun(caller, runId);
     const own = run.requested_by === caller.principal.id;
     const actor = own ? await this.as(caller, 'researcher', 'cancelling a run') : await this.asAny(caller, ['compliance', 'admin'], 'halting a run');
-    return this.view(await cancelRun(this.app.engine, runId, actor, reason));
+    const stopped = await cancelRun(this.app.engine, runId, actor, reason);
+    // Known only to the process that executes the run (the daemon's workers): those calls finish.
+    const callsInFlight = this.app.engine.calls.callsInFlight(runId);
+    return { ...(await this.view(caller, stopped)), ...(callsInFlight !== undefined ? { callsInFlight } : {}) };
   }
 
   async listRuns(caller: Caller, limit = 50): Promise<RunView[]> {
     const privileged = caller.principal.roles.some((r) => PRIVILEGED_READERS.includes(r));
     if (!privileged) await this.as(caller, 'researcher', 'listing runs');
     const runs = privileged ? await this.app.engine.store.listRuns(limit) : await this.app.engine.store.listRunsBy(caller.principal.id, limit);
-    return Promise.all(runs.map((r) => this.view(r)));
+    return Promise.all(runs.map((r) => this.view(caller, r)));
   }
 
   async showRun(caller: Caller, runId: string): Promise<RunView> {
-    return this.view(await this.visibleRun(caller, runId));
+    return this.view(caller, await this.visibleRun(caller, runId));
   }
 
   /** Researchers see their own runs; compliance, auditors and admins see all. Others: not found. */
@@ -163,7 +217,17 @@ export class Operations {
     return run;
   }
 
-  async view(run: RunRow): Promise<RunView> {
+  /**
+   * The run as `caller` sees it: every figure, or (policy/visibility) the metadata only. The detail is
+   * computed either way, so both views come from one list of fields; withheld figures go no further.
+   */
+  async view(caller: Caller, run: RunRow): Promise<RunView> {
+    const shown = runFiguresVisibility(caller.principal, { requestedBy: run.requested_by, tier: run.tier });
+    const detail = await this.detail(run);
+    return shown.allowed ? { ...detail, withheld: null } : withheldView(detail, shown.rule);
+  }
+
+  private async detail(run: RunRow): Promise<RunDetail> {
     const s = await summarize(this.app.engine, run);
     return {
       runId: run.run_id,
@@ -171,6 +235,7 @@ export class Operations {
       benchmarkVersion: run.benchmark_version,
       tier: run.tier,
       endpointId: run.endpoint_id,
+      testEndpoint: run.spec.endpoint.test === true,
       status: run.status,
       requestedBy: run.requested_by,
       approvedBy: run.approved_by,
@@ -182,12 +247,15 @@ export class Operations {
       finishedAt: run.finished_at?.toISOString() ?? null,
       errorCode: run.error_code,
       instanceCount: run.instance_count,
+      sample: run.spec.sample ?? null,
+      skipped: s.skipped,
       counts: s.counts,
       mainMetric: s.mainMetric,
       mainScore: s.mainScore,
       aggregates: s.aggregates,
       promptTokens: s.promptTokens,
       completionTokens: s.completionTokens,
+      reasoningTokens: s.reasoningTokens,
       estimatedCostUsd: estimatedCost(this.app, run, s.promptTokens, s.completionTokens),
     };
   }
@@ -232,24 +300,47 @@ export class Operations {
     return row;
   }
 
+  /**
+   * A compliance officer records an IRB approval: the input is checked first (a bad one is a 400
+   * naming the field, and nothing is recorded), then separation of duties, then the approval and its
+   * audit record are written in one transaction.
+   */
   async createApproval(caller: Caller, input: ApprovalInput): Promise<Approval> {
     const actor = await this.as(caller, 'compliance', 'recording an IRB approval');
+    const checked = this.checkedApproval(input);
+    const refuse = async (rule: RuleId, why: string): Promise<never> => {
+      await this.app.audit.record({ type: 'approval.create', action: 'C', outcome: 'denied', rule, reason: why, actor, irbProtocol: safeId(input.protocolNumber) });
+      throw new PolicyDenied(rule, why);
+    };
+    if (input.principalInvestigator === actor.principal || input.personnel.includes(actor.principal)) {
+      await refuse('sod.approval-recorder-is-personnel', `${actor.principal} is named on the approval (PI or personnel); another compliance officer must record it`);
+    }
+    if ((await this.app.approvals.stoppedBy(input.protocolNumber)).includes(actor.principal)) {
+      await refuse('sod.protocol-suspended-by-recorder', `${actor.principal} suspended or closed an approval of this protocol; another compliance officer must record a new one`);
+    }
+    return this.app.approvals.create(checked, actor.principal, (tx, approval) =>
+      this.app.audit.recordIn(tx, {
+        type: 'approval.create',
+        action: 'C',
+        outcome: 'success',
+        rule: 'approval.recorded-by-compliance',
+        reason: `protocol ${input.protocolNumber}`.slice(0, 200),
+        actor,
+        irbProtocol: safeId(input.protocolNumber),
+        subject: { approvalId: approval.approvalId },
+        detail: { personnel: input.personnel.length, benchmarks: (input.benchmarks ?? []).length, tiers: (input.tiers ?? []).length },
+      }),
+    );
+  }
+
+  /** The approval as it will be stored, or a UserError naming the field that is wrong. */
+  private checkedApproval(input: ApprovalInput): ApprovalInput {
     for (const b of input.benchmarks ?? []) this.app.catalog.get(b);
     for (const e of input.endpoints ?? []) this.app.endpoints.get(e);
     if (!input.benchmarks?.length && !input.tiers?.length) {
       throw new UserError('approval.invalid', 'an approval must cover at least one benchmark or tier');
     }
-    await this.app.audit.record({
-      type: 'approval.create',
-      action: 'C',
-      outcome: 'success',
-      rule: 'approval.recorded-by-compliance',
-      reason: `protocol ${input.protocolNumber}`.slice(0, 200),
-      actor,
-      irbProtocol: safeId(input.protocolNumber),
-      detail: { personnel: input.personnel.length, benchmarks: (input.benchmarks ?? []).length, tiers: (input.tiers ?? []).length },
-    });
-    return this.app.approvals.create(input, actor.principal);
+    return { ...input, ...approvalDates(input, new Date()) };
   }
 
   async listApprovals(caller: Caller): Promise<Approval[]> {
@@ -269,7 +360,8 @@ export class Operations {
 
   /**
    * Suspend, reinstate or close an approval. Break-glass is this and run halts: it can only narrow
-   * access. Reinstating needs a different compliance officer from the one who suspended.
+   * access. Reinstating needs a different compliance officer from the one who suspended, and one the
+   * approval does not name. The change and its audit record commit together.
    */
   async changeApproval(caller: Caller, id: string, change: ApprovalChange, reason: string): Promise<Approval> {
     const actor = await this.as(caller, 'compliance', `${change} of an approval`);
@@ -285,19 +377,28 @@ export class Operations {
       if ((await this.app.approvals.lastChangedBy(id, 'suspend')) === actor.principal) {
         await refuse('sod.reinstate-by-suspender', 'the compliance officer who suspended an approval cannot reinstate it; a second officer must');
       }
+      // Reinstating grants the approval again: as for recording it, not by someone it names.
+      if (current.principalInvestigator === actor.principal || current.personnel.includes(actor.principal)) {
+        await refuse('sod.approval-recorder-is-personnel', `${actor.principal} is named on the approval (PI or personnel); another compliance officer must reinstate it`);
+      }
     }
     if (change === 'suspend' && current.status === 'suspended') await refuse('approval.already-suspended', 'approval is already suspended');
-    await this.app.audit.record({
-      type: auditType(change),
-      action: 'U',
-      outcome: 'success',
-      rule: `approval.${change}`,
-      reason: reason.slice(0, 200),
-      actor,
-      irbProtocol: safeId(current.protocolNumber),
-      subject: { approvalId: id },
-    });
-    return (await this.app.approvals.change(id, change, actor.principal)) as Approval;
+    // The change and its audit record commit together: no success in the trail for a change that failed.
+    const changed = await this.app.approvals.change(id, change, actor.principal, current.version, (tx) =>
+      this.app.audit.recordIn(tx, {
+        type: auditType(change),
+        action: 'U',
+        outcome: 'success',
+        rule: `approval.${change}`,
+        reason: reason.slice(0, 200),
+        actor,
+        irbProtocol: safeId(current.protocolNumber),
+        subject: { approvalId: id },
+      }),
+    );
+    // The checks above were made on version `current.version`; another change in between voids them.
+    if (!changed) throw new UserError('approval.changed', `approval ${id} changed while being changed; nothing was done, show it and try again`);
+    return changed;
   }
 
   /**
@@ -329,6 +430,13 @@ function estimatedCost(app: App, run: RunRow, promptTokens: number, completionTo
   return price ? Math.round(costUsd(Number(promptTokens), Number(completionTokens), price) * 1e6) / 1e6 : null;
 }
 
+/** The metadata of a run and null for each of its figures (any field not in RUN_METADATA). */
+function withheldView(detail: RunDetail, rule: RunFiguresRule): RunView {
+  const metadata: readonly string[] = RUN_METADATA;
+  const fields = Object.entries(detail).map(([key, value]) => [key, metadata.includes(key) ? value : null]);
+  return { ...(Object.fromEntries(fields) as RunView), withheld: rule };
+}
+
 function exportView(row: ExportRow): ExportView {
   return {
     exportId: row.export_id,
@@ -356,6 +464,28 @@ function auditTypeRevoke(): 'pki.revoke' {
 
 function auditType(change: ApprovalChange): 'approval.suspend' | 'approval.grant' | 'approval.close' {
   return change === 'suspend' ? 'approval.suspend' : change === 'close' ? 'approval.close' : 'approval.grant';
+}
+
+/**
+ * The validity of an approval, checked here so that a bad date is a 400 naming the field rather than
+ * a constraint violation of the store. The start defaults to now on this clock (the one the access
+ * rules compare with), and is stored as such, so the check and the store agree.
+ */
+function approvalDates(input: ApprovalInput, now: Date): { startsAt: string; expiresAt?: string } {
+  const startsAt = input.startsAt ?? now.toISOString();
+  if (!Number.isFinite(Date.parse(startsAt))) throw new UserError('approval.invalid', 'startsAt is not a date-time; give one such as 2026-01-31T00:00:00Z');
+  if (input.expiresAt === undefined) return { startsAt };
+  if (!Number.isFinite(Date.parse(input.expiresAt))) throw new UserError('approval.invalid', 'expiresAt is not a date-time; give one such as 2027-01-31T00:00:00Z');
+  if (Date.parse(input.expiresAt) <= Date.parse(startsAt)) {
+    const start = input.startsAt ? startsAt : `now, ${startsAt}, as none was given`;
+    throw new UserError('approval.invalid', `expiresAt must be after startsAt (${start}); give a later expiresAt or an earlier startsAt`);
+  }
+  return { startsAt, expiresAt: input.expiresAt };
+}
+
+/** "compliance", "compliance or admin", "compliance, auditor or admin". */
+function oneOf(roles: readonly string[]): string {
+  return roles.length <= 1 ? (roles[0] ?? '') : `${roles.slice(0, -1).join(', ')} or ${roles.at(-1)}`;
 }
 
 /** Protocol numbers are ids; anything else in them is dropped before it reaches the audit trail. */

@@ -23,6 +23,10 @@ const ACCESS_DENIALS = {
   'approval.not-on-personnel': 'the researcher is neither on the personnel nor the PI of the IRB approval',
   'approval.benchmark-not-covered': 'the IRB approval covers neither the benchmark nor its tier',
   'approval.endpoint-not-covered': 'the IRB approval lists endpoints, and not this one',
+  'approval.test-endpoint-not-named':
+    'a test endpoint (the loopback stand-in) receives approval-required or private data only under an IRB approval that names it in its endpoints, so a real study never reaches it by default',
+  'sod.approval-recorder-is-personnel':
+    'the officer who records or reinstates an IRB approval may not be its PI or on its personnel: refused when recording or reinstating, and an approval so recorded covers no run',
   'tier.private.run-not-approved': "a private run has no compliance officer's approval yet; nothing is sent",
 } as const;
 
@@ -40,16 +44,25 @@ export const RULES = {
   ...JURY_DENIALS,
 
   // Roles (src/operations): an action needs a role the caller does not hold.
-  'rbac.admin-required': 'the action needs the admin role',
-  'rbac.compliance-required': 'the action needs the compliance role',
-  'rbac.auditor-required': 'the action needs the auditor role',
+  // An action several roles may do is refused under the first role's rule; its reason names them all.
+  'rbac.admin-required': 'the action needs the admin role (or another role the refusal names)',
+  'rbac.compliance-required': 'the action needs the compliance role (or another role the refusal names)',
+  'rbac.auditor-required': 'the action needs the auditor role (or another role the refusal names)',
   'rbac.cancel-not-allowed': 'only the requester, a compliance officer or an admin may stop a run',
+
+  // Who sees a run's exact figures: counts, scores, aggregates, token usage (src/policy/visibility.ts).
+  'visibility.run-figures.public-tier': "a public run's exact counts, scores and usage are shown to everyone who may see the run",
+  'visibility.run-figures.requester': "the requester sees their own run's exact counts, scores and usage",
+  'visibility.run-figures.compliance': 'compliance officers see the exact counts, scores and usage of every run (they approve runs and review exports)',
+  'visibility.run-figures.withheld': "the exact counts, scores and usage of another person's approval-required or private run are withheld (null): admins and auditors see its metadata only",
 
   // Who is calling.
   'identity.no-certificate': 'the daemon needs a client certificate from a trusted CA',
   'identity.unknown-principal': 'the client certificate is mapped to no active principal',
+  'identity.unknown-certificate': 'the client certificate is of a CA ehrbench issues from, and ehrbench has no record of issuing it (ehrbench pki issue records each one)',
+  'identity.denials-rate-limited': 'more refused requests from one client address or certificate in a window than server.rateLimit.deniedMax: answered 429, counted in the denial events of the window',
   'identity.local-user-unknown': 'the operating-system account is mapped to no active principal (local mode)',
-  'pki.certificate-revoked': 'the client certificate, or every certificate of its principal, is revoked',
+  'pki.certificate-revoked': 'the client certificate is revoked, or its principal is and it was issued (recorded issue time; validity start for an external CA) before that',
 
   // Separation of duties.
   'sod.compliance-approval': 'a private run approved by a compliance officer other than the requester',
@@ -57,6 +70,8 @@ export const RULES = {
   'sod.compliance-release': 'an export released by a compliance officer other than the requester',
   'sod.releaser-is-requester': 'the requester of an export may not release it',
   'sod.reinstate-by-suspender': 'the officer who suspended an approval may not reinstate it; a second officer must',
+  'sod.protocol-suspended-by-recorder':
+    'the officer who suspended or closed an approval of a protocol (still suspended or closed) may not record a new approval for that protocol; a second officer must',
 
   // IRB approvals as records.
   'approval.recorded-by-compliance': 'an IRB approval recorded by a compliance officer',
@@ -74,6 +89,14 @@ export const RULES = {
   'run.halt.by-officer': 'a compliance officer or an admin halted the run',
   'run.all-instances-finished': 'every instance of the run is done, blocked or failed',
   'run.item.attempts-exhausted': 'an instance failed on every attempt it was allowed',
+
+  // Datasets: records a benchmark leaves out where HELM's loader leaves them out (counted per run).
+  'dataset.skip.empty-column': "a record left out: a column the benchmark requires is the empty string (HELM's shc_ent_med skips such labels)",
+  'dataset.skip.blank-column': "a record left out: a column the benchmark requires is blank (HELM's CLEAR and MEDEC loaders skip such rows)",
+  'dataset.skip.image-question': 'a HeadQA question with an image left out, as HELM evaluates text questions only (SKIP_VQA)',
+  'dataset.skip.prompt-over-max-length': "an EHRSHOT prompt over HELM's max_length (100,000 cl100k_base tokens) left out, as HELM's loader leaves it out",
+  'dataset.skip.ehr-over-token-budget':
+    "a MedAlign instruction left out: its EHR exceeds HELM's token budget (100,000 less output, template and instruction), and HELM drops such EHRs rather than truncating them",
 
   // The approval's budget, before every model call.
   'budget.not-bound': 'the run is bound to no approval, so no budget applies',
@@ -133,6 +156,14 @@ export const RULES = {
   'egress.redirect.refused': 'the endpoint answered with a redirect; redirects are never followed',
   'egress.response-too-large': 'the guard cut a call short: the response is larger than the cap',
   'egress.deadline': "the guard cut a call short: the call's total deadline passed",
+  'egress.env.foreign-module': 'a module outside the installation, or a preload flag, was loaded into node before ehrbench started; refused at start-up',
+
+  // The endpoint policy at load: how wide an allowlist may be, where its secrets may be read from.
+  'policy.allowlist-too-wide': "an endpoint's allowedCidrs together cover more addresses than config egress.allowlistWidth allows",
+  'policy.test-endpoint-not-loopback': 'an endpoint marked test (the loopback stand-in) may list loopback allowedCidrs only, so the label can never cover a real endpoint',
+  'policy.secret-outside-secrets-dir': "an endpoint's auth.file does not resolve (links followed) inside the secrets directory, config secrets.dir",
+  'policy.secret-is-daemon-key':
+    "an endpoint's secret reference names one of the daemon's own keys or credentials (keys.dir, the site PKI, the TLS key, the de-identification secret, the database credentials)",
 
   // Exports: the only door out.
   'export.request.own-completed-runs': 'an export requested of completed runs of the requester',
@@ -146,13 +177,15 @@ export const RULES = {
   'export.already-released': 'an export is released once',
   'export.write-failed': 'the released files could not be written; nothing partial was left',
   'export.download': 'a released bundle fetched again by its requester or a compliance officer',
-  'disclosure.differencing': 'a released cohort would differ from another by fewer than k instances',
+  'disclosure.differencing': 'a released cell (whole cohort or subgroup, any name) would differ from another released cell of the benchmark, in this export or an earlier one, by 1..k-1 instances',
 
   // The audit trail and the processes that write it.
   'audit.read.api': 'the audit trail read over the daemon API by compliance or an auditor',
   'audit.verify.api': 'the audit trail verified over the daemon API by compliance or an auditor',
   'audit.read.local-operator': 'the audit trail read or exported on the host by its operator',
   'audit.verify.local-operator': 'the audit trail verified on the host by its operator',
+  'audit.rollback-detected': 'the chain no longer holds a witnessed checkpoint (tail cut or older backup restored): the trail stops, nothing is sealed or done',
+  'audit.witness-unchecked': 'a witness file cannot be read or does not verify, so the chain cannot be checked against it: the trail stops',
   'daemon.start': 'the daemon started',
   'daemon.stop': 'the daemon stopped',
   'worker.start': 'a worker process started',
@@ -160,9 +193,13 @@ export const RULES = {
 
   // Certificates and principals, changed on the host.
   'pki.issue.host-operator': 'a client certificate issued on the host by its operator',
+  'pki.sign.host-operator':
+    "a client certificate issued on the host by its operator for a certification request: only the request's public key is taken, the private key never left its holder's machine",
+  'pki.issue.recorded-existing': 'a client certificate issued before ehrbench kept an issuance record, recorded with the time of its own pki.issue event',
   'pki.write-failed': 'the files of an issued certificate could not be written; none was left',
   'pki.revoke.principal': 'every certificate of a principal revoked (break-glass)',
   'policy.principals.host-operator': 'the principals file changed on the host by its operator',
+  'policy.file.loaded': 'a policy file (principals, endpoints) whose content the trail had not recorded was loaded; recorded with its sha256 and what changed before it took effect',
 
   // Fallbacks where a rule is reported but none was given.
   'probe.failed': 'endpoints probe: the call failed for a reason that is neither a refusal nor an ehrbench error',

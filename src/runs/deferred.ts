@@ -18,6 +18,7 @@ const NO_CALLS: JudgePort = {
   check: () => Promise.reject(new PolicyDenied('annotate.deferred-no-calls', 'a deferred annotator may not call an endpoint')),
   sendable: () => Promise.resolve(undefined),
   complete: () => Promise.reject(new PolicyDenied('annotate.deferred-no-calls', 'a deferred annotator may not call an endpoint')),
+  sameFamily: () => false,
 };
 
 /** Runs the pending annotators of a run whose model calls are all made; false when calls remain (another worker's). */

@@ -9,8 +9,8 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { AuditEventInput, AuditTrail } from '../audit';
-import type { Catalog } from '../catalog';
-import type { EndpointPolicy } from '../egress';
+import { type Catalog, HELM_SAMPLE_SEED, type SampleMethod } from '../catalog';
+import type { EndpointPolicy, ReasoningEffort } from '../egress';
 import { isStoreUnavailable } from '../db';
 import { PolicyDenied, UserError, describeError } from '../errors';
 import type { RuleId } from '../policy';
@@ -64,6 +64,14 @@ export interface RunRequest {
   purpose?: string;
   irbProtocol?: string;
   approvalId?: string;
+  /** Output tokens per model call instead of the benchmark's max_tokens (reasoning models). */
+  maxOutputTokens?: number;
+  reasoningEffort?: ReasoningEffort;
+  /**
+   * How `maxInstances` picks the instances: HELM's seeded sample (default, so a capped run scores the
+   * instances HELM's leaderboard scored) or the first N in dataset order.
+   */
+  sample?: SampleMethod;
 }
 
 export interface RunSummary {
@@ -78,12 +86,15 @@ export interface RunSummary {
   aggregates: MetricAggregate[];
   promptTokens: number;
   completionTokens: number;
+  /** Of the completion tokens, those spent reasoning (reasoning models that report them). */
+  reasoningTokens: number;
+  /** Records the dataset's adapter left out when the run was planned, by rule (HELM leaves them out too). */
+  skipped: Record<string, number>;
 }
 
 export interface ExecuteOptions {
   workerId?: string;
   signal?: AbortSignal;
-  onProgress?: (counts: StateCounts) => void;
 }
 
 function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' | 'endpoint_id' | 'tier' | 'spec' | 'approved_by'>, requester: Actor): RunContext {
@@ -96,6 +107,8 @@ function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' |
     requester,
     scoring: run.spec.scoring,
     deidentify: run.spec.deidentify,
+    maxOutputTokens: run.spec.maxTokens,
+    ...(run.spec.reasoningEffort ? { reasoningEffort: run.spec.reasoningEffort } : {}),
     ...(run.spec.purpose ? { purpose: run.spec.purpose } : {}),
     ...(run.spec.irbProtocol ? { irbProtocol: run.spec.irbProtocol } : {}),
     ...(run.spec.approvalId ? { approvalId: run.spec.approvalId } : {}),
@@ -108,8 +121,22 @@ function deidentifies(tier: RunRow['tier'], setting: 'required' | 'optional' | '
   return requiresDeidentification(tier) || setting === 'required';
 }
 
+/** How a capped run picks its instances, as recorded with it: enough to pick the same ones again. */
+function sampleSpec(method: SampleMethod, maxInstances: number): NonNullable<RunSpec['sample']> {
+  return method === 'helm' ? { method, seed: HELM_SAMPLE_SEED, maxInstances } : { method, maxInstances };
+}
+
 /** Checks access and records a run. Throws PolicyDenied (after auditing the refusal) when denied. */
 export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRow> {
+  if (req.maxOutputTokens !== undefined && !(Number.isInteger(req.maxOutputTokens) && req.maxOutputTokens >= 1 && req.maxOutputTokens <= 100_000)) {
+    throw new UserError('run.invalid', `maxOutputTokens must be a whole number from 1 to 100000, not ${String(req.maxOutputTokens).slice(0, 20)}`);
+  }
+  if (req.sample !== undefined && req.sample !== 'helm' && req.sample !== 'first') {
+    throw new UserError('run.invalid', `sample must be helm or first, not ${String(req.sample).slice(0, 20)}`);
+  }
+  if (req.sample !== undefined && !req.maxInstances) {
+    throw new UserError('run.invalid', 'sample picks among the instances only under a cap; add maxInstances (--max-instances N) or leave sample out');
+  }
   const benchmark = engine.catalog.get(req.benchmarkId);
   const endpoint = engine.endpoints.get(req.endpointId);
   const d = benchmark.definition;
@@ -122,6 +149,9 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
     requester: req.requester,
     scoring: req.scoring ?? 'corrected',
     deidentify: deidentifies(d.tier, d.deidentification),
+    // The run's output length and effort: asked for, else the endpoint's (a reasoning model), else the benchmark's.
+    maxOutputTokens: req.maxOutputTokens ?? endpoint.reasoning?.maxOutputTokens ?? d.prompt.maxTokens,
+    ...(req.reasoningEffort || endpoint.reasoning?.effort ? { reasoningEffort: req.reasoningEffort ?? endpoint.reasoning?.effort } : {}),
     ...(req.purpose ? { purpose: req.purpose } : {}),
     ...(req.irbProtocol ? { irbProtocol: req.irbProtocol } : {}),
     ...(req.approvalId ? { approvalId: req.approvalId } : {}),
@@ -150,11 +180,13 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
       metrics: [d.metrics.main, ...(d.metrics.secondary ?? [])],
       lowerIsBetter: d.lowerIsBetter,
     },
-    endpoint: { id: endpoint.id, provider: endpoint.provider, deployment: endpoint.deployment ?? null, model: endpoint.model ?? null },
+    endpoint: { id: endpoint.id, provider: endpoint.provider, deployment: endpoint.deployment ?? null, model: endpoint.model ?? null, ...(endpoint.test ? { test: true as const } : {}) },
     scoring: ctx.scoring,
-    maxTokens: d.prompt.maxTokens,
+    maxTokens: ctx.maxOutputTokens,
     temperature: d.prompt.temperature ?? 0,
+    ...(ctx.reasoningEffort ? { reasoningEffort: ctx.reasoningEffort } : {}),
     deidentify: ctx.deidentify,
+    ...(req.maxInstances ? { sample: sampleSpec(req.sample ?? 'helm', req.maxInstances) } : {}),
     ...(req.purpose ? { purpose: req.purpose } : {}),
     ...(irbProtocol ? { irbProtocol } : {}),
     ...(approvalId ? { approvalId } : {}),
@@ -300,7 +332,11 @@ export async function approveRun(engine: Engine, runId: string, approver: Actor)
   return (await engine.store.getRun(runId)) as RunRow;
 }
 
-/** Stops a run: its requester, a compliance officer or an admin (break-glass halt). Workers stop at their next claim. */
+/**
+ * Stops a run: its requester, a compliance officer or an admin (break-glass halt). No new call of it
+ * starts after the cancel is recorded (at once in this process, within RunWatch's MAX_AGE_MS in other
+ * workers); calls already in flight finish.
+ */
 export async function cancelRun(engine: Engine, runId: string, actor: Actor, reason: string): Promise<RunRow> {
   const run = await engine.store.getRun(runId);
   if (!run) throw new UserError('run.not-found', `run ${runId} does not exist`);
@@ -310,6 +346,9 @@ export async function cancelRun(engine: Engine, runId: string, actor: Actor, rea
   const rule = own ? 'run.cancel.by-requester' : halt ? 'run.halt.by-officer' : 'rbac.cancel-not-allowed';
   const allowed = own || halt;
   const active = ['requested', 'approved', 'running'].includes(run.status);
+  // No call of the run starts here once the cancel is in the trail: the gate is stopped first, in the
+  // same turn as the record is queued (gateway.ts, RunGate). Workers elsewhere see it in the store.
+  if (allowed && active) engine.calls.stopRun(runId);
   await engine.audit.record({
     type: halt && !own ? 'run.halt' : 'run.cancel',
     action: 'U',
@@ -355,5 +394,6 @@ export async function summarize(engine: Engine, run: RunRow): Promise<RunSummary
     mainScore: aggregates.find((a) => a.metric === mainMetric)?.value ?? null,
     aggregates,
     ...tokens,
+    skipped: run.skipped ?? {},
   };
 }

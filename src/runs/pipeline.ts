@@ -6,11 +6,11 @@
  * model or to a judge, goes through the gateway (src/calls), which decides, budgets, bounds and
  * audits it; nothing here builds a client.
  */
-import { JUDGE_MAX_TOKENS, type JudgePort } from '../annotate';
-import { type Answer, ModelCallError } from '../calls';
+import { JUDGE_MAX_TOKENS, type JudgePort, sameFamily } from '../annotate';
+import { type Answer, ModelCallError, RunStopped } from '../calls';
 import type { Instance } from '../catalog';
 import { PolicyDenied } from '../errors';
-import { scoreInstance } from '../metrics';
+import { metricsToStore, scoreInstance } from '../metrics';
 import { observeModelCall } from '../observability';
 import { auditBase, ENGINE_ACTOR } from '../audit';
 import type { Engine } from './engine';
@@ -24,7 +24,7 @@ export type InstanceOutcome =
   | { kind: 'answered'; result: ItemResult; settle: () => Promise<void> }
   /** A call failed (HTTP error, timeout): the instance goes back to the queue, or fails for good. */
   | { kind: 'call-failed'; error: ModelCallError }
-  /** The run was told to stop while the instance was in flight: it costs no attempt. */
+  /** The run was told to stop (shutdown, cancel) while the instance was in flight: it costs no attempt. */
   | { kind: 'interrupted' };
 
 export async function processInstance(engine: Engine, ctx: RunContext, item: ClaimedItem, signal?: AbortSignal): Promise<InstanceOutcome> {
@@ -55,8 +55,9 @@ export async function processInstance(engine: Engine, ctx: RunContext, item: Cla
       purpose: 'model',
       endpointId: ctx.endpoint.id,
       prompt: deid.prompt,
-      maxTokens: d.maxTokens,
+      maxTokens: ctx.maxOutputTokens,
       temperature: d.temperature ?? 0,
+      ...(ctx.reasoningEffort ? { reasoningEffort: ctx.reasoningEffort } : {}),
       detail: { ordinal: item.ordinal },
       ...(signal ? { signal } : {}),
     });
@@ -65,7 +66,7 @@ export async function processInstance(engine: Engine, ctx: RunContext, item: Cla
     const annotations = await engine.annotate.annotate(ctx, item.instance, completion.text, judgesFor(engine, ctx, item, signal), 'inline');
     const m = ctx.benchmark.definition.metrics;
     // Metrics of deferred annotators (EHRSQL) are null until the deferred pass (runs/deferred.ts).
-    const scores = scoreInstance([m.main, ...(m.secondary ?? [])], item.instance, completion.text, annotations, ctx.scoring);
+    const scores = scoreInstance(metricsToStore([m.main, ...(m.secondary ?? [])], annotations), item.instance, completion.text, annotations, ctx.scoring);
     const pending = engine.annotate.needed(ctx, 'deferred');
     const result: ItemResult = {
       prediction: completion.text,
@@ -73,13 +74,15 @@ export async function processInstance(engine: Engine, ctx: RunContext, item: Cla
       ...(pending.length ? { pendingAnnotators: pending } : {}),
       promptTokens: completion.promptTokens,
       completionTokens: completion.completionTokens,
+      reasoningTokens: completion.reasoningTokens,
       latencyMs: completion.latencyMs,
     };
     const settle = answer.settle;
     answer = undefined;
     return { kind: 'answered', result, settle };
   } catch (err) {
-    if (signal?.aborted) return { kind: 'interrupted' };
+    // Shutdown, Ctrl-C, or the run cancelled: the call was not made or its answer is not needed.
+    if (signal?.aborted || err instanceof RunStopped) return { kind: 'interrupted' };
     if (err instanceof ModelCallError) return { kind: 'call-failed', error: err };
     throw err;
   } finally {
@@ -93,6 +96,9 @@ export function judgesFor(engine: Engine, ctx: RunContext, item: ClaimedItem, si
   return {
     async check(endpointIds) {
       for (const endpointId of endpointIds) await engine.calls.check(ctx, { purpose: 'judge', endpointId, detail: { ordinal: item.ordinal, purposeOfCall: 'scoring' } });
+    },
+    sameFamily(endpointId) {
+      return sameFamily(ctx.endpoint, engine.endpoints.get(endpointId));
     },
     async sendable(prompt) {
       const out = await engine.deid.apply(ctx, item.instance as Instance, prompt);

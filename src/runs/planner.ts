@@ -5,7 +5,7 @@
  * in a de-identified run: there a record's prompt may go only once the names found in its subject's
  * other records are known, so the instances are claimed after planning attached that evidence.
  */
-import { instancesOf, verifyDataset, type Instance } from '../catalog';
+import { type Instance, type SkipCounts, streamInstances, verifyDataset } from '../catalog';
 import { UserError } from '../errors';
 import type { Engine } from './engine';
 import type { RunContext } from './stages';
@@ -118,7 +118,14 @@ async function plan(engine: Engine, run: RunRow, ctx: RunContext, workerId: stri
   let ordinal = 0;
   let limit = FIRST_BATCH;
   const evidence = new SubjectEvidence();
-  for await (const instance of instancesOf(ctx.benchmark, run.max_instances ?? undefined)) {
+  const skipped: SkipCounts = {};
+  // A capped run takes HELM's seeded sample or the first N, as its spec records (runs from before it
+  // recorded one took the first N).
+  const stream = streamInstances(ctx.benchmark, {
+    ...(run.max_instances ? { limit: run.max_instances, sample: run.spec.sample?.method ?? 'first' } : {}),
+    skipped,
+  });
+  for await (const instance of stream) {
     if (ctx.deidentify && engine.deid.harvest && instance.subjectId) evidence.add(instance.subjectId, engine.deid.harvest(ctx, instance, engine.prompt.build(ctx, instance)));
     batch.push({ itemKey: instance.key, ordinal, instance });
     ordinal += 1;
@@ -143,6 +150,8 @@ async function plan(engine: Engine, run: RunRow, ctx: RunContext, workerId: stri
   // Before the run counts as planned (and a de-identified run's instances can be claimed), every record
   // of a subject learns the names found in the subject's other records.
   if (evidence.size > 0) await engine.store.attachEvidence(run.run_id, evidence.entries());
-  await engine.store.markPlanned(run.run_id, ordinal);
+  await engine.store.markPlanned(run.run_id, ordinal, skipped);
+  // What the dataset left out is counted, never dropped silently: one line per rule.
+  for (const [rule, count] of Object.entries(skipped)) engine.logger.info('run.records-skipped', { runId: run.run_id, rule, count });
   engine.logger.info('run.planned', { runId: run.run_id, total: ordinal });
 }

@@ -6,7 +6,7 @@
  */
 import type { SendablePrompt } from '../prompt';
 import type { Benchmark, Instance } from '../catalog';
-import type { Endpoint } from '../egress';
+import type { Endpoint, ReasoningEffort } from '../egress';
 import type { Actor } from '../identity';
 import type { ScoringMode } from '../metrics';
 import type { Decision, RuleId } from '../policy';
@@ -22,6 +22,9 @@ export interface RunContext {
   requester: Actor;
   scoring: ScoringMode;
   deidentify: boolean;
+  /** Output tokens per model call (the benchmark's max_tokens unless the run or endpoint overrides it). */
+  maxOutputTokens: number;
+  reasoningEffort?: ReasoningEffort;
   purpose?: string;
   irbProtocol?: string;
   /** The IRB approval the run is bound to (approval-required and private tiers). */

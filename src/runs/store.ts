@@ -22,6 +22,8 @@ export interface RunRow {
   requested_by: string;
   max_instances: number | null;
   instance_count: number | null;
+  /** Records the dataset's adapter left out when the run was planned, by rule; null until planned. */
+  skipped: Record<string, number> | null;
   deid_version: string | null;
   spec: RunSpec;
   error_code: string | null;
@@ -36,11 +38,16 @@ export interface RunRow {
 /** What a run is, saved with it (like HELM's run_spec.json): no data, no paths to data. */
 export interface RunSpec {
   benchmark: { id: string; version: string; definitionHash: string; templateHash: string; mainMetric: string; metrics: string[]; lowerIsBetter: boolean | null };
-  endpoint: { id: string; provider: string; deployment: string | null; model: string | null };
+  /** `test`: a test endpoint (the loopback stand-in) when the run was requested; shown as TEST. */
+  endpoint: { id: string; provider: string; deployment: string | null; model: string | null; test?: true };
   scoring: 'corrected' | 'helm';
+  /** Output tokens per model call: the benchmark's max_tokens, or the run's or endpoint's override. */
   maxTokens: number;
   temperature: number;
+  reasoningEffort?: 'low' | 'medium' | 'high';
   deidentify: boolean;
+  /** How a capped run picked its instances (absent: no cap, or a run from before this was recorded: the first N). */
+  sample?: { method: 'helm'; seed: number; maxInstances: number } | { method: 'first'; maxInstances: number };
   purpose?: string;
   irbProtocol?: string;
   approvalId?: string;
@@ -75,6 +82,8 @@ export interface ItemResult {
   pendingAnnotators?: string[];
   promptTokens: number | null;
   completionTokens: number | null;
+  /** Of the completion tokens, the reasoning ones (reasoning models that report them). */
+  reasoningTokens?: number | null;
   latencyMs: number;
 }
 
@@ -87,7 +96,7 @@ export interface MetricAggregate {
 }
 
 const RUN_COLUMNS = `run_id::text AS run_id, benchmark_id, benchmark_version, benchmark_hash, template_hash, tier, endpoint_id, status,
-  requested_by, max_instances, instance_count, deid_version, spec, error_code, approval_id::text AS approval_id, approved_by, approved_at,
+  requested_by, max_instances, instance_count, skipped, deid_version, spec, error_code, approval_id::text AS approval_id, approved_by, approved_at,
   created_at, started_at, finished_at`;
 
 interface CompletedItem extends ItemResult {
@@ -104,7 +113,7 @@ export class RunStore {
     this.completions = new GroupCommit((items) => this.writeCompletions(items));
   }
 
-  async insertRun(run: Omit<RunRow, 'created_at' | 'started_at' | 'finished_at' | 'instance_count' | 'error_code' | 'approved_by' | 'approved_at'>, q: Queryable = this.db): Promise<void> {
+  async insertRun(run: Omit<RunRow, 'created_at' | 'started_at' | 'finished_at' | 'instance_count' | 'skipped' | 'error_code' | 'approved_by' | 'approved_at'>, q: Queryable = this.db): Promise<void> {
     await q.query(
       `INSERT INTO runs (run_id, benchmark_id, benchmark_version, benchmark_hash, template_hash, tier, endpoint_id, status, requested_by, max_instances, deid_version, spec, approval_id)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13::uuid)`,
@@ -205,8 +214,8 @@ export class RunStore {
     }
   }
 
-  async markPlanned(runId: string, count: number): Promise<void> {
-    await this.db.query('UPDATE runs SET instance_count = $2 WHERE run_id = $1::uuid', [runId, count]);
+  async markPlanned(runId: string, count: number, skipped: Record<string, number> = {}): Promise<void> {
+    await this.db.query('UPDATE runs SET instance_count = $2, skipped = $3::jsonb WHERE run_id = $1::uuid', [runId, count, JSON.stringify(skipped)]);
   }
 
   /**
@@ -247,10 +256,10 @@ export class RunStore {
   private async writeCompletions(items: CompletedItem[]): Promise<boolean[]> {
     const rows = await this.db.query<{ run_id: string; item_key: string }>(
       `UPDATE run_items AS i SET state = 'done', prediction = x.prediction, scores = x.scores, prompt_tokens = x.prompt_tokens,
-              completion_tokens = x.completion_tokens, latency_ms = x.latency_ms, pending_annotators = x.pending_annotators,
+              completion_tokens = x.completion_tokens, reasoning_tokens = x.reasoning_tokens, latency_ms = x.latency_ms, pending_annotators = x.pending_annotators,
               finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
          FROM jsonb_to_recordset($1::jsonb) AS x(run_id uuid, item_key text, worker_id text, prediction text, scores jsonb,
-              prompt_tokens integer, completion_tokens integer, latency_ms integer, pending_annotators jsonb)
+              prompt_tokens integer, completion_tokens integer, reasoning_tokens integer, latency_ms integer, pending_annotators jsonb)
         WHERE i.run_id = x.run_id AND i.item_key = x.item_key AND i.state = 'claimed' AND i.lease_owner = x.worker_id
        RETURNING i.run_id::text AS run_id, i.item_key`,
       [
@@ -263,6 +272,7 @@ export class RunStore {
             scores: r.scores,
             prompt_tokens: r.promptTokens,
             completion_tokens: r.completionTokens,
+            reasoning_tokens: r.reasoningTokens ?? null,
             latency_ms: r.latencyMs,
             pending_annotators: r.pendingAnnotators?.length ? r.pendingAnnotators : null,
           })),
@@ -374,14 +384,23 @@ export class RunStore {
     );
   }
 
+  /** Instances that failed for good, by the error code that failed them (most first). */
+  async failureCauses(runId: string): Promise<{ code: string; n: number }[]> {
+    const rows = await this.db.query<{ code: string | null; n: number }>(
+      `SELECT outcome_rule AS code, count(*)::integer AS n FROM run_items WHERE run_id = $1::uuid AND state = 'failed' GROUP BY 1 ORDER BY 2 DESC, 1`,
+      [runId],
+    );
+    return rows.map((r) => ({ code: r.code ?? 'internal', n: Number(r.n) }));
+  }
+
   /** Token totals over finished instances. */
-  async tokenTotals(runId: string): Promise<{ promptTokens: number; completionTokens: number }> {
-    const rows = await this.db.query<{ p: number; c: number }>(
-      `SELECT COALESCE(sum(prompt_tokens), 0)::bigint AS p, COALESCE(sum(completion_tokens), 0)::bigint AS c
+  async tokenTotals(runId: string): Promise<{ promptTokens: number; completionTokens: number; reasoningTokens: number }> {
+    const rows = await this.db.query<{ p: number; c: number; r: number }>(
+      `SELECT COALESCE(sum(prompt_tokens), 0)::bigint AS p, COALESCE(sum(completion_tokens), 0)::bigint AS c, COALESCE(sum(reasoning_tokens), 0)::bigint AS r
          FROM run_items WHERE run_id = $1::uuid AND state = 'done'`,
       [runId],
     );
-    return { promptTokens: rows[0]?.p ?? 0, completionTokens: rows[0]?.c ?? 0 };
+    return { promptTokens: Number(rows[0]?.p ?? 0), completionTokens: Number(rows[0]?.c ?? 0), reasoningTokens: Number(rows[0]?.r ?? 0) };
   }
 
   async saveAggregates(runId: string, aggregates: MetricAggregate[], q: Queryable = this.db): Promise<void> {

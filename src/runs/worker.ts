@@ -12,6 +12,7 @@ import { processInstance } from './pipeline';
 import type { Planning } from './planner';
 import type { RunContext } from './stages';
 import type { ClaimedItem } from './store';
+import { RunWatch } from './watch';
 
 /** Instance loops per model-call slot. */
 export const PIPELINE_DEPTH = 2;
@@ -31,10 +32,11 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
   let exhausted = false;
   let claiming: Promise<void> | undefined;
   let fatal: unknown;
-  let sinceProgress = 0;
   // Instances being processed here; one that fails transiently goes back to the store, so the run
   // is drained only when nothing is queued, claimable or in flight.
   let inFlight = 0;
+  // Stopped by a cancel (here, or seen in the store): no new instance is taken, no new call starts.
+  const watch = new RunWatch(store, ctx.runId);
   let waiters: (() => void)[] = [];
   const somethingChanged = () => new Promise<void>((resolve) => waiters.push(resolve));
   const wake = () => {
@@ -45,6 +47,7 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
 
   const claim = async () => {
     if ((await store.getRun(ctx.runId))?.status !== 'running') {
+      watch.stop();
       exhausted = true;
       fatal ??= planning?.error;
       return;
@@ -65,7 +68,7 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
   const next = async (): Promise<ClaimedItem | undefined> => {
     for (;;) {
       if (planning?.error) fatal ??= planning.error;
-      if (fatal !== undefined || opts.signal?.aborted) return undefined;
+      if (fatal !== undefined || opts.signal?.aborted || watch.stopped) return undefined;
       const item = queue.shift();
       if (item) {
         if (queue.length < loops && !exhausted) void startClaim();
@@ -106,14 +109,9 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
         inFlight -= 1;
         wake();
       }
-      if (opts.onProgress && ++sinceProgress >= 25) {
-        sinceProgress = 0;
-        // Progress is informative: a failed count must not end the loop (its instances would be orphaned).
-        await store.counts(ctx.runId).then(opts.onProgress, () => undefined);
-      }
     }
   };
-  const capacity = await engine.calls.join(ctx);
+  const capacity = await engine.calls.join(ctx, watch);
   // Heartbeat: this worker's claimed instances keep their leases while it is alive; a worker that
   // dies stops renewing, and its instances are claimed again once their leases expire.
   // Each beat is independent: a failed renewal (the database restarting) is retried at the next one.
@@ -141,7 +139,6 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
   // A prefetch may still be claiming: let it land so the caller's releaseAll returns those leases.
   await claiming;
   await planning?.finished;
-  if (opts.onProgress && fatal === undefined) opts.onProgress(await store.counts(ctx.runId));
   return fatal ?? (opts.signal?.aborted ? undefined : planning?.error);
 }
 
@@ -171,7 +168,7 @@ async function processItem(engine: Engine, ctx: RunContext, workerId: string, it
     }
     case 'call-failed': {
       const e = outcome.error;
-      logger.warn('run.item.call-failed', { runId: ctx.runId, ordinal: item.ordinal, errorCode: e.code, httpStatus: e.httpStatus, attempt: item.attempts });
+      logger.info('run.item.call-failed', { runId: ctx.runId, ordinal: item.ordinal, errorCode: e.code, httpStatus: e.httpStatus, attempt: item.attempts });
       observeModelCallFailure(ctx, e.code, item.attempts >= settings.maxAttempts);
       await store.release(ctx.runId, item.itemKey, workerId, settings.maxAttempts, e.code);
       return undefined;

@@ -1,12 +1,18 @@
 /**
  * Who is calling: the client certificate the TLS handshake verified (against the configured client
  * CAs only), mapped to a principal by its common name and the fingerprint of the CA that issued it,
- * and refused if revoked. No certificate, an unknown one or a revoked one: no principal, no access.
+ * known to ehrbench by its issuance record, and refused if revoked. No certificate, an unknown one,
+ * one ehrbench did not issue or a revoked one: no principal, no access.
+ *
+ * Only CAs the site declares external (server.externalClientCaFiles: the hospital's own PKI) issue
+ * outside ehrbench; their certificates need no record, and a blanket revocation covers those whose
+ * validity starts before it. Every other trusted CA is taken to be one ehrbench issues from, so a
+ * certificate of it without a record is refused: deny by default, whichever file the CA came from.
  */
 import type { TLSSocket } from 'node:tls';
 import type { App } from '../app';
 import type { Queryable } from '../db';
-import { Revocations } from '../identity';
+import { IssuedCertificates, Revocations } from '../identity';
 import type { Principal } from '../access';
 import type { RuleId } from '../policy';
 
@@ -15,6 +21,13 @@ export interface PeerIdentity {
   issuerFingerprint: string;
   serial: string;
   notBefore: Date;
+  /** sha256 of the presented certificate itself: how its issuance record and the rate limit know it. */
+  fingerprint: string;
+}
+
+export interface IdentifyOptions {
+  /** Fingerprints of the CAs declared external (server.externalClientCaFiles). */
+  externalIssuers: ReadonlySet<string>;
 }
 
 export type IdentityResult = { ok: true; principal: Principal; peer: PeerIdentity } | { ok: false; rule: RuleId; reason: string; peer?: PeerIdentity };
@@ -35,19 +48,37 @@ export function peerIdentity(socket: TLSSocket): PeerIdentity | undefined {
     issuerFingerprint: normalizeFingerprint(cert.issuerCertificate.fingerprint256),
     serial: cert.serialNumber.toLowerCase(),
     notBefore: new Date(cert.valid_from),
+    fingerprint: normalizeFingerprint(cert.fingerprint256),
   };
 }
 
-/** True when the certificate, or every certificate of the principal issued before a blanket revocation, is revoked. */
-export function isRevoked(db: Queryable, peer: PeerIdentity, principalId: string): Promise<boolean> {
-  return new Revocations(db).isRevoked(peer, principalId);
+/**
+ * When the certificate was issued, as far as ehrbench knows: the recorded issue time of a certificate
+ * ehrbench issued for this principal (exactly this one: same bytes, issuer and serial); the validity
+ * start of an external CA's certificate; undefined for any other, which is then refused.
+ */
+export async function issueTime(db: Queryable, peer: PeerIdentity, principalId: string, opts: IdentifyOptions): Promise<Date | undefined> {
+  if (opts.externalIssuers.has(peer.issuerFingerprint)) return peer.notBefore;
+  const record = await new IssuedCertificates(db).find(peer.fingerprint);
+  const matches = record?.principal === principalId && record.issuerFingerprint === peer.issuerFingerprint && record.serial === peer.serial;
+  return matches ? record.issuedAt : undefined;
 }
 
-export async function identify(app: App, socket: TLSSocket): Promise<IdentityResult> {
+/** True when the certificate, or every certificate of the principal issued until a blanket revocation, is revoked. */
+export function isRevoked(db: Queryable, peer: PeerIdentity, issuedAt: Date, principalId: string): Promise<boolean> {
+  return new Revocations(db).isRevoked({ issuerFingerprint: peer.issuerFingerprint, serial: peer.serial, issuedAt }, principalId);
+}
+
+export async function identify(app: App, socket: TLSSocket, opts: IdentifyOptions): Promise<IdentityResult> {
   const peer = peerIdentity(socket);
   if (!peer) return { ok: false, rule: 'identity.no-certificate', reason: 'a client certificate from a trusted CA is required' };
   const principal = app.principals().byCertificate(peer.commonName, peer.issuerFingerprint);
   if (!principal) return { ok: false, rule: 'identity.unknown-principal', reason: `certificate ${peer.commonName} is not mapped to an active principal`, peer };
-  if (await isRevoked(app.db, peer, principal.id)) return { ok: false, rule: 'pki.certificate-revoked', reason: `certificate of ${principal.id} is revoked`, peer };
+  const issuedAt = await issueTime(app.db, peer, principal.id, opts);
+  if (!issuedAt) {
+    const reason = `certificate ${peer.serial} of ${principal.id} has no issuance record: issue it with "ehrbench pki issue", or declare its CA in server.externalClientCaFiles`;
+    return { ok: false, rule: 'identity.unknown-certificate', reason, peer };
+  }
+  if (await isRevoked(app.db, peer, issuedAt, principal.id)) return { ok: false, rule: 'pki.certificate-revoked', reason: `certificate of ${principal.id} is revoked`, peer };
   return { ok: true, principal, peer };
 }

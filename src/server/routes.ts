@@ -2,11 +2,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { App } from '../app';
 import type { ApprovalChange, ApprovalInput } from '../access';
-import { loadCheckpoints, loadMacKeysIfPresent, readWitness, type RecordFilter, streamRecordPages, streamRecords, trustedKeys, verifyAudit, WITNESS_FILE, type AuditRecord } from '../audit';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { loadCheckpoints, loadMacKeysIfPresent, loadWitnesses, type RecordFilter, streamRecordPages, streamRecords, trustedKeys, verifyAudit, type AuditRecord } from '../audit';
 import type { Operations, RunRequestInput } from '../operations';
 import type { RunScheduler } from '../runs';
+import { readDetail, registerAuditReviewRoutes } from './audit-routes';
 
 type Schema = (name: string) => Record<string, unknown>;
 
@@ -28,8 +27,16 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
   const run = schema('api/run.schema.json');
   const approval = schema('api/approval.schema.json');
 
-  server.get('/health', { schema: { response: { 200: { type: 'object', properties: { status: { type: 'string' } } } } } }, async () => ({ status: 'ok' }));
-  server.get('/ready', { schema: { response: { 200: { type: 'object', properties: { status: { type: 'string' } } }, '5xx': error } } }, async () => {
+  // A trail that stopped itself (a rollback) keeps the process alive, so that it can say why: /health
+  // names the rule, /ready refuses with it; a restart would only stop again.
+  const health = { type: 'object', properties: { status: { type: 'string' }, rule: { type: 'string' } } };
+  server.get('/health', { schema: { response: { 200: health } } }, async () => {
+    const stopped = app.audit.unavailable();
+    return stopped ? { status: 'audit-stopped', rule: stopped.rule } : { status: 'ok' };
+  });
+  server.get('/ready', { schema: { response: { 200: health, '5xx': error } } }, async (_req, reply) => {
+    const stopped = app.audit.unavailable();
+    if (stopped) return reply.code(503).send({ error: stopped.code, ...(stopped.rule ? { rule: stopped.rule } : {}), message: stopped.message });
     await app.db.query('SELECT seq FROM audit_head');
     return { status: 'ready' };
   });
@@ -86,12 +93,13 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
   server.get('/v1/audit/verify', { schema: { response: responses(schema('api/audit-report.schema.json')) } }, async (req) => {
     const actor = await ops.asAny(caller(req), ['compliance', 'auditor'], 'verifying the audit trail');
     await app.audit.record({ type: 'audit.verify', action: 'E', outcome: 'success', rule: 'audit.verify.api', actor });
-    const witnesses = app.config.audit.witnessDirs.map((d) => join(d, WITNESS_FILE)).filter((f) => existsSync(f));
+    const { witnesses, problems } = loadWitnesses(app.config.audit.witnessDirs);
     const macKeys = loadMacKeysIfPresent(app.config.keysDir);
     return verifyAudit({
       records: streamRecordPages(app.db),
       checkpoints: await loadCheckpoints(app.db),
-      witnesses: witnesses.map((f) => ({ source: f, checkpoint: readWitness(f) })),
+      witnesses,
+      witnessProblems: problems,
       trustedKeys: trustedKeys(app.config.keysDir),
       ...(macKeys ? { macKeys } : {}),
     });
@@ -109,7 +117,7 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
         ...(q.type ? { type: q.type } : {}),
         ...(q.run ? { runId: q.run } : {}),
       };
-      await app.audit.record({ type: 'audit.read', action: 'R', outcome: 'success', rule: 'audit.read.api', actor, detail: { limit: q.limit ?? 100 } });
+      await app.audit.record({ type: 'audit.read', action: 'R', outcome: 'success', rule: 'audit.read.api', reason: 'search', actor, detail: readDetail(filter, { limit: q.limit ?? 100 }) });
       const found: AuditRecord[] = [];
       for await (const r of streamRecords(app.db, filter)) {
         found.push(r);
@@ -118,6 +126,8 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
       return found;
     },
   );
+
+  registerAuditReviewRoutes(server, app, ops, schema);
 
   // Exports: the only door out. Request (researcher), review (compliance), release (compliance, not the
   // requester), download (requester or compliance). Bundles travel as text, byte for byte as signed.

@@ -1,14 +1,20 @@
 /**
  * `ehrbench init`: a working data directory, non-interactively. Creates what is missing and keeps
  * what exists (keys are never silently replaced: the audit trail's evidence depends on them):
- *   config.json                       the configuration (schemas/config.schema.json)
- *   access-policies/endpoints.json    the endpoint allowlist, holding the loopback demo endpoint
+ *   config.json                       the configuration (schemas/config.schema.json); it pins the store:
+ *                                     database.backend "embedded" unless asked for "postgres" (URL from
+ *                                     EHRBENCH_DATABASE_URL, named in database.urlEnv, never written)
+ *   access-policies/endpoints.json    the endpoint allowlist, holding the loopback demo endpoint; with
+ *                                     --test-endpoints also the test profile (src/setup/test-endpoints.ts),
+ *                                     added to an existing file
  *   keys/dev-ca.pem, dev-ca.key.pem   a development CA (node-forge) for loopback TLS
  *   keys/demo-model-server.*.pem      the demo model server's certificate from that CA
  *   keys/audit-signing.key.pem/.pub   the Ed25519 key that signs audit checkpoints
  *   keys/audit-mac.key                the HMAC key that MACs every audit record
  *   keys/export-signing.key.pem/.pub  the Ed25519 key that signs released export bundles (separate from
  *                                     the audit key: a bundle's verifier needs only this public key)
+ *   secrets/                          the only folder an endpoint's auth.file may name (mode 0700), empty:
+ *                                     the demo endpoint needs no key
  *   lexicons/{staff,facilities,places,streets}.txt   the site's own de-identification lists, empty, with
  *                                     a header saying what goes in them (config deid.siteLexicons)
  */
@@ -16,10 +22,12 @@ import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
-import { CONFIG_FILE_NAME, type ConfigFile } from '../config';
+import { CONFIG_FILE_NAME, type ConfigFile, DEFAULT_DATABASE_URL_ENV, type DatabaseBackend } from '../config';
 import { MAC_KEY_FILE, newMacKeyHex } from '../audit';
 import { EXPORT_PUBLIC_KEY_FILE, EXPORT_SIGNING_KEY_FILE } from '../export';
 import { createCa, issueCertificate } from '../identity';
+import { reconcileSiteId } from './site-id';
+import { addTestEndpoints, TEST_ENDPOINT_IDS } from './test-endpoints';
 
 export const DEMO_ENDPOINT_ID = 'demo-loopback';
 export const DEFAULT_DEMO_PORT = 18443;
@@ -28,12 +36,22 @@ export interface InitOptions {
   home: string;
   siteId?: string;
   demoPort?: number;
+  /** The store the configuration pins (default embedded). */
+  database?: DatabaseBackend;
+  /** Also write the test profile (src/setup/test-endpoints.ts) into the endpoint policy. */
+  testEndpoints?: boolean;
+  /** Write siteId into an existing config.json's site.id (without it, a different siteId is refused). */
+  force?: boolean;
 }
 
 export interface InitReport {
   home: string;
   created: string[];
   kept: string[];
+  /** Existing files init changed, as asked: site.id (--force), test endpoints added. */
+  updated: string[];
+  /** The test endpoint ids in the policy (--test-endpoints). */
+  testEndpoints?: string[];
 }
 
 /** The site lexicons `init` writes empty: file -> what one line holds. */
@@ -97,16 +115,19 @@ export function localPrincipals(user = userInfo().username): unknown {
 
 export function initHome(opts: InitOptions): InitReport {
   const home = opts.home;
-  const report: InitReport = { home, created: [], kept: [] };
+  const report: InitReport = { home, created: [], kept: [], updated: [] };
   mkdirSync(home, { recursive: true, mode: 0o700 });
+  // Before anything is written: a refused --site-id leaves the directory as it was.
+  if (reconcileSiteId(join(home, CONFIG_FILE_NAME), opts.siteId, opts.force ?? false)) report.updated.push(join(home, CONFIG_FILE_NAME));
   const keys = join(home, 'keys');
 
   const config: ConfigFile = {
     configVersion: 1,
     site: { id: opts.siteId ?? 'local-site', name: 'ehrbench site' },
-    database: { embeddedDir: 'db' },
+    database: opts.database === 'postgres' ? { backend: 'postgres', urlEnv: DEFAULT_DATABASE_URL_ENV } : { backend: 'embedded', embeddedDir: 'db' },
     policies: { endpoints: 'access-policies/endpoints.json', principals: 'access-policies/principals.json' },
     keys: { dir: 'keys' },
+    secrets: { dir: 'secrets' },
     logging: { level: 'info', file: 'logs/ehrbench.log' },
     runs: { concurrencyPerEndpoint: 16, maxAttempts: 3, leaseSeconds: 300, claimBatch: 32 },
     models: { timeoutMs: 120000, maxRetries: 4, maxBackoffMs: 30000 },
@@ -114,7 +135,13 @@ export function initHome(opts: InitOptions): InitReport {
     deid: { siteLexicons: { staff: 'lexicons/staff.txt', facilities: 'lexicons/facilities.txt', places: 'lexicons/places.txt', streets: 'lexicons/streets.txt' } },
   };
   writeOnce(join(home, CONFIG_FILE_NAME), () => JSON.stringify(config, null, 2) + '\n', report, 0o600);
-  writeOnce(join(home, 'access-policies', 'endpoints.json'), () => JSON.stringify(demoEndpointPolicy(opts.demoPort ?? DEFAULT_DEMO_PORT), null, 2) + '\n', report);
+  const endpointsFile = join(home, 'access-policies', 'endpoints.json');
+  writeOnce(endpointsFile, () => JSON.stringify(demoEndpointPolicy(opts.demoPort ?? DEFAULT_DEMO_PORT), null, 2) + '\n', report);
+  if (opts.testEndpoints) {
+    const added = addTestEndpoints(endpointsFile, DEMO_ENDPOINT_ID, DEFAULT_DEMO_PORT, opts.demoPort);
+    if (added && !report.created.includes(endpointsFile)) report.updated.push(endpointsFile);
+    report.testEndpoints = [...TEST_ENDPOINT_IDS];
+  }
   writeOnce(join(home, 'access-policies', 'principals.json'), () => JSON.stringify(localPrincipals(), null, 2) + '\n', report);
 
   const caCert = join(keys, 'dev-ca.pem');
@@ -154,6 +181,13 @@ export function initHome(opts: InitOptions): InitReport {
 
   for (const [file, what] of Object.entries(SITE_LEXICON_EXAMPLES)) writeOnce(join(home, 'lexicons', file), () => lexiconHeader(what), report, 0o600);
 
-  for (const dir of ['logs', 'db', 'audit']) mkdirSync(join(home, dir), { recursive: true, mode: 0o700 });
+  for (const dir of ['logs', ...(opts.database === 'postgres' ? [] : ['db']), 'audit']) mkdirSync(join(home, dir), { recursive: true, mode: 0o700 });
+  // Endpoint keys (auth.file) go here, readable by the daemon's account only.
+  const secrets = join(home, 'secrets');
+  if (existsSync(secrets)) report.kept.push(secrets);
+  else {
+    mkdirSync(secrets, { mode: 0o700 });
+    report.created.push(secrets);
+  }
   return report;
 }

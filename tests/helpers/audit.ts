@@ -1,16 +1,15 @@
 /** Verifying the audit trail of a test app exactly as `ehrbench audit verify` does. */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { App } from '../../src/app';
-import { loadCheckpoints, loadMacKeysIfPresent, readWitness, streamRecordPages, trustedKeys, verifyAudit, type VerifyReport, WITNESS_FILE } from '../../src/audit';
+import { loadCheckpoints, loadMacKeysIfPresent, loadWitnesses, streamRecordPages, trustedKeys, verifyAudit, type VerifyReport } from '../../src/audit';
 
 export async function verifyApp(app: App, opts: { mac?: boolean } = {}): Promise<VerifyReport> {
-  const witnessFiles = app.config.audit.witnessDirs.map((d) => join(d, WITNESS_FILE)).filter((f) => existsSync(f));
+  const { witnesses, problems } = loadWitnesses(app.config.audit.witnessDirs);
   const macKeys = opts.mac === false ? undefined : loadMacKeysIfPresent(app.config.keysDir);
   return verifyAudit({
     records: streamRecordPages(app.db),
     checkpoints: await loadCheckpoints(app.db),
-    witnesses: witnessFiles.map((f) => ({ source: f, checkpoint: readWitness(f) })),
+    witnesses,
+    witnessProblems: problems,
     trustedKeys: trustedKeys(app.config.keysDir),
     ...(macKeys ? { macKeys } : {}),
   });

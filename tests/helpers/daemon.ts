@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { Agent, fetch } from 'undici';
 import { type App, openApp } from '../../src/app';
 import { type Behaviour, type ModelServer, startModelServer } from '../../src/demo/model-server';
-import { initSitePki, issueClientCertificate } from '../../src/identity/site-pki';
+import { IssuedCertificates } from '../../src/identity/issued';
+import { initSitePki, issueClientCertificate, type IssuedClient } from '../../src/identity/site-pki';
 import { type Daemon, startDaemon } from '../../src/server';
 import type { Backend } from './db';
 import { makeHome, type TestHome, TEST_PRINCIPALS } from './home';
@@ -30,6 +31,8 @@ export interface TestDaemon {
   ids: Record<string, Identity>;
   /** An HTTPS call to the daemon as `who` (a principal with a certificate, or explicit TLS material). */
   call(who: string | Identity, method: string, path: string, body?: unknown, raw?: { body: string; contentType?: string }): Promise<{ status: number; json: any }>;
+  /** Another client certificate of the site CA for a principal, issued (and recorded) as `ehrbench pki issue` does. */
+  issue(principal: string, opts?: { notBefore?: Date; days?: number }): Promise<Identity>;
   /** Stops the daemon, app and model server but keeps the data directory (logs, witnesses) to inspect. */
   stop(): Promise<void>;
   /** Stops (if not yet stopped) and removes the data directory and store. */
@@ -81,6 +84,14 @@ export interface DaemonOptions {
   prepare?: (home: TestHome, config: Record<string, any>) => void;
 }
 
+/**
+ * Records a certificate issued with the site CA as `ehrbench pki issue` does (the daemon accepts only
+ * recorded ones): the test certificates are made before the store is open, so they are recorded after.
+ */
+export async function recordIssued(app: App, issued: IssuedClient, principal: string): Promise<void> {
+  await new IssuedCertificates(app.db).record({ certPem: readFileSync(issued.certFile, 'utf8'), issuerFingerprint: issued.issuerFingerprint }, principal, 'local:test-setup');
+}
+
 export async function startTestDaemon(opts: DaemonOptions = {}): Promise<TestDaemon> {
   const home = await makeHome(opts.backend ?? 'pglite');
   const configFile = home.configFile;
@@ -108,8 +119,10 @@ export async function startTestDaemon(opts: DaemonOptions = {}): Promise<TestDae
   const principalsFile = join(home.home, 'access-policies', 'principals.json');
   const principals = JSON.parse(readFileSync(principalsFile, 'utf8'));
   const ids: Record<string, Identity> = {};
+  const issuedToRecord: [IssuedClient, string][] = [];
   for (const p of TEST_PRINCIPALS) {
     const issued = issueClientCertificate(pkiDir, p.id, p.roles[0] as string);
+    issuedToRecord.push([issued, p.id]);
     const entry = principals.principals.find((x: { id: string }) => x.id === p.id);
     entry.certificates = [{ commonName: p.id, issuerFingerprint: issued.issuerFingerprint }];
     ids[p.id] = { cert: readFileSync(issued.certFile, 'utf8'), key: readFileSync(issued.keyFile, 'utf8'), certFile: issued.certFile, keyFile: issued.keyFile };
@@ -125,6 +138,7 @@ export async function startTestDaemon(opts: DaemonOptions = {}): Promise<TestDae
     ...(opts.behaviour ? { behaviour: opts.behaviour } : {}),
   });
   const app = await openApp({ file: configFile, env: home.env });
+  for (const [issued, principal] of issuedToRecord) await recordIssued(app, issued, principal);
   const daemon = await startDaemon(app, { port: 0 });
   const caFile = join(pkiDir, 'ca.pem');
   const ca = readFileSync(caFile, 'utf8');
@@ -173,6 +187,12 @@ export async function startTestDaemon(opts: DaemonOptions = {}): Promise<TestDae
         json = text;
       }
       return { status: res.status, json };
+    },
+    async issue(principal, issueOpts = {}) {
+      const role = TEST_PRINCIPALS.find((p) => p.id === principal)?.roles[0] ?? 'researcher';
+      const issued = issueClientCertificate(pkiDir, principal, role, issueOpts.days ?? 365, issueOpts.notBefore);
+      await recordIssued(app, issued, principal);
+      return { cert: readFileSync(issued.certFile, 'utf8'), key: readFileSync(issued.keyFile, 'utf8'), certFile: issued.certFile, keyFile: issued.keyFile };
     },
     stop,
     async close() {

@@ -9,6 +9,12 @@ import { PGlite } from '@electric-sql/pglite';
 import { pgliteTemplateDir } from './paths';
 
 export default async function globalSetup(): Promise<void> {
+  // Said once, so a skipped PostgreSQL half of the suite is never a surprise.
+  if (!process.env.TEST_DATABASE_URL) {
+    process.stdout.write(
+      '\nTEST_DATABASE_URL is not set: storage tests run on PGlite only, and the PostgreSQL-only tests are skipped (set it to a PostgreSQL URL, e.g. postgres://postgres@127.0.0.1:5432/test, to run them)\n',
+    );
+  }
   const template = pgliteTemplateDir();
   if (existsSync(join(template, 'PG_VERSION'))) return;
   const building = join(tmpdir(), `ehrbench-template-build-${process.pid}`);

@@ -62,9 +62,10 @@ export async function makeHome(backend: Backend = 'pglite'): Promise<TestHome> {
   cpSync(join(keysTemplate, 'keys'), join(home, 'keys'), { recursive: true });
   initHome({ home, demoPort: port, siteId: 'test-site' });
   const store = await freshStore(backend);
-  // The embedded store of this home is the fresh copy; PostgreSQL comes in through the environment.
+  // The embedded store of this home is the fresh copy; a PostgreSQL home pins postgres, its URL coming
+  // in through the environment (EHRBENCH_DATABASE_URL, the default database.urlEnv).
   const config = JSON.parse(readFileSync(join(home, 'config.json'), 'utf8'));
-  config.database.embeddedDir = store.embeddedDir;
+  config.database = { backend: store.url ? 'postgres' : 'embedded', embeddedDir: store.embeddedDir };
   writeFileSync(join(home, 'config.json'), JSON.stringify(config, null, 2));
   // People for access tests, besides the operating-system account init mapped (researcher, auditor).
   const principalsFile = join(home, 'access-policies', 'principals.json');

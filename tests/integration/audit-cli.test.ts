@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openApp } from '../../src/app';
+import { WITNESS_FILE } from '../../src/audit';
 import { main } from '../../src/cli/main';
 import type { Io } from '../../src/cli/output';
 import { tempDir } from '../helpers/db';
@@ -45,7 +46,8 @@ describe('ehrbench audit', () => {
   it('verify exits 0 on an intact trail and says what it checked', async () => {
     const r = await cli(home, ['audit', 'verify']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^audit trail intact: 13 events \(seq 1\.\.13\), \d+ checkpoints \(newest at seq 12\), 1 witness file\(s\), row MACs checked\n$/);
+    // The first start's two policy.change events (principals, endpoints), the 12 above, this verify.
+    expect(r.stdout).toMatch(/^audit trail intact: 15 events \(seq 1\.\.15\), \d+ checkpoints \(newest at seq 14\), 1 witness file\(s\), row MACs checked\n$/);
   });
 
   it('records every read of the trail, and verify records itself', async () => {
@@ -73,11 +75,11 @@ describe('ehrbench audit', () => {
     const pub = join(home.home, 'keys', 'audit-signing.pub.pem');
     // A verifier elsewhere: no database, no MAC key, no config; only the export and the public key.
     const offline = capture({ PATH: process.env.PATH });
-    expect(await main(['audit', 'verify', '--export', file, '--key', pub, '--witness', join(home.home, 'audit', 'audit-witness.json')], offline)).toBe(0);
+    expect(await main(['audit', 'verify', '--export', file, '--key', pub, '--witness', join(home.home, 'audit', WITNESS_FILE)], offline)).toBe(0);
     expect(offline.out()).toMatch(/^audit trail intact: \d+ events/);
 
     const lines = readFileSync(file, 'utf8').split('\n');
-    const edited = lines.map((l) => (l.includes('"seq":3,') ? l.replace('"outcome":"success"', '"outcome":"denied"') : l)).join('\n');
+    const edited = lines.map((l) => (l.includes('"seq":4,') ? l.replace('"outcome":"success"', '"outcome":"denied"') : l)).join('\n');
     const editedFile = join(dir, 'edited.jsonl');
     require('node:fs').writeFileSync(editedFile, edited);
     const bad = capture({ PATH: process.env.PATH });
@@ -85,7 +87,7 @@ describe('ehrbench audit', () => {
     await main(['audit', 'verify', '--export', editedFile, '--key', pub], bad);
     expect(process.exitCode).toBe(1);
     process.exitCode = undefined;
-    expect(bad.out()).toBe('seq 3: row_hash mismatch: a field of this row was changed\n');
+    expect(bad.out()).toBe('seq 4: row_hash mismatch: a field of this row was changed\n');
   });
 
   it('exports CSV and FHIR AuditEvent', async () => {
@@ -98,7 +100,7 @@ describe('ehrbench audit', () => {
       entry: { resource: { resourceType: string; action: string; outcome: string; subtype: { code: string }[]; agent: { requestor: boolean }[] } }[];
     };
     expect(fhir.resourceType).toBe('Bundle');
-    const first = fhir.entry[0]?.resource;
+    const first = fhir.entry.find((e) => e.resource.subtype[0]?.code === 'run.request')?.resource;
     expect(first).toMatchObject({ resourceType: 'AuditEvent', action: 'C', outcome: '4', subtype: [{ code: 'run.request' }], agent: [{ requestor: true }] });
   });
 

@@ -128,6 +128,38 @@ describe('ehrbench benchmarks', () => {
   });
 });
 
+describe('ehrbench benchmarks import-helm --run-entries (HELM run-entry files)', () => {
+  const conf = join(ROOT, 'tests', 'fixtures', 'helm', 'run_entries_medhelm_gated.conf');
+
+  it("prints, per entry of HELM's gated MedHELM file, the benchmark, deployment, eval cap, settings and what to configure", () => {
+    const h = home();
+    const r = cli(['benchmarks', 'import-helm', '--run-entries', conf], { EHRBENCH_HOME: h });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^line\s+run spec\s+benchmark\s+model deployment\s+max_eval_instances\s+settings\s+configure here\n/);
+    expect(r.stdout).toMatch(
+      /\n\d+\s+ehrshot\s+ehrshot\s+stanfordhealthcare\/deepseek-r1\s+-\s+num_output_tokens=4000 max_length=100000 subject=guo_readmission data_path=\S+\s+an endpoint serving deepseek-ai\/deepseek-r1 .*; run with --max-output-tokens 4000; subject guo_readmission: one site data file per subject/,
+    );
+    expect(r.stdout).toContain(`143 entries in ${conf}: 143 map to 7 catalog benchmarks, 0 do not\n`);
+    const json = JSON.parse(cli(['benchmarks', 'import-helm', '--run-entries', conf, '--json'], { EHRBENCH_HOME: h }).stdout) as { entries: { benchmarkId: string }[] };
+    expect(json.entries).toHaveLength(143);
+    // Once the site binds EHRSHOT's data, that is no longer something to configure.
+    writeFileSync(join(h, 'ehrshot.csv'), 'id,prompt,label\n');
+    writeFileSync(join(h, 'site-data.json'), JSON.stringify({ benchmarks: { ehrshot: { source: { type: 'csv', path: 'ehrshot.csv' } } } }));
+    const after = JSON.parse(cli(['benchmarks', 'import-helm', '--run-entries', conf, '--json'], { EHRBENCH_HOME: h }).stdout) as { entries: { benchmarkId: string; configure: string[] }[] };
+    expect(after.entries.filter((e) => e.benchmarkId === 'ehrshot').every((e) => !e.configure.some((c) => c.startsWith('benchmarks.ehrshot.source')))).toBe(true);
+  });
+
+  it('says what the YAML import needs when neither a config nor --run-entries is given, and shows differences from HELM', () => {
+    const h = home();
+    const r = cli(['benchmarks', 'import-helm'], { EHRBENCH_HOME: h });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('ehrbench: import-helm needs CONFIG.yaml, --out, --category, --subcategory (or --run-entries FILE.conf to map HELM run entries)\n');
+    const show = cli(['benchmarks', 'show', 'head_qa'], { EHRBENCH_HOME: h });
+    expect(show.stdout).toContain('differs from HELM: Instances: a question with an image is left out and counted (dataset.skip.image-question)');
+  });
+});
+
 describe('EHRSQL end to end with a site database', () => {
   it('is a private run: refused on a public endpoint; approved, it runs in both scoring modes and executes SQL only after every model call', async () => {
     const h = await makeHome('pglite');
@@ -189,8 +221,8 @@ describe('EHRSQL end to end with a site database', () => {
         expect(Math.max(...modelRequestsAt)).toBeLessThan(Math.min(...deferredAt));
         results[scoring] = Object.fromEntries(summary.aggregates.map((a) => [a.metric, a.value]));
       }
-      // HELM counts every question as answerable; the corrected mode reads is_impossible.
-      expect(results.helm?.ehr_sql_total_ground_truth_answerable).toBe(1);
+      // Both modes read is_impossible (HELM's metric from the instance's extra data): half are unanswerable.
+      expect(results.helm?.ehr_sql_total_ground_truth_answerable).toBe(0.5);
       expect(results.corrected?.ehr_sql_total_ground_truth_answerable).toBe(0.5);
       expect(results.corrected?.ehr_sql_query_validity).toBe(1);
       for (const mode of ['corrected', 'helm']) expect(results[mode]?.ehr_sql_execution_accuracy).toEqual(expect.any(Number));

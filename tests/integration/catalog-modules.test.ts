@@ -4,7 +4,7 @@
  * or the annotators. Catalog validation needs metric names only (src/metrics/annotated.ts).
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
 import { tempDir } from '../helpers/db';
@@ -27,10 +27,9 @@ afterAll(async () => {
 function modulesLoadedBy(args: string[]): string[] {
   const dir = tempDir('modules');
   const out = join(dir, 'modules.json');
-  const hook = join(dir, 'hook.js');
-  writeFileSync(hook, `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(out)}, JSON.stringify(Object.keys(require.cache))));\n`);
+  // Not a -r preload: ehrbench refuses to start with one (rule egress.env.foreign-module).
   try {
-    execFileSync(process.execPath, ['-r', hook, join(ROOT, 'bin', 'ehrbench.js'), ...args], { env: { PATH: process.env.PATH, ...home.env }, encoding: 'utf8', stdio: 'pipe' });
+    execFileSync(process.execPath, [join(ROOT, 'tests', 'helpers', 'modules-entry.js'), out, ...args], { env: { PATH: process.env.PATH, ...home.env }, encoding: 'utf8', stdio: 'pipe' });
   } catch {
     // the exit code does not matter here, only what was loaded
   }

@@ -6,12 +6,16 @@
  * errors that name a missing table or column, and that the connection cannot write even when the
  * database tries to make it.
  */
-import { writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Catalog, instancesOf, type Instance } from '../../src/catalog';
 import { UserError } from '../../src/errors';
+import { initHome } from '../../src/setup/init';
 import { freshStore, tempDir, type TestStore } from '../helpers/db';
+import { ROOT } from '../helpers/paths';
 
 jest.setTimeout(60_000);
 
@@ -288,5 +292,127 @@ run('OMOP CDM note source on PostgreSQL', () => {
     writeFileSync(join(dir, 'labels.csv'), 'note_id,prompt,label\n2,q,A\n99,q,B\n');
     const err = await failure(collect(catalog.get('shc_ptbm_med'), { TEST_OMOP_URL: url }));
     expect(err.code).toBe('omop.missing-notes');
+  });
+
+  /** A site data file for shc_ptbm_med on `source` in a fresh folder with the labels CSV. */
+  function siteFor(source: Record<string, unknown>, labels = 'note_id,prompt,label\n2,q2,A\n5,q5,B\n7,q7,A\n'): { dir: string; file: string } {
+    const dir = tempDir('omop-pin');
+    writeFileSync(join(dir, 'labels.csv'), labels);
+    const file = join(dir, 'site-data.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        benchmarks: {
+          shc_ptbm_med: { source: { type: 'omop-note', connection: { env: 'TEST_OMOP_URL' }, schema: 'cdm', labels: { path: 'labels.csv' }, ...source }, columns: { context: 'note_text' } },
+        },
+      }),
+    );
+    return { dir, file };
+  }
+
+  it('keeps the read-only session default when the URL sets its own options (search_path), and applies both', async () => {
+    // A note "table" that answers only to a session that is read-only by default and has the URL's search_path.
+    await sql(`CREATE SCHEMA sess;
+      CREATE TABLE sess.person AS SELECT * FROM cdm.person;
+      CREATE FUNCTION sess.session_ok() RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+      BEGIN
+        IF current_setting('default_transaction_read_only') <> 'on' THEN RAISE EXCEPTION USING ERRCODE = 'EB001'; END IF;
+        IF current_setting('search_path') !~ '^sess' THEN RAISE EXCEPTION USING ERRCODE = 'EB002'; END IF;
+        RETURN true;
+      END $$;
+      CREATE VIEW sess.note AS SELECT * FROM cdm.note WHERE sess.session_ok();`);
+    const u = new URL(url);
+    u.searchParams.set('options', '-c search_path=sess,public');
+    const { file } = siteFor({ schema: 'sess', identifierTables: [] });
+    const got = await collect(Catalog.load([], { siteDataFile: file }).get('shc_ptbm_med'), { TEST_OMOP_URL: u.toString() });
+    expect(got.map((i) => i.key)).toEqual(['2', '5', '7']);
+  });
+
+  it('refuses labels whose file differs from labelsSha256, naming the field', async () => {
+    const labels = 'note_id,prompt,label\n2,q2,A\n5,q5,B\n7,q7,A\n';
+    const pin = createHash('sha256').update(labels).digest('hex');
+    const { dir, file } = siteFor({ labelsSha256: pin }, labels);
+    expect((await collect(Catalog.load([], { siteDataFile: file }).get('shc_ptbm_med'), { TEST_OMOP_URL: url })).map((i) => i.references[0])).toEqual(['A', 'B', 'A']);
+    writeFileSync(join(dir, 'labels.csv'), 'note_id,prompt,label\n2,q2,B\n5,q5,B\n7,q7,A\n');
+    const err = await failure(collect(Catalog.load([], { siteDataFile: file }).get('shc_ptbm_med'), { TEST_OMOP_URL: url }));
+    expect(err.code).toBe('dataset.hash-mismatch');
+    expect(err.message).toMatch(/: the labels file .*labels\.csv differs from source\.labelsSha256 \(benchmarks\.shc_ptbm_med in .*site-data\.json\); /);
+  });
+
+  it('pins the notes with `benchmarks check --pin` and refuses them once an ETL refresh renumbers them', async () => {
+    await sql(`CREATE SCHEMA etl;
+      CREATE TABLE etl.note AS SELECT * FROM cdm.note; CREATE TABLE etl.person AS SELECT * FROM cdm.person;`);
+    const h = tempDir('omop-home');
+    initHome({ home: h });
+    writeFileSync(join(h, 'labels.csv'), 'note_id,prompt,label\n2,q2,A\n5,q5,B\n7,q7,A\n');
+    const binding = (pins: Record<string, string> = {}) =>
+      writeFileSync(
+        join(h, 'site-data.json'),
+        JSON.stringify({
+          benchmarks: {
+            shc_ptbm_med: {
+              source: { type: 'omop-note', connection: { env: 'TEST_OMOP_URL' }, schema: 'etl', identifierTables: [], labels: { path: 'labels.csv' }, ...pins },
+              columns: { context: 'note_text' },
+            },
+          },
+        }),
+      );
+    binding();
+    const check = (args: string[] = []) =>
+      spawnSync(process.execPath, [join(ROOT, 'bin', 'ehrbench.js'), 'benchmarks', 'check', 'shc_ptbm_med', ...args], {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, EHRBENCH_HOME: h, TEST_OMOP_URL: url },
+      });
+    const first = check(['--pin', '--json']);
+    expect(first.stderr).toBe('');
+    const report = JSON.parse(first.stdout) as { ok: boolean; checks: { check: string; status: string; detail: string }[]; pins: Record<string, string> };
+    expect(report.checks.map((c) => [c.check, c.status])).toEqual([
+      ['site-data', 'ok'],
+      ['source', 'ok'],
+      ['labels', 'ok'],
+      ['connection', 'ok'],
+      ['notes', 'ok'],
+      ['records', 'ok'],
+    ]);
+    expect(report.checks.find((c) => c.check === 'connection')?.detail).toBe('connected, read-only session; first page: 3 notes');
+    expect(report.checks.find((c) => c.check === 'labels')?.detail).toMatch(/labels\.csv: 3 labelled notes; labelsSha256 not pinned/);
+    expect(Object.keys(report.pins)).toEqual(['benchmarks.shc_ptbm_med.source.labelsSha256', 'benchmarks.shc_ptbm_med.source.noteIdsSha256']);
+    expect(report.pins['benchmarks.shc_ptbm_med.source.labelsSha256']).toBe(
+      createHash('sha256')
+        .update(readFileSync(join(h, 'labels.csv')))
+        .digest('hex'),
+    );
+    binding({ labelsSha256: report.pins['benchmarks.shc_ptbm_med.source.labelsSha256'] as string, noteIdsSha256: report.pins['benchmarks.shc_ptbm_med.source.noteIdsSha256'] as string });
+    const pinned = check();
+    expect(pinned.status).toBe(0);
+    expect(pinned.stdout).toMatch(/^ok\s+notes\s+3 notes; noteIdsSha256 matches$/m);
+    const catalog = () => Catalog.load([], { siteDataFile: join(h, 'site-data.json') }).get('shc_ptbm_med');
+    expect((await collect(catalog(), { TEST_OMOP_URL: url })).map((i) => [i.key, i.vars.context])).toEqual([
+      ['2', 'Note text number 2'],
+      ['5', 'Note text number 5'],
+      ['7', 'Note text number 7'],
+    ]);
+
+    // The refresh gives notes 2 and 5 each other's ids: the same ids, other notes behind them.
+    await sql(`UPDATE etl.note SET note_id = CASE note_id WHEN 2 THEN 5 ELSE 2 END WHERE note_id IN (2, 5);`);
+    const err = await failure(collect(catalog(), { TEST_OMOP_URL: url }));
+    expect(err.code).toBe('omop.notes-changed');
+    expect(err.message).toMatch(
+      /^benchmark shc_ptbm_med \(OMOP source in .*\): the notes read differ from source\.noteIdsSha256 \(benchmarks\.shc_ptbm_med in .*\); the note table changed since it was pinned \(an ETL refresh that renumbers or rewrites notes\), so labels keyed by note_id may pair with other notes: check the labels against the new note_ids, then pin again with "ehrbench benchmarks check shc_ptbm_med --pin"$/,
+    );
+    const after = check();
+    expect(after.status).toBe(1);
+    expect(after.stdout).toMatch(/^PROBLEM\s+notes\s+.*differ from source\.noteIdsSha256 .*\[omop\.notes-changed\]$/m);
+  });
+
+  it('refuses a note over maxRecordBytes by its record number, without fetching its text', async () => {
+    await sql(`CREATE SCHEMA big;
+      CREATE TABLE big.note AS SELECT * FROM cdm.note; CREATE TABLE big.person AS SELECT * FROM cdm.person;
+      UPDATE big.note SET note_text = repeat('long text ', 1000) WHERE note_id = 5;`);
+    const { file } = siteFor({ schema: 'big', identifierTables: [] });
+    const err = await failure(collect(Catalog.load([], { siteDataFile: file, limits: { maxRecordBytes: 4096 } }).get('shc_ptbm_med'), { TEST_OMOP_URL: url }));
+    expect(err.code).toBe('dataset.record-too-large');
+    expect(err.message).toMatch(/^benchmark shc_ptbm_med \(OMOP source in .*\): record 2: note_text is larger than the per-record limit of 4096 bytes \(catalog\.maxRecordBytes in the config\); /);
+    expect(await collect(Catalog.load([], { siteDataFile: file, limits: { maxRecordBytes: 20_000 } }).get('shc_ptbm_med'), { TEST_OMOP_URL: url })).toHaveLength(3);
   });
 });

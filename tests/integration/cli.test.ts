@@ -49,6 +49,7 @@ const COMMANDS = [
   ['runs', 'cancel'],
   ['pki', 'init'],
   ['pki', 'issue'],
+  ['pki', 'sign'],
   ['pki', 'revoke'],
 ];
 

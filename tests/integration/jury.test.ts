@@ -49,6 +49,7 @@ function runContext(t: JuryApp, benchmark: Benchmark, tier: Tier, approvalId?: s
     requester: researcher,
     scoring: 'corrected',
     deidentify: tier !== 'public',
+    maxOutputTokens: benchmark.definition.prompt.maxTokens,
     ...(approvalId ? { approvalId } : {}),
   };
 }
@@ -143,6 +144,8 @@ describe('LLM jury on ACI-Bench', () => {
       expect(rows[0]?.scores.jury_score).toBeCloseTo(3.5, 10);
       expect(rows[0]?.scores.jury_score_normalized).toBeCloseTo(0.625, 10);
       expect(rows[0]?.scores.jury_judges_used).toBe(2);
+      // Per judge, by position: the second judge's answer could not be read, so it is counted as failed, not scored 0.
+      expect(rows[0]?.scores).toMatchObject({ jury_judge_1: 4, jury_judge_2: null, jury_judge_3: 3, jury_judges_failed: 1, jury_judge_spread: 1, jury_refusal: 0, jury_judges_excluded: 0 });
       expect(rows[0]?.scores.rouge_1).toBeGreaterThan(0);
       // Instance 2: empty answer scores the floor without asking a judge.
       expect(rows[1]?.scores).toMatchObject({ jury_score: 1, jury_score_normalized: 0, jury_judges_used: 0 });
@@ -235,7 +238,7 @@ describe('LLM jury on ACI-Bench', () => {
       try {
         const judges = judgesFor(t.app.engine, run, item(instance), undefined);
         const ctx = (mode: 'helm' | 'corrected') => ({ mode, benchmark: b, judges });
-        expect(await annotateWithJury('a note', instance, ctx('helm'))).toEqual({ jury_score: 1, jury_score_normalized: 0, jury_judges_used: 0 });
+        expect(await annotateWithJury('a note', instance, ctx('helm'))).toMatchObject({ jury_score: 1, jury_score_normalized: 0, jury_judges_used: 0, jury_judges_failed: 3 });
         await expect(annotateWithJury('a note', instance, ctx('corrected'))).rejects.toMatchObject({ code: 'model.http-error' });
       } finally {
         await lease.leave();
@@ -297,6 +300,57 @@ describe('LLM jury on ACI-Bench', () => {
       expect(spent.usd).toBeGreaterThanOrEqual(judgeUsd);
       expect(spent.usd).toBeLessThanOrEqual(budgetUsd);
       expect(await t.app.db.query('SELECT 1 FROM budget_holds')).toEqual([]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("leaves out judges of the evaluated model's own family, unless the site allows them", async () => {
+    const t = await startJuryApp(() => ({ kind: 'answer', text: judgeAnswer([4, 4, 4]) }));
+    try {
+      const b = t.app.catalog.get('aci_bench');
+      const instance = { key: 'k', vars: { conversation: '[doctor] hello' }, references: ['note'] };
+      // The evaluated model is a GPT: judge-gpt (model "judge-gpt") is of its family.
+      const run = { ...runContext(t, b, 'public'), endpoint: { ...t.app.endpoints.get(DEMO_ENDPOINT_ID), model: 'gpt-4o-2024-05-13' } };
+      const lease = await t.app.engine.calls.join(run);
+      try {
+        const judges = judgesFor(t.app.engine, run, item(instance), undefined);
+        const before = t.server.requestCount();
+        const excluded = await annotateWithJury('a note', instance, { mode: 'corrected', benchmark: b, judges });
+        expect(excluded).toMatchObject({ jury_judges_used: 2, jury_judges_excluded: 1, jury_judge_1: null, jury_judge_2: 4, jury_judge_3: 4 });
+        expect(t.server.requestCount() - before).toBe(2);
+        const allowed = await annotateWithJury('a note', instance, { mode: 'corrected', benchmark: { ...b, jurySameFamily: 'allow' }, judges });
+        expect(allowed).toMatchObject({ jury_judges_used: 3, jury_judges_excluded: 0, jury_judge_1: 4 });
+      } finally {
+        await lease.leave();
+      }
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('scores a refusal at the floor without asking a judge, and floors judge scores below the scale', async () => {
+    const t = await startJuryApp(() => ({
+      kind: 'answer',
+      text: '{"accuracy": {"score": 0, "explanation": "x"}, "completeness": {"score": 0, "explanation": "x"}, "clarity": {"score": 0, "explanation": "x"}}',
+    }));
+    try {
+      const b = t.app.catalog.get('aci_bench');
+      const instance = { key: 'k', vars: { conversation: '[doctor] hello' }, references: ['note'] };
+      const run = runContext(t, b, 'public');
+      const lease = await t.app.engine.calls.join(run);
+      try {
+        const judges = judgesFor(t.app.engine, run, item(instance), undefined);
+        const refused = await annotateWithJury("I'm sorry, but I can't help with writing this note.", instance, { mode: 'helm', benchmark: b, judges });
+        expect(refused).toMatchObject({ jury_score: 1, jury_refusal: 1, jury_judges_used: 0 });
+        expect(t.server.requestCount()).toBe(0);
+        // An answer that only sounds sorry is an answer: the judges are asked (and their 0s floored at 1).
+        const answered = await annotateWithJury("I'm sorry to hear about your knee. PLAN: rest and ice.", instance, { mode: 'helm', benchmark: b, judges });
+        expect(answered).toMatchObject({ jury_score: 1, jury_refusal: 0, jury_judges_used: 3 });
+        expect(t.server.requestCount()).toBe(3);
+      } finally {
+        await lease.leave();
+      }
     } finally {
       await t.close();
     }

@@ -9,11 +9,12 @@ import { join } from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { type App, openApp } from '../../src/app';
 import { type Behaviour, type ModelServer, startModelServer } from '../../src/demo/model-server';
-import { initSitePki, issueClientCertificate } from '../../src/identity/site-pki';
+import { initSitePki, issueClientCertificate, type IssuedClient } from '../../src/identity/site-pki';
 import { validRule } from '../../src/observability';
 import { resetMetrics } from '../../src/observability/registry';
 import { type Daemon, startDaemon } from '../../src/server';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
+import { recordIssued } from '../helpers/daemon';
 import { backends } from '../helpers/db';
 import { makeHome, type TestHome } from '../helpers/home';
 
@@ -38,12 +39,14 @@ async function startDaemonWith(backend: 'pglite' | 'postgres', server: Record<st
   const principalsFile = join(home.home, 'access-policies', 'principals.json');
   const principals = JSON.parse(readFileSync(principalsFile, 'utf8'));
   const ids: Record<string, { cert: string; key: string }> = {};
+  const issuedToRecord: [IssuedClient, string][] = [];
   for (const [id, role] of [
     ['alice', 'researcher'],
     ['erin', 'auditor'],
     ['ivan', 'admin'],
   ] as const) {
     const issued = issueClientCertificate(pkiDir, id, role);
+    issuedToRecord.push([issued, id]);
     principals.principals.find((p: { id: string }) => p.id === id).certificates = [{ commonName: id, issuerFingerprint: issued.issuerFingerprint }];
     ids[id] = { cert: readFileSync(issued.certFile, 'utf8'), key: readFileSync(issued.keyFile, 'utf8') };
   }
@@ -58,6 +61,7 @@ async function startDaemonWith(backend: 'pglite' | 'postgres', server: Record<st
   let daemon: Daemon | undefined;
   try {
     app = await openApp({ file: home.configFile, env: home.env });
+    for (const [issued, id] of issuedToRecord) await recordIssued(app, issued, id);
     daemon = await startDaemon(app, { port: 0, ...(healthPort !== undefined ? { healthPort } : {}) });
   } catch (err) {
     await app?.close();

@@ -67,7 +67,7 @@ describe('ehrbench pki issue', () => {
     try {
       const r = await cli(home, ['pki', 'issue', '--principal', 'zed', '--role', 'researcher']);
       expect(r.code).not.toBe(0);
-      expect(r.stderr).toMatch(/^ehrbench: the audit trail cannot record events \([^\n]*\); the action was not performed\n$/);
+      expect(r.stderr).toMatch(/^store: embedded at [^\n]+\nehrbench: the audit trail cannot record events \([^\n]*\); the action was not performed\n$/);
       expect(r.stdout).toBe('');
       expect(clientFiles()).toEqual(filesBefore);
       expect(readFileSync(principalsFile, 'utf8')).toBe(principalsBefore);
@@ -79,7 +79,8 @@ describe('ehrbench pki issue', () => {
 
   it('records the pki.issue event and writes the certificate, key and bundle', async () => {
     const r = await cli(home, ['pki', 'issue', '--principal', 'yuri', '--role', 'researcher', '--json']);
-    expect(r.stderr).toBe('');
+    // Only which store holds the pki.issue event (pki commands name it).
+    expect(r.stderr).toBe(`store: embedded at ${home.store.embeddedDir}\n`);
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout) as { certFile: string; keyFile: string; p12File: string; p12PasswordFile: string; serial: string };
     for (const f of [out.certFile, out.keyFile, out.p12File, out.p12PasswordFile]) expect(existsSync(f)).toBe(true);
@@ -102,7 +103,7 @@ describe('ehrbench pki issue', () => {
     try {
       const r = await cli(home, ['pki', 'issue', '--principal', 'xena', '--role', 'researcher']);
       expect(r.code).not.toBe(0);
-      expect(r.stderr).toMatch(/^ehrbench: [^\n]*xena[^\n]*\n$/);
+      expect(r.stderr).toMatch(/^store: embedded at [^\n]+\nehrbench: [^\n]*xena[^\n]*\n$/);
       expect(r.stderr).not.toMatch(/details withheld/);
       expect(readFileSync(principalsFile, 'utf8')).toBe(principalsBefore);
     } finally {

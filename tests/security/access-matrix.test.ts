@@ -202,12 +202,17 @@ describe('request bodies: clear 4xx, never 5xx', () => {
         'mainMetric',
         'mainScore',
         'promptTokens',
+        'reasoningTokens',
         'requestedBy',
         'runId',
+        'sample',
         'scoring',
+        'skipped',
         'startedAt',
         'status',
+        'testEndpoint',
         'tier',
+        'withheld',
       ].sort(),
     );
   });

@@ -28,13 +28,17 @@ function event(i: number): AuditEventInput {
   };
 }
 
-/** 40 events with a checkpoint every 10, sealed at the end: checkpoints at 10, 20, 30, 40. */
+/**
+ * 40 events with a checkpoint every 10, sealed at the end: checkpoints at 10, 20, 30, 40. The first
+ * start records its policy files (policy.change); endpoint calls fill the trail up to 40.
+ */
 async function populatedApp(home: TestHome): Promise<App> {
   const config = JSON.parse(readFileSync(home.configFile, 'utf8'));
   config.audit = { checkpointEvery: 10 };
   writeFileSync(home.configFile, JSON.stringify(config));
   const app = await openApp({ file: home.configFile, env: home.env });
-  for (let i = 1; i <= 40; i++) await app.audit.record(event(i));
+  const [head] = await app.db.query<{ seq: number }>('SELECT seq FROM audit_head');
+  for (let i = (head?.seq ?? 0) + 1; i <= 40; i++) await app.audit.record(event(i));
   await app.audit.seal();
   return app;
 }

@@ -204,7 +204,8 @@ describe('ehrbench endpoints probe', () => {
       const requests = s.requests();
       const refused = await probe(policy, ['--json']);
       expect(refused.code).not.toBe(0);
-      expect(refused.stderr).toMatch(/^ehrbench: the audit trail cannot record events .*\n$/);
+      // --json: the error is one JSON object on stderr
+      expect(JSON.parse(refused.stderr)).toMatchObject({ error: 'audit.unavailable', message: expect.stringMatching(/^the audit trail cannot record events/) });
       expect(s.requests()).toBe(requests);
     } finally {
       await withDb((app) => app.db.query('DROP TRIGGER IF EXISTS audit_store_down ON audit_events'));

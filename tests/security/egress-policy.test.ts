@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openApp } from '../../src/app';
+import { loadConfig } from '../../src/config';
 import { validatorFor } from '../../src/config/validate';
 import { assertSafeEgressEnvironment, loadEndpointPolicy } from '../../src/egress';
 import { UserError } from '../../src/errors';
@@ -22,6 +23,15 @@ const base = {
   auth: { type: 'api-key', env: 'AOAI_KEY' },
   classification: { inVpc: true, baa: true, maxTier: 'private' },
 };
+
+function errorOf(fn: () => unknown): Error {
+  try {
+    fn();
+  } catch (e) {
+    return e as Error;
+  }
+  throw new Error('expected an error');
+}
 
 function load(endpoint: Record<string, unknown>) {
   const file = join(tempDir('egress-policy'), 'endpoints.json');
@@ -87,9 +97,69 @@ describe('endpoint policy network fields', () => {
     expect((err as Error).message.split('\n')).toHaveLength(1);
   });
 
+  // Issue 15 item 13: two /1 halves are all of IPv4, although a /0 is refused. An endpoint's CIDRs are
+  // merged per family and counted; together they may cover at most a /16 (IPv4) and a /64 (IPv6).
+  it.each([
+    ['all of IPv4 as two /1 halves', { allowedCidrs: ['0.0.0.0/1', '128.0.0.0/1'] }, 'allowedCidrs', /4294967296 IPv4/],
+    ['two /16 ranges', { allowedCidrs: ['10.20.0.0/16', '10.21.0.0/16'] }, 'allowedCidrs', /131072/],
+    ['one /15', { allowedCidrs: ['10.20.0.0/15'] }, 'allowedCidrs', /131072/],
+    ['an IPv6 /63 beside the IPv4 range', { allowedCidrs: ['10.20.0.0/16', 'fd00::/63'] }, 'allowedCidrs', /IPv6/],
+    ['many narrow ranges that add up', { allowedCidrs: ['10.20.0.0/16', ...Array.from({ length: 4 }, (_, i) => `10.${30 + i}.0.0/24`)] }, 'allowedCidrs', /66560/],
+    [
+      'an entra-id authority covering too much',
+      { auth: { type: 'entra-id', env: 'SECRET', tenantId: 't', clientId: 'c', authority: { url: 'https://login.microsoftonline.com', allowedCidrs: ['20.0.0.0/8'] } } },
+      'auth/authority/allowedCidrs',
+      /16777216/,
+    ],
+  ])('refuses %s at load, naming the endpoint and the rule', (_what, change, path, count) => {
+    const err = errorOf(() => load(change));
+    expect(err).toBeInstanceOf(UserError);
+    expect((err as UserError).code).toBe('policy.invalid');
+    const message = (err as Error).message;
+    expect(message).toContain(`/endpoints/0/${path}: `);
+    expect(message).toContain('endpoint "aoai"');
+    expect(message).toContain('(rule policy.allowlist-too-wide)');
+    expect(message).not.toMatch(/\n/);
+    expect(message).toMatch(count);
+  });
+
+  it.each([
+    ['overlapping ranges, counted once', ['10.20.0.0/16', '10.20.4.0/24', '10.20.4.7/32']],
+    ['two halves of one /16', ['10.20.0.0/17', '10.20.128.0/17']],
+    ['a /16 and an IPv6 /64 (each family within its own limit)', ['10.20.0.0/16', 'fd00:30:5::/64']],
+    ['an IPv6 /64 covered twice', ['10.20.0.0/16', 'fd00:30:5::/64', 'fd00:30:5::/96']],
+  ])('accepts %s', (_what, allowedCidrs) => {
+    expect(load({ allowedCidrs }).get('aoai').allowedCidrs).toEqual(allowedCidrs);
+  });
+
+  it('takes a narrower or wider limit from the configuration', () => {
+    const file = join(tempDir('egress-policy'), 'endpoints.json');
+    writeFileSync(file, JSON.stringify({ endpoints: [{ ...base, allowedCidrs: ['10.20.0.0/16', 'fd00:30:5::/64'] }] }));
+    expect(errorOf(() => loadEndpointPolicy(file, { allowlistWidth: { ipv4: 24, ipv6: 64 } })).message).toMatch(
+      /allowedCidrs: endpoint "aoai" allows 65536 IPv4 addresses, more than the 256 of one \/24 .*\(rule policy\.allowlist-too-wide\)$/,
+    );
+    expect(errorOf(() => loadEndpointPolicy(file, { allowlistWidth: { ipv4: 16, ipv6: 80 } })).message).toMatch(/allowedCidrs: .*IPv6.*\(rule policy\.allowlist-too-wide\)/);
+    writeFileSync(file, JSON.stringify({ endpoints: [{ ...base, allowedCidrs: ['10.20.0.0/15'] }] }));
+    expect(loadEndpointPolicy(file, { allowlistWidth: { ipv4: 15, ipv6: 64 } }).get('aoai').allowedCidrs).toEqual(['10.20.0.0/15']);
+  });
+
+  it('reads the limit from config.json (egress.allowlistWidth), defaulting to a /16 and a /64', () => {
+    const home = tempDir('egress-policy');
+    const file = join(home, 'config.json');
+    writeFileSync(file, JSON.stringify({ configVersion: 1, site: { id: 's1' } }));
+    expect(loadConfig({ file, env: {} }).egress.allowlistWidth).toEqual({ ipv4: 16, ipv6: 64 });
+    writeFileSync(file, JSON.stringify({ configVersion: 1, site: { id: 's1' }, egress: { allowlistWidth: { ipv4: 20 } } }));
+    expect(loadConfig({ file, env: {} }).egress.allowlistWidth).toEqual({ ipv4: 20, ipv6: 64 });
+    writeFileSync(file, JSON.stringify({ configVersion: 1, site: { id: 's1' }, egress: { allowlistWidth: { ipv4: 0 } } }));
+    expect(errorOf(() => loadConfig({ file, env: {} })).message).toMatch(/egress\/allowlistWidth\/ipv4/);
+  });
+
   it('ships an example policy that the schema and the loader accept, covering every auth type', () => {
     const file = join(ROOT, 'access-policies', 'endpoints.example.json');
-    const policy = loadEndpointPolicy(file);
+    // Under the shipped configuration: its keys live in that configuration's secrets directory.
+    const config = loadConfig({ file: join(ROOT, 'deploy', 'systemd', 'config.example.json'), env: {} });
+    // Its CA and client files are /etc/ehrbench paths of the host it describes, not of this one.
+    const policy = loadEndpointPolicy(file, { secrets: config.secrets, allowlistWidth: config.egress.allowlistWidth, checkFiles: false });
     const validate = validatorFor('endpoints.schema.json');
     expect(validate(JSON.parse(require('node:fs').readFileSync(file, 'utf8')))).toBe(true);
     expect(new Set(policy.endpoints.map((e) => e.auth.type))).toEqual(new Set(['api-key', 'apim-key', 'entra-id', 'none']));

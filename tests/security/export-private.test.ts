@@ -72,6 +72,16 @@ describe.each(backends())('private results leave only as a released bundle (%s)'
       expect((await t.call('dave', 'POST', `/v1/runs/${runId}/approve`, {})).status).toBe(200);
       expect(await waitForRun(t, runId)).toBe('completed');
 
+      // Before any release, an auditor and an admin see the run's metadata, never its exact n or scores.
+      for (const who of ['erin', 'ivan']) {
+        const seen = await t.call(who, 'GET', `/v1/runs/${runId}`);
+        expect(seen.json).toMatchObject({ runId, status: 'completed', tier: 'private', counts: null, instanceCount: null, mainScore: null, aggregates: null, promptTokens: null });
+        expect(seen.json.withheld).toBe('visibility.run-figures.withheld');
+        const listed = (await t.call(who, 'GET', '/v1/runs')).json as { runId: string; counts: unknown; mainScore: unknown }[];
+        expect(listed.find((r) => r.runId === runId)).toMatchObject({ counts: null, mainScore: null });
+      }
+      expect((await t.call('carol', 'GET', `/v1/runs/${runId}`)).json.counts).toMatchObject({ done: ROWS });
+
       // Request: only the researcher, only the schema's fields.
       expect((await t.call('alice', 'POST', '/v1/exports', { runIds: [runId], note: 'x' })).status).toBe(400);
       expect((await t.call('bob', 'POST', '/v1/exports', { runIds: [runId] })).json).toMatchObject({ rule: 'export.run-not-owned' });

@@ -104,7 +104,9 @@ describe('Kubernetes manifests', () => {
       allowed.push(...rule.to.map((peer: Obj) => peer.ipBlock.cidr));
     }
     const database = new URL('postgres://ehrbench_app@10.10.5.20:5432/ehrbench');
-    expect(allowed.filter((c) => !endpointCidrs.has(c))).toEqual([`${database.hostname}/32`]);
+    // And the OMOP CDM database of omop-note sources (the slot is described with its test below).
+    const omop = new URL('postgres://ehrbench_omop_ro@10.10.5.30:5432/cdm');
+    expect(allowed.filter((c) => !endpointCidrs.has(c))).toEqual([`${database.hostname}/32`, `${omop.hostname}/32`]);
     for (const cidr of endpointCidrs) expect(allowed).toContain(cidr);
     // Every endpoint port is open, and nothing else.
     const ports = new Set(endpoints.map((e) => Number(new URL(e.url).port || 443)));
@@ -164,7 +166,7 @@ describe('Kubernetes manifests', () => {
 
   it('keep no secret values in the repository, and mount every key Secret the daemon reads', () => {
     const secrets = k8sDocs('secrets.yaml');
-    expect(secrets.map((s) => s.metadata.name).sort()).toEqual(['ehrbench-audit-keys', 'ehrbench-database', 'ehrbench-endpoint-keys', 'ehrbench-export-signing', 'ehrbench-tls']);
+    expect(secrets.map((s) => s.metadata.name).sort()).toEqual(['ehrbench-audit-keys', 'ehrbench-database', 'ehrbench-endpoint-keys', 'ehrbench-export-signing', 'ehrbench-omop', 'ehrbench-tls']);
     for (const s of secrets) {
       expect(s.data).toBeUndefined();
       for (const v of Object.values(s.stringData as Record<string, string>)) {
@@ -184,11 +186,16 @@ describe('Kubernetes manifests', () => {
     validateOrThrow('principals.schema.json', JSON.parse(files['principals.json'] as string), 'configmap principals.json', 'policy.invalid');
     expect(config.server.workers).toBe(0);
     expect(config.server.healthPortMetrics).toBe(false);
-    for (const name of ['ehrbench-api', 'ehrbench-worker']) {
+    // serve opens server.healthPort, a worker only worker.healthPort (issue 17, item 4).
+    for (const [name, healthPort] of [
+      ['ehrbench-api', config.server.healthPort],
+      ['ehrbench-worker', config.worker.healthPort],
+    ] as const) {
       const c = deployment(name).spec.template.spec.containers[0];
       const mounts = (c.volumeMounts as Obj[]).map((m) => m.mountPath as string);
+      expect([name, typeof healthPort]).toEqual([name, 'number']);
       for (const probe of [c.startupProbe, c.livenessProbe, c.readinessProbe]) {
-        expect(probe.exec.command.slice(0, 3)).toEqual(['/nodejs/bin/node', '/app/dist/observability/probe-main.js', String(config.server.healthPort)]);
+        expect(probe.exec.command.slice(0, 3)).toEqual(['/nodejs/bin/node', '/app/dist/observability/probe-main.js', String(healthPort)]);
       }
       expect(mounts).toContain(config.keys.dir);
       for (const dir of config.audit.witnessDirs) expect(mounts).toContain(dir);
@@ -200,6 +207,43 @@ describe('Kubernetes manifests', () => {
   it('let the Prometheus scraper in only as a principal with the auditor role', () => {
     const principals = JSON.parse(configFiles()['principals.json'] as string).principals as Obj[];
     expect(principals.find((p) => p.id === 'prometheus')?.roles).toEqual(['auditor']);
+  });
+});
+
+/**
+ * An OMOP CDM source (site-data.json, `"connection": { "env": "EHRBENCH_OMOP_URL" }`, the name
+ * `ehrbench benchmarks show` suggests) needs its URL in the environment of the processes that plan
+ * runs, its password from a credential, and a way through both network layers to its database.
+ */
+describe('the OMOP database connection slot', () => {
+  const OMOP_ENV = 'EHRBENCH_OMOP_URL';
+
+  it('is an environment variable in the systemd environment example, without a password, verifying TLS', () => {
+    const slot = read('systemd', 'ehrbench.env.example')
+      .split('\n')
+      .find((l) => l.replace(/^#\s*/, '').startsWith(`${OMOP_ENV}=`)) as string;
+    const url = new URL(slot.replace(/^#\s*/, '').slice(OMOP_ENV.length + 1));
+    expect(url.protocol).toBe('postgres:');
+    expect(url.password).toBe('');
+    expect(url.searchParams.get('sslmode')).toBe('verify-full');
+    expect(read('systemd', 'ehrbench.env.example')).toMatch(/pgpass/);
+  });
+
+  it.each(['ehrbench.service', 'ehrbench-worker@.service'])('has a network slot in %s next to the database', (file) => {
+    expect(read('systemd', file)).toMatch(new RegExp(`# .*${OMOP_ENV}.*\n(#.*\n)*#IPAddressAllow=10\\.10\\.5\\.30/32`));
+  });
+
+  it('reaches the workers from an optional Secret, and the OMOP database through the NetworkPolicy', () => {
+    const c = deployment('ehrbench-worker').spec.template.spec.containers[0];
+    expect((c.env as Obj[]).find((e) => e.name === OMOP_ENV)?.valueFrom).toEqual({ secretKeyRef: { name: 'ehrbench-omop', key: 'url', optional: true } });
+    const secret = k8sDocs('secrets.yaml').find((s) => s.metadata.name === 'ehrbench-omop') as Obj;
+    expect(Object.keys(secret.stringData).sort()).toEqual(['ca.pem', 'url']);
+    expect(new URL((secret.stringData.url as string).replace(/^REPLACE: /, '')).searchParams.get('sslrootcert')).toBe('/etc/ehrbench/omop-db-ca/ca.pem');
+    expect((c.volumeMounts as Obj[]).find((m) => m.mountPath === '/etc/ehrbench/omop-db-ca')?.readOnly).toBe(true);
+    const rules = byKind('NetworkPolicy').flatMap((p) => (p.spec.egress ?? []) as Obj[]);
+    expect(rules.some((r) => r.to.some((p: Obj) => p.ipBlock.cidr === '10.10.5.30/32') && r.ports.some((p: Obj) => p.port === 5432))).toBe(true);
+    // The API runs no workers, so it never reads OMOP data and gets no URL.
+    expect((deployment('ehrbench-api').spec.template.spec.containers[0].env as Obj[]).some((e) => e.name === OMOP_ENV)).toBe(false);
   });
 });
 
@@ -359,6 +403,17 @@ describe.each(['ehrbench.service', 'ehrbench-worker@.service'])('systemd unit %s
     const security = spawnSync('systemd-analyze', ['security', '--offline=true', path], { encoding: 'utf8' });
     const exposure = Number(/Overall exposure level for \S+: (\d+\.\d+)/.exec(security.stdout + security.stderr)?.[1]);
     expect(exposure).toBeLessThanOrEqual(2);
+  });
+});
+
+describe('the daemon and its workers on one host (systemd)', () => {
+  it("leave the daemon's health port to the daemon: worker instances open none unless each is given its own", () => {
+    const config = validateOrThrow<Obj>('config.schema.json', JSON.parse(read('systemd', 'config.example.json')), 'config.example.json', 'config.invalid');
+    expect(config.server.healthPort).toBe(8081);
+    // One worker.healthPort would be shared by every ehrbench-worker@N instance: they would clash.
+    expect(config.worker?.healthPort).toBeUndefined();
+    const exec = serviceSection('ehrbench-worker@.service').find(([k]) => k === 'ExecStart')?.[1];
+    expect(exec).toMatch(/ehrbench\.js worker$/);
   });
 });
 

@@ -1,10 +1,13 @@
 /**
  * deploy/sql/roles.sql on a real PostgreSQL (TEST_DATABASE_URL): the roles it creates, the owner
  * migrating the store, the daemon running a benchmark as the least-privileged ehrbench_app login role,
- * and what each role is refused. Roles are cluster-wide and shared with other tests on the server, so
- * they are created idempotently and never dropped; everything else lives in a fresh database.
+ * and what each role is refused. The default roles are cluster-wide and shared with other tests on the
+ * server, so they are created idempotently and never dropped; everything else lives in a fresh
+ * database. A second database gets roles of its own names (psql variables), dropped after.
  */
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openApp } from '../../src/app';
@@ -19,7 +22,46 @@ import { ROOT } from '../helpers/paths';
 jest.setTimeout(120_000);
 
 const ROLES_SQL = join(ROOT, 'deploy', 'sql', 'roles.sql');
-const MIGRATION_0006 = join(ROOT, 'src', 'db', 'migrations', '0006_deploy_roles.sql');
+const MIGRATIONS = join(ROOT, 'src', 'db', 'migrations');
+const migrationsText = () =>
+  readdirSync(MIGRATIONS)
+    .filter((f) => f.endsWith('.sql'))
+    .sort()
+    .map((f) => readFileSync(join(MIGRATIONS, f), 'utf8'))
+    .join('\n');
+
+/** roles.sql is a psql script (variables, \gset): run as the documentation says, with -v NAME=VALUE. */
+function psqlRoles(url: string, vars: Record<string, string> = {}): void {
+  const args = ['-X', '-q', '-v', 'ON_ERROR_STOP=1', ...Object.entries(vars).flatMap(([k, v]) => ['-v', `${k}=${v}`]), '-f', ROLES_SQL, url];
+  const r = spawnSync('psql', args, { encoding: 'utf8' });
+  if (r.error) throw new Error(`psql is needed to run deploy/sql/roles.sql (${r.error.message})`);
+  if (r.status !== 0) throw new Error(`psql -f roles.sql failed (${r.status}): ${r.stderr}`);
+}
+
+/** What the migrations grant ehrbench_app, table -> privileges (sorted): roles.sql must grant the same to any app role. */
+function migrationAppGrants(): Record<string, string[]> {
+  const grants: Record<string, Set<string>> = {};
+  for (const m of migrationsText().matchAll(/GRANT ([A-Z, ]+) ON ([a-z_, ]+) TO ehrbench_app;/g)) {
+    for (const table of (m[2] as string).split(',').map((t) => t.trim())) {
+      for (const p of (m[1] as string).split(',').map((x) => x.trim())) (grants[table] ??= new Set()).add(p);
+    }
+  }
+  return Object.fromEntries(Object.entries(grants).map(([t, ps]) => [t, [...ps].sort()]));
+}
+
+/** The app grants roles.sql writes: its ARRAY[['table', 'PRIV, PRIV'], ...] list. */
+function rolesAppGrants(sql: string): Record<string, string[]> {
+  const list = /FOREACH g SLICE 1 IN ARRAY ARRAY\[([\s\S]+?)\]\s+LOOP/.exec(sql)?.[1] ?? '';
+  return Object.fromEntries(
+    [...list.matchAll(/\['([a-z_]+)', '([A-Z, ]+)'\]/g)].map((m) => [
+      m[1] as string,
+      (m[2] as string)
+        .split(',')
+        .map((x) => x.trim())
+        .sort(),
+    ]),
+  );
+}
 
 function as(url: string, user: string): string {
   const u = new URL(url);
@@ -40,10 +82,11 @@ async function sqlAs(url: string, user: string, sql: string, params: unknown[] =
   }
 }
 
-/** The table names of a `... ARRAY[...]` or `ON a, b, c TO ehrbench_auditor` list in a SQL text. */
+/** The table names of a `... ARRAY[...]` list, or of every `ON a, b, c TO ehrbench_auditor` grant, in a SQL text. */
 function auditorTables(sql: string, form: 'array' | 'grant'): string[] {
-  const m = form === 'array' ? /FOREACH t IN ARRAY ARRAY\[([^\]]+)\]/.exec(sql) : /GRANT SELECT ON ([^;]+?) TO ehrbench_auditor/.exec(sql);
-  return (m?.[1] ?? '')
+  const lists = form === 'array' ? [/FOREACH t IN ARRAY ARRAY\[([^\]]+)\]/.exec(sql)?.[1] ?? ''] : [...sql.matchAll(/GRANT SELECT ON ([^;]+?) TO ehrbench_auditor/g)].map((m) => m[1] as string);
+  return lists
+    .join(',')
     .split(',')
     .map((s) => s.replace(/['\s]/g, ''))
     .filter(Boolean)
@@ -51,12 +94,34 @@ function auditorTables(sql: string, form: 'array' | 'grant'): string[] {
 }
 
 describe('deploy/sql/roles.sql', () => {
-  it('grants the auditor the same tables as migration 0006, and never run_items', () => {
+  it('grants the auditor the same tables as the migrations, and never run_items', () => {
     const roles = auditorTables(readFileSync(ROLES_SQL, 'utf8'), 'array');
-    const migration = auditorTables(readFileSync(MIGRATION_0006, 'utf8'), 'grant');
+    const migration = auditorTables(migrationsText(), 'grant');
     expect(roles.length).toBeGreaterThan(5);
     expect(roles).toEqual(migration);
     expect(roles).not.toContain('run_items');
+  });
+
+  it('grants the app role exactly what the migrations grant ehrbench_app, table by table', () => {
+    const roles = rolesAppGrants(readFileSync(ROLES_SQL, 'utf8'));
+    expect(Object.keys(roles).length).toBeGreaterThan(10);
+    expect(roles).toEqual(migrationAppGrants());
+    expect(roles.audit_events).toEqual(['INSERT', 'SELECT']);
+  });
+
+  it('takes its role names from psql variables, with the documented defaults', () => {
+    const sql = readFileSync(ROLES_SQL, 'utf8');
+    for (const [name, value] of [
+      ['owner_role', 'ehrbench_owner'],
+      ['app_role', 'ehrbench_app'],
+      ['auditor_role', 'ehrbench_auditor'],
+    ]) {
+      expect(sql).toContain(`\\if :{?${name}} \\else \\set ${name} ${value} \\endif`);
+      expect(readFileSync(join(ROOT, 'deploy', 'README.md'), 'utf8')).toContain(`-v ${name}=`);
+    }
+    // No statement names a default role itself: every one goes through the variables.
+    const statements = sql.replace(/--.*$/gm, '').replace(/^\\.*$/gm, '');
+    expect(statements).not.toMatch(/ehrbench_(owner|app|auditor)/);
   });
 
   it('sets no password and makes no role a superuser', () => {
@@ -76,15 +141,9 @@ pgOnly('the app as ehrbench_app on PostgreSQL', () => {
   beforeAll(async () => {
     home = await makeHome('postgres');
     url = home.store.url as string;
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    try {
-      // Twice: the script is meant to be re-run after upgrades.
-      await admin.query(readFileSync(ROLES_SQL, 'utf8'));
-      await admin.query(readFileSync(ROLES_SQL, 'utf8'));
-    } finally {
-      await admin.end();
-    }
+    // Twice: the script is meant to be re-run after upgrades.
+    psqlRoles(url);
+    psqlRoles(url);
     // The owner migrates, as deploy/README.md says.
     const owner = await openDatabase({ url: as(url, 'ehrbench_owner'), embeddedDir: home.store.embeddedDir, migrate: false, poolSize: 2 });
     try {
@@ -195,6 +254,73 @@ pgOnly('the app as ehrbench_app on PostgreSQL', () => {
       await expect(runMigrations(app, [pending])).rejects.toMatchObject({ code: 'db.migration-not-permitted' });
     } finally {
       await app.close();
+    }
+  });
+});
+
+pgOnly('two databases on one cluster, each with roles of its own names', () => {
+  let home: TestHome;
+  let url: string;
+  const tag = `ehrbench_t${randomBytes(4).toString('hex')}`;
+  const names = { owner_role: `${tag}_owner`, app_role: `${tag}_app`, auditor_role: `${tag}_auditor` };
+
+  beforeAll(async () => {
+    home = await makeHome('postgres');
+    url = home.store.url as string;
+    psqlRoles(url, names);
+    const owner = await openDatabase({ url: as(url, names.owner_role), embeddedDir: home.store.embeddedDir, migrate: false, poolSize: 2 });
+    try {
+      await runMigrations(owner);
+    } finally {
+      await owner.close();
+    }
+    // After the migration: the migrations grant the default names, roles.sql grants these.
+    psqlRoles(url, names);
+  });
+
+  afterAll(async () => {
+    await home?.cleanup();
+    const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+    await admin.connect();
+    try {
+      for (const role of Object.values(names)) await admin.query(`DROP ROLE IF EXISTS ${role}`);
+    } finally {
+      await admin.end();
+    }
+  });
+
+  it('creates the named login roles without superpowers', async () => {
+    const r = await sqlAs(url, new URL(url).username || 'postgres', 'SELECT rolname, rolcanlogin, rolsuper, rolcreaterole, rolbypassrls FROM pg_roles WHERE rolname LIKE $1 ORDER BY rolname', [
+      `${tag}_%`,
+    ]);
+    expect(r.ok && r.rows).toEqual(
+      [names.app_role, names.auditor_role, names.owner_role].map((rolname) => ({ rolname, rolcanlogin: true, rolsuper: false, rolcreaterole: false, rolbypassrls: false })),
+    );
+  });
+
+  it("runs a benchmark as its own app role, which is as restricted as ehrbench_app; the other database's roles cannot connect", async () => {
+    const server = await startModelServer({
+      certPem: readFileSync(join(home.home, 'keys', 'demo-model-server.pem'), 'utf8'),
+      keyPem: readFileSync(join(home.home, 'keys', 'demo-model-server.key.pem'), 'utf8'),
+      port: home.port,
+    });
+    const app = await openApp({ file: home.configFile, env: { ...home.env, EHRBENCH_DATABASE_URL: as(url, names.app_role) } });
+    try {
+      const run = await requestRun(app.engine, { benchmarkId: 'pubmed_qa', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 2 });
+      expect((await executeRun(app.engine, run.run_id)).status).toBe('completed');
+    } finally {
+      await app.close();
+      await server.close();
+    }
+    for (const statement of ["UPDATE audit_events SET reason = 'edited' WHERE seq = 1", 'DELETE FROM audit_events WHERE seq = 1', 'TRUNCATE audit_events', 'DELETE FROM runs']) {
+      expect([statement, await sqlAs(url, names.app_role, statement)]).toEqual([statement, { ok: false, code: '42501' }]);
+    }
+    expect((await sqlAs(url, names.auditor_role, 'SELECT count(*)::int AS n FROM audit_events')).ok).toBe(true);
+    expect(await sqlAs(url, names.auditor_role, 'SELECT payload FROM run_items LIMIT 1')).toEqual({ ok: false, code: '42501' });
+    // The default roles (another database's) may not even connect to this one.
+    for (const role of ['ehrbench_app', 'ehrbench_auditor']) {
+      const other = await sqlAs(url, role, 'SELECT 1').catch((err: { code?: string }) => ({ ok: false as const, code: err.code ?? 'error' }));
+      expect(other).toEqual({ ok: false, code: '42501' });
     }
   });
 });

@@ -46,7 +46,7 @@ describe('the error catalogue', () => {
   it('gives every code an HTTP status, an exit code and a one-line meaning', () => {
     for (const [code, entry] of Object.entries(ERRORS)) {
       expect([code, Number.isInteger(entry.status) && entry.status >= 400 && entry.status <= 599]).toEqual([code, true]);
-      expect([code, [1, 2, 3, 4, 70].includes(entry.exit)]).toEqual([code, true]);
+      expect([code, [1, 2, 3, 4, 5, 70, 130].includes(entry.exit)]).toEqual([code, true]);
       expect(entry.meaning.length).toBeGreaterThan(10);
       expect(entry.meaning).not.toMatch(/\n/);
     }
@@ -57,7 +57,10 @@ describe('the error catalogue', () => {
     expect(errorEntry('policy.denied').exit).toBe(3);
     expect(errorEntry('audit.unavailable').exit).toBe(4);
     expect(errorEntry('internal').exit).toBe(70);
-    const others = Object.entries(ERRORS).filter(([c]) => !['cli.usage', 'policy.denied', 'audit.unavailable', 'internal'].includes(c));
+    // 130: a local run interrupted (Ctrl-C); 5: a run whose instances failed for good.
+    expect(ERRORS['cli.interrupted'].exit).toBe(130);
+    expect(ERRORS['run.instances-failed'].exit).toBe(5);
+    const others = Object.entries(ERRORS).filter(([c]) => !['cli.usage', 'policy.denied', 'audit.unavailable', 'internal', 'cli.interrupted', 'run.instances-failed'].includes(c));
     expect(others.filter(([, e]) => e.exit !== 1).map(([c]) => c)).toEqual([]);
     expect(new PolicyDenied('tier.public', 'x').exitCode).toBe(3);
     expect(new AuditUnavailable('test').exitCode).toBe(4);

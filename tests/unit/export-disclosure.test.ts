@@ -1,13 +1,14 @@
 /**
  * Disclosure control on crafted small groups: minimum cell size, count ranges, complementary
- * suppression (per cell and per metric), intervals only where n >= k.
+ * suppression (per cell and per metric), intervals only where n >= k. That values and intervals do
+ * not pin the exact count is tests/unit/export-precision.test.ts.
  */
-import { metricCell, normalInterval, rangeOf, releasedCount, subgroupCells, suppressPartition, wilson, type DisclosureSettings, type MetricStats } from '../../src/export';
+import { metricCell, rangeOf, releasedCount, subgroupCells, suppressPartition, wilson, type DisclosureSettings, type MetricStats } from '../../src/export';
 
 const S: DisclosureSettings = { k: 11, width: 10, decimals: 3 };
 
 function binaryStats(name: string, n: number, successes: number): MetricStats {
-  return { name, n, sum: successes, sumSquares: successes, binary: true, unit: true };
+  return { name, n, sum: successes, unit: true };
 }
 
 describe('released counts', () => {
@@ -66,6 +67,15 @@ describe('complementary suppression', () => {
       [7, 0, 0],
       ['<k', 'released', 'released'],
     ],
+    // Two hidden cells of 5 are a group of 10 (the total minus the 30): the 30 is hidden too.
+    [
+      [30, 5, 5],
+      ['complementary', '<k', '<k'],
+    ],
+    [
+      [40, 30, 5, 5],
+      ['released', 'complementary', '<k', '<k'],
+    ],
   ])('partition %j -> %j', (counts, expected) => {
     expect(suppressPartition(counts, 11)).toEqual(expected);
   });
@@ -85,6 +95,9 @@ describe('complementary suppression', () => {
         if (status[i] === 'released') expect(n === 0 || n >= 11).toBe(true);
       });
       if (total >= 11) expect(hidden.length).not.toBe(1);
+      // Nor a group of fewer than k hidden instances: the total minus the released cells is 0 or >= k.
+      const hiddenSum = hidden.reduce((a, b) => a + b, 0);
+      if (hidden.length < counts.filter((n) => n > 0).length) expect(hiddenSum === 0 || hiddenSum >= 11).toBe(true);
       // What an attacker can compute: the sum of the hidden cells, never one of them alone.
       if (hidden.length >= 2) expect(hidden.reduce((a, b) => a + b, 0)).toBe(total - counts.filter((_, i) => status[i] === 'released').reduce((a, b) => a + b, 0));
     }
@@ -145,22 +158,19 @@ describe('metric cells and intervals', () => {
     expect(metricCell(undefined, 'acc', S)).toEqual({ name: 'acc', suppressed: '<k' });
   });
 
-  it('releases a metric on k values with three decimals and its 95% interval', () => {
-    expect(metricCell(binaryStats('acc', 11, 4), 'acc', S)).toEqual({ name: 'acc', value: 0.364, n: { low: 11, high: 19 }, ci95: { low: 0.152, high: 0.646 } });
+  it('releases a metric on k values at the resolution of its range (1/10 for 11-19) with the interval of the range', () => {
+    // 4/11 = 0.364 would pin n = 11; 0.4 is what some count out of every n in 11-19 rounds to.
+    expect(metricCell(binaryStats('acc', 11, 4), 'acc', S)).toEqual({ name: 'acc', value: 0.4, n: { low: 11, high: 19 }, ci95: { low: 0.143, high: 0.717 } });
+    // The exact interval of 4/11 lies inside the released one.
+    expect(wilson(4, 11).low).toBeGreaterThan(0.143);
+    expect(wilson(4, 11).high).toBeLessThan(0.717);
   });
 
-  it('computes Wilson and normal intervals as the textbook does', () => {
+  it('computes the Wilson interval as the textbook does', () => {
     const w = wilson(5, 10);
     expect(w.low).toBeCloseTo(0.2366, 4);
     expect(w.high).toBeCloseTo(0.7634, 4);
     expect(wilson(0, 20).low).toBe(0);
     expect(wilson(0, 20).high).toBeCloseTo(0.1611, 4);
-    // Values 1..5: mean 3, sample SD 1.5811, half-width 1.96 * 1.5811 / sqrt(5) = 1.3859.
-    const n = normalInterval({ name: 'x', n: 5, sum: 15, sumSquares: 55, binary: false, unit: false });
-    expect(n.low).toBeCloseTo(1.6141, 3);
-    expect(n.high).toBeCloseTo(4.3859, 3);
-    // A [0, 1] metric's interval stays in [0, 1].
-    const clipped = normalInterval({ name: 'rouge', n: 12, sum: 11.5, sumSquares: 11.2, binary: false, unit: true });
-    expect(clipped.high).toBeLessThanOrEqual(1);
   });
 });

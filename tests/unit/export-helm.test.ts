@@ -65,4 +65,25 @@ describe('HELM files', () => {
       { name: { name: 'num_instances', split: 'test' }, count: 1, sum: 40, sum_squared: 1600, min: 40, max: 40, mean: 40, variance: 0, stddev: 0 },
     ]);
   });
+
+  it("stats.json: the token, efficiency and cost statistics of HELM's general-information columns, per instance, from the released usage", () => {
+    const withUsage = { ...released, usage: { promptTokens: 12000, completionTokens: 1000, estimatedCostUsd: 0.5 } };
+    const [run] = helmFilesFor([withUsage], (id) => catalog.get(id));
+    const stats = JSON.parse(run?.stats as string) as { name: { name: string; split: string }; count: number; mean: number; min: number; max: number; stddev: number }[];
+    const mean = (name: string) => stats.find((s) => s.name.name === name)?.mean;
+    // Per-instance means over the released count (its low end, as num_instances): nothing finer than
+    // the bundle's own usage (tokens rounded to thousands, cost to cents) can be derived from them.
+    expect(mean('num_prompt_tokens')).toBe(300);
+    expect(mean('num_completion_tokens')).toBe(25);
+    expect(mean('num_output_tokens')).toBe(25);
+    expect(mean('max_num_output_tokens')).toBe(10);
+    expect(mean('num_train_instances')).toBe(0);
+    expect(mean('prompt_truncated')).toBe(0);
+    expect(mean('num_completions')).toBe(1);
+    expect(mean('ehrbench_estimated_cost_usd_per_instance')).toBe(0.0125);
+    for (const s of stats) expect(s).toMatchObject({ count: 1, min: s.mean, max: s.mean, stddev: 0, name: { split: 'test' } });
+    // No price for the endpoint: no cost statistic rather than a zero.
+    const [free] = helmFilesFor([{ ...withUsage, usage: { ...withUsage.usage, estimatedCostUsd: null } }], (id) => catalog.get(id));
+    expect(free?.stats).not.toContain('ehrbench_estimated_cost_usd_per_instance');
+  });
 });

@@ -10,6 +10,7 @@ import type { Instance } from '../../src/catalog';
 import { annotateWithSql, postProcessSql, SqlExecutor } from '../../src/annotate';
 import type { ScoringMode } from '../../src/metrics';
 import { tempDir } from '../helpers/db';
+import { findInstances } from '../helpers/instances';
 
 jest.setTimeout(30_000);
 
@@ -89,7 +90,7 @@ describe("EHRSQL, HELM mode (reproduces HELM's annotator and metric)", () => {
     expect((await score("select labresult from lab where labname = 'potassium'", item(empty, { value: { lab_name: 'potassium' } }))).ehr_sql_execution_accuracy).toBe(1);
   });
 
-  it('credits abstaining on unanswerable questions, and counts every question as answerable', async () => {
+  it('credits abstaining on unanswerable questions', async () => {
     const s = await score('', item('null', { impossible: true }), 'helm');
     expect(s).toEqual({
       ehr_sql_execution_accuracy: 1,
@@ -97,8 +98,38 @@ describe("EHRSQL, HELM mode (reproduces HELM's annotator and metric)", () => {
       ehr_sql_precision_answerable: 0,
       ehr_sql_recall_answerable: 0,
       ehr_sql_total_predicted_answerable: 0,
-      ehr_sql_total_ground_truth_answerable: 1,
+      ehr_sql_total_ground_truth_answerable: 0,
     });
+  });
+
+  it("reads is_impossible from the instance's extra data, as HELM's metric does (the scenario sets it there)", async () => {
+    // HELM's EhrSqlMetric: is_answerable = not extra_data["is_impossible"] and bool(gold query);
+    // correct_answerable = is_answerable and bool(prediction); precision adds correct_answerable when
+    // something was predicted, recall when the question is answerable.
+    const answered = await score('select 1', item('null', { impossible: true }), 'helm');
+    expect(answered).toEqual({
+      ehr_sql_execution_accuracy: 0,
+      ehr_sql_query_validity: 1,
+      ehr_sql_precision_answerable: 0,
+      ehr_sql_recall_answerable: 0,
+      ehr_sql_total_predicted_answerable: 1,
+      ehr_sql_total_ground_truth_answerable: 0,
+    });
+    const answerable = await score("select patientunitstayid from lab where labname = 'glucose'", item(GOLD), 'helm');
+    expect([answerable.ehr_sql_precision_answerable, answerable.ehr_sql_recall_answerable, answerable.ehr_sql_total_ground_truth_answerable]).toEqual([1, 1, 1]);
+    const abstained = await score('', item(GOLD), 'helm');
+    expect([abstained.ehr_sql_precision_answerable, abstained.ehr_sql_recall_answerable, abstained.ehr_sql_total_ground_truth_answerable]).toEqual([0, 0, 1]);
+  });
+
+  it('differs from the old reading on every unanswerable question of the shipped data', async () => {
+    // Shipped EHRSQL (valid + test): every is_impossible item carries isImpossible in its extra data,
+    // so HELM counts none of them as ground-truth answerable.
+    const impossible = await findInstances('ehr_sql', (i) => i.extra?.isImpossible === true, 5);
+    expect(impossible).toHaveLength(5);
+    for (const i of impossible) {
+      const s = await score('select 1', i, 'helm');
+      expect([s.ehr_sql_total_ground_truth_answerable, s.ehr_sql_recall_answerable, s.ehr_sql_precision_answerable]).toEqual([0, 0, 0]);
+    }
   });
 
   it("does not substitute current_time: SQLite reads it as the wall clock's time of day", async () => {
@@ -108,6 +139,20 @@ describe("EHRSQL, HELM mode (reproduces HELM's annotator and metric)", () => {
     const fixed = "select distinct patientunitstayid from lab where labresulttime >= '2104-12-31 23:59:00'";
     expect((await score(fixed, item(gold), 'helm')).ehr_sql_execution_accuracy).toBe(0);
     expect((await score(fixed, item(gold))).ehr_sql_execution_accuracy).toBe(1);
+  });
+});
+
+describe('EHRSQL accepts double-quoted string literals, as SQLite with DQS on (HELM, evaluate.py) does', () => {
+  it.each(['corrected', 'helm'] as const)('%s mode credits labname = "glucose"', async (mode) => {
+    const s = await score('select distinct lab.patientunitstayid from lab where lab.labname = "glucose"', item(GOLD), mode);
+    expect([s.ehr_sql_execution_accuracy, s.ehr_sql_query_validity]).toEqual([1, 1]);
+  });
+
+  it('keeps a double-quoted column as a column, and still refuses a write hidden behind a rewrite', async () => {
+    const s = await score('select "patientunitstayid" from lab where "labname" = "glucose"', item(GOLD));
+    expect(s.ehr_sql_execution_accuracy).toBe(1);
+    const write = await score('delete from lab where labname = "glucose"', item(GOLD));
+    expect([write.ehr_sql_query_validity, write.ehr_sql_execution_accuracy]).toEqual([0, 0]);
   });
 });
 

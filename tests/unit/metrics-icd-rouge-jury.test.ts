@@ -3,7 +3,7 @@
  * worked out by hand in the comments.
  */
 import type { Instance } from '../../src/catalog';
-import { judgePrompt, judgeScores } from '../../src/annotate';
+import { isRefusal, judgePrompt, judgeScores, modelFamily, sameFamily } from '../../src/annotate';
 import { helmCodes, inProcessMetric, normalizedCodes, rougeTokens, type ScoringMode } from '../../src/metrics';
 
 function instance(references: string[]): Instance {
@@ -123,5 +123,36 @@ describe('jury answers (HELM LLMAsJuryAnnotator parse rules)', () => {
   it('fills the judge prompt in one pass, so a response cannot inject another placeholder', () => {
     const p = judgePrompt('<q>{{QUESTION}}</q><r>{{RESPONSE}}</r><g>{{GOLD_RESPONSE}}</g>', 'Q', 'says {{GOLD_RESPONSE}}', 'G');
     expect(p).toBe('<q>Q</q><r>says {{GOLD_RESPONSE}}</r><g>G</g>');
+  });
+});
+
+describe('the jury as the leaderboard ran it', () => {
+  it.each([
+    ["I'm sorry, but I can't help with that request.", true],
+    ['I cannot provide medical advice; please consult a doctor.', true],
+    ['As an AI language model, I do not write clinical notes.', true],
+    ['Sorry, I am unable to complete this.', true],
+    ["I'm sorry to hear about your pain. Rest, ice and ibuprofen should help.", false],
+    ['HISTORY OF PRESENT ILLNESS: I cannot stress enough that the patient...', false],
+    ['The patient cannot bear weight.', false],
+  ])('refusal of %j: %s', (text, refusal) => {
+    expect(isRefusal(text)).toBe(refusal);
+  });
+
+  it.each([
+    [{ model: 'gpt-4o-2024-05-13' }, 'gpt'],
+    [{ deployment: 'o3-mini' }, 'gpt'],
+    [{ model: 'meta/llama-3.3-70b-instruct' }, 'llama'],
+    [{ model: 'anthropic/claude-3-7-sonnet-20250219' }, 'claude'],
+    [{ model: 'deepseek-ai/DeepSeek-R1' }, 'deepseek'],
+    [{ model: 'site-model', family: 'qwen' }, 'qwen'],
+    [{ model: 'ehrbench-demo-standin' }, undefined],
+  ])('family of %j: %s', (endpoint, family) => {
+    expect(modelFamily(endpoint)).toBe(family);
+  });
+
+  it('never leaves a judge out on a guess: unknown families are not the same family', () => {
+    expect(sameFamily({ model: 'ehrbench-demo-standin' }, { model: 'another-unknown' })).toBe(false);
+    expect(sameFamily({ model: 'gpt-4o' }, { deployment: 'gpt-4.1-judge' })).toBe(true);
   });
 });

@@ -13,9 +13,9 @@
  * `helm` mode reproduces HELM's EhrSqlAnnotator + EhrSqlMetric: queries run verbatim (so SQLite's
  * CURRENT_TIME is the wall clock's time of day), a gold query returning nothing is replaced by the
  * item's sampled `value`s (which never equal a row, so those items score 0), an item is right when
- * both results are non-empty and equal as sets, or both empty with no prediction at all; every item
- * counts as answerable (HELM looks for is_impossible in the prompt text, where it never is), and
- * validity and the answerability indicators are 0/1 on every item.
+ * both results are non-empty and equal as sets, or both empty with no prediction at all; an item is answerable when its is_impossible (the
+ * instance's extra data, as HELM's metric reads it) is false and it has a gold query, and validity
+ * and the answerability indicators are 0/1 on every item (averaged over all items, not ratios).
  */
 import type { Instance } from '../../catalog';
 import { UserError } from '../../errors';
@@ -102,12 +102,14 @@ async function scoreHelm(prediction: string, instance: Instance, ctx: EhrSqlCont
     if (gold.length && rows.length) accuracy = sameSet(rows, gold) ? 1 : 0;
     else if (!gold.length && !rows.length && !predicted) accuracy = 1;
   }
-  const answerable = goldSql !== '';
+  // HELM's metric reads is_impossible from the instance's extra data (its scenario puts it there).
+  const answerable = instance.extra?.isImpossible !== true && goldSql !== '';
+  const correctAnswerable = answerable && predicted ? 1 : 0;
   return {
     ehr_sql_execution_accuracy: accuracy,
     ehr_sql_query_validity: predicted && result.ok ? 1 : 0,
-    ehr_sql_precision_answerable: predicted && answerable ? 1 : 0,
-    ehr_sql_recall_answerable: answerable && predicted ? 1 : 0,
+    ehr_sql_precision_answerable: predicted ? correctAnswerable : 0,
+    ehr_sql_recall_answerable: answerable ? correctAnswerable : 0,
     ehr_sql_total_predicted_answerable: predicted ? 1 : 0,
     ehr_sql_total_ground_truth_answerable: answerable ? 1 : 0,
   };

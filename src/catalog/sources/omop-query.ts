@@ -78,9 +78,20 @@ export function columnsRead(spec: OmopNoteSourceSpec): ColumnRead[] {
   return [...once.values()];
 }
 
+/** The filters of the note table from parameter $first on: the labelled note_ids, the concept and title filters. */
+function noteFilters(first: number): string {
+  const [ids, types, classes, titles] = [first, first + 1, first + 2, first + 3];
+  return `($${ids}::bigint[] IS NULL OR note_id = ANY($${ids}::bigint[]))
+                     AND ($${types}::integer[] IS NULL OR note_type_concept_id = ANY($${types}::integer[]))
+                     AND ($${classes}::integer[] IS NULL OR note_class_concept_id = ANY($${classes}::integer[]))
+                     AND ($${titles}::text[] IS NULL OR note_title = ANY($${titles}::text[]))`;
+}
+
 /**
  * The batched query: $1 the last note_id read, $2 the labelled note_ids, $3-$5 the filters, $6 the
- * page size. The schema name is checked against ^[a-z_][a-z0-9_]*$ by the site data schema and quoted.
+ * page size, $7 the most bytes of note_text fetched (a longer text comes back NULL, with its length
+ * in note_text_bytes, so it is refused without being transferred). The schema name is checked against
+ * ^[a-z_][a-z0-9_]*$ by the site data schema and quoted.
  */
 export function noteQuery(spec: OmopNoteSourceSpec): string {
   const s = `"${spec.schema ?? 'public'}"`;
@@ -88,25 +99,37 @@ export function noteQuery(spec: OmopNoteSourceSpec): string {
   // Cast to text: a CDM may type zip, npi or a source value as a number; the matcher takes text.
   const identifying = joins.flatMap((j) => identifyingOf(j.table).map((c) => `${j.alias}.${c}::text AS ${j.alias}_${c}`));
   const noteProvider = joins.some((j) => j.alias === 'np') ? ', provider_id' : '';
+  const noteColumns = NOTE_COLUMNS.map((c) =>
+    c === 'note_text' ? 'CASE WHEN $7::bigint IS NULL OR octet_length(note_text) <= $7::bigint THEN note_text END AS note_text, octet_length(note_text) AS note_text_bytes' : c,
+  );
   return `SELECT n.note_id::text AS note_id, n.person_id::text AS person_id,
                  n.note_date::text AS note_date, n.note_datetime::text AS note_datetime,
-                 n.note_type_concept_id, n.note_class_concept_id, n.note_title, n.note_text,
+                 n.note_type_concept_id, n.note_class_concept_id, n.note_title, n.note_text, n.note_text_bytes,
                  n.visit_occurrence_id::text AS visit_occurrence_id,
                  p.person_source_value::text AS person_source_value,
                  COALESCE(p.birth_datetime::date::text,
                           CASE WHEN p.year_of_birth IS NOT NULL AND p.month_of_birth IS NOT NULL AND p.day_of_birth IS NOT NULL
                                THEN make_date(p.year_of_birth, p.month_of_birth, p.day_of_birth)::text END) AS birth_date${identifying.map((c) => `,\n                 ${c}`).join('')}
-            FROM (SELECT ${NOTE_COLUMNS.join(', ')}${noteProvider}
+            FROM (SELECT ${noteColumns.join(', ')}${noteProvider}
                     FROM ${s}.note
                    WHERE ($1::bigint IS NULL OR note_id > $1::bigint)
-                     AND ($2::bigint[] IS NULL OR note_id = ANY($2::bigint[]))
-                     AND ($3::integer[] IS NULL OR note_type_concept_id = ANY($3::integer[]))
-                     AND ($4::integer[] IS NULL OR note_class_concept_id = ANY($4::integer[]))
-                     AND ($5::text[] IS NULL OR note_title = ANY($5::text[]))
+                     AND ${noteFilters(2)}
                    ORDER BY note_id
                    LIMIT $6) n
             LEFT JOIN ${s}.person p ON p.person_id = n.person_id${joins.map((j) => `\n            LEFT JOIN ${s}.${j.table} ${j.alias} ON ${j.on}`).join('')}
            ORDER BY n.note_id`;
+}
+
+/**
+ * The notes the source reads, for their pin (noteIdsSha256): each note_id with the sha256 of its
+ * text, hashed by the server so that no text is transferred, in a stable order. $1-$4 are noteQuery's
+ * $2-$5 (labelled note_ids, filters).
+ */
+export function notesPinQuery(spec: OmopNoteSourceSpec): string {
+  return `SELECT note_id::text AS note_id, encode(sha256(convert_to(note_text, 'UTF8')), 'hex') AS text_sha256
+            FROM "${spec.schema ?? 'public'}".note
+           WHERE ${noteFilters(1)}
+           ORDER BY note_id, text_sha256`;
 }
 
 export type NoteRow = Record<string, string | number | null>;

@@ -2,19 +2,33 @@
  * Notes from an OMOP CDM database: the `note` table, joined to `person`, `location`, `care_site`,
  * `provider` and `visit_occurrence` for the identifiers known from structured data (omop-query.ts),
  * which de-identification always masks. Read-only by construction: the connection starts with
- * default_transaction_read_only=on and every batch runs in its own short `BEGIN TRANSACTION READ ONLY` (never across a model call: the
- * batch is fully read before its records are handed on). Batches page by note_id (keyset), so memory
- * does not grow with the table. Errors name the source, the SQLSTATE and, for a missing table or
- * column, which one (from the catalog, never from the server's message); never a value.
+ * default_transaction_read_only=on (added to the URL's own options=, which are kept), checked once
+ * connected, and every batch runs in its own short `BEGIN TRANSACTION READ ONLY` (never across a
+ * model call: the batch is fully read before its records are handed on). Batches page by note_id
+ * (keyset), so memory does not grow with the table; a note_text over the record limit is refused
+ * without being fetched. The labels and the notes they pair with can be pinned (labelsSha256,
+ * noteIdsSha256): a refresh that renumbers notes is refused, not paired with the old labels. Errors
+ * name the source, the SQLSTATE and, for a missing table or column, which one (from the catalog,
+ * never from the server's message); never a value.
  */
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import { UserError } from '../../errors';
 import { OMOP_IDENTIFIER_TABLES, type OmopNoteSourceSpec } from '../site-data';
-import { type ColumnRead, columnsRead, knownOf, noteFields, noteQuery, type NoteRow } from './omop-query';
+import { type ColumnRead, columnsRead, knownOf, noteFields, noteQuery, notesPinQuery, type NoteRow } from './omop-query';
 import { readRecords, type RawRecord } from './records';
 
 const DEFAULT_BATCH = 500;
+
+/** Where a source's messages and pins point. */
+export interface OmopReadOptions {
+  benchmarkId: string;
+  /** "benchmarks.<id> in <site data file>": where the source and its pins are written. */
+  bindingAt: string;
+  /** The most bytes of one note's text, and of one labels row; none when absent. */
+  maxRecordBytes?: number;
+}
 
 /** The connection URL, by reference only. */
 export function omopConnectionUrl(spec: OmopNoteSourceSpec, label: string, env: NodeJS.ProcessEnv = process.env): string {
@@ -30,20 +44,49 @@ export function omopConnectionUrl(spec: OmopNoteSourceSpec, label: string, env: 
   return url;
 }
 
-/** note_id -> the labels row, from the site's labels CSV. */
-async function readLabels(spec: OmopNoteSourceSpec): Promise<Map<string, Record<string, unknown>> | undefined> {
+/** The site's labels: note_id -> the labels row, and the sha256 of the bytes they were read from. */
+export interface Labels {
+  byNoteId: Map<string, Record<string, unknown>>;
+  sha256: string;
+}
+
+/** Reads the labels CSV, hashing exactly the bytes it parses, and refuses a file that differs from labelsSha256. */
+export async function readLabels(spec: OmopNoteSourceSpec, label: string, opts: OmopReadOptions): Promise<Labels | undefined> {
   if (!spec.labels) return undefined;
+  const { path } = spec.labels;
   const idColumn = spec.labels.noteIdColumn ?? 'note_id';
-  const labels = new Map<string, Record<string, unknown>>();
-  for await (const r of readRecords(spec.labels.path, 'csv')) {
+  const byNoteId = new Map<string, Record<string, unknown>>();
+  const digest = createHash('sha256');
+  const read = {
+    digest,
+    encodingAt: `source.labels of ${opts.bindingAt}`,
+    ...(spec.labels.encoding ? { encoding: spec.labels.encoding } : {}),
+    ...(opts.maxRecordBytes ? { maxRecordBytes: opts.maxRecordBytes } : {}),
+  };
+  for await (const r of readRecords(path, 'csv', read)) {
     const id = r.fields[idColumn];
     if (typeof id !== 'string' || !/^-?\d+$/.test(id.trim())) {
-      throw new UserError('dataset.bad-column', `${spec.labels.path}: record ${r.position}: column "${idColumn}" must be a note_id (an integer)`);
+      throw new UserError('dataset.bad-column', `${path}: record ${r.position}: column "${idColumn}" must be a note_id (an integer)`);
     }
-    if (labels.has(id.trim())) throw new UserError('dataset.duplicate-keys', `${spec.labels.path}: record ${r.position}: note_id occurs more than once`);
-    labels.set(id.trim(), r.fields);
+    if (byNoteId.has(id.trim())) throw new UserError('dataset.duplicate-keys', `${path}: record ${r.position}: note_id occurs more than once`);
+    byNoteId.set(id.trim(), r.fields);
   }
-  return labels;
+  const sha256 = digest.digest('hex');
+  if (spec.labelsSha256 && sha256 !== spec.labelsSha256) throw labelsChanged(spec, label, opts);
+  return { byNoteId, sha256 };
+}
+
+/** The refusal of a labels file that differs from its pin. */
+export function labelsChanged(spec: OmopNoteSourceSpec, label: string, opts: OmopReadOptions): UserError {
+  return new UserError(
+    'dataset.hash-mismatch',
+    `${label}: the labels file ${spec.labels?.path} differs from source.labelsSha256 (${opts.bindingAt}); restore it, or check it against the notes and pin again with "ehrbench benchmarks check ${opts.benchmarkId} --pin"`,
+  );
+}
+
+/** The refusal of labelled notes the note table does not hold (or the source's filters leave out). */
+export function notesMissing(spec: OmopNoteSourceSpec, label: string, count: number): UserError {
+  return new UserError('omop.missing-notes', `${label}: ${count} note_id(s) listed in ${spec.labels?.path} are not in the note table (or are filtered out)`);
 }
 
 /** The columns the query reads that the role cannot see in the schema: absent, or not granted. */
@@ -104,19 +147,46 @@ async function failure(client: pg.Client | undefined, spec: OmopNoteSourceSpec, 
   return new UserError('omop.query-failed', `${label}: ${what} failed (${sqlstate}); ${hint}`);
 }
 
-/** Opens the read-only connection. */
-async function connect(spec: OmopNoteSourceSpec, label: string, env: NodeJS.ProcessEnv): Promise<pg.Client> {
-  const client = new pg.Client({
-    connectionString: omopConnectionUrl(spec, label, env),
-    // Read-only from the first statement on, whatever the role may do.
-    options: '-c default_transaction_read_only=on',
-    application_name: 'ehrbench-omop-reader',
-  });
+/** The session option that makes every transaction read-only from the first statement on, whatever the role may do. */
+const READ_ONLY_SESSION = '-c default_transaction_read_only=on';
+
+/**
+ * The URL and the session options. pg lets a URL's options= (a site's search_path) replace options
+ * given beside it, which would drop the read-only default: it is taken out of the URL and both are
+ * passed, ours last, so that no -c default_transaction_read_only in the URL can turn it off.
+ */
+export function sessionOf(url: string): { connectionString: string; options: string } {
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined; // not a URL (pg also takes "/socket/dir dbname"): it cannot carry options=
+  }
+  const theirs = parsed?.searchParams.get('options');
+  if (!parsed || theirs === null || theirs === undefined) return { connectionString: url, options: READ_ONLY_SESSION };
+  parsed.searchParams.delete('options');
+  return { connectionString: parsed.toString(), options: `${theirs} ${READ_ONLY_SESSION}` };
+}
+
+/** Opens the connection and refuses it unless its session is read-only by default. */
+export async function connectOmop(spec: OmopNoteSourceSpec, label: string, env: NodeJS.ProcessEnv): Promise<pg.Client> {
+  const client = new pg.Client({ ...sessionOf(omopConnectionUrl(spec, label, env)), application_name: 'ehrbench-omop-reader' });
   client.on('error', () => undefined); // a dropped connection surfaces as the failing query's error
+  let readOnly: string | undefined;
   try {
     await client.connect();
+    readOnly = (await client.query<{ default_transaction_read_only: string }>('SHOW default_transaction_read_only')).rows[0]?.default_transaction_read_only;
   } catch (err) {
+    await client.end().catch(() => undefined);
     throw await failure(undefined, spec, label, 'connecting to the OMOP database', err);
+  }
+  // A pooler that drops startup options would leave the session writable: fail closed.
+  if (readOnly !== 'on') {
+    await client.end().catch(() => undefined);
+    throw new UserError(
+      'omop.not-read-only',
+      `${label}: the OMOP session is not read-only by default (default_transaction_read_only is ${readOnly ?? 'unknown'}); connect without a pooler that drops startup options, or set it on for the role`,
+    );
   }
   return client;
 }
@@ -150,32 +220,92 @@ function byNote(rows: NoteRow[]): NoteRow[][] {
   return [...groups.values()];
 }
 
+/** The parameters of one page: after `after`, of the labelled `ids`, under the source's filters and the text limit. */
+function pageParams(spec: OmopNoteSourceSpec, after: string | null, ids: string[] | null, maxBytes: number | undefined): unknown[] {
+  const f = spec.filter ?? {};
+  return [after, ids, f.noteTypeConceptIds ?? null, f.noteClassConceptIds ?? null, f.noteTitles ?? null, spec.batchSize ?? DEFAULT_BATCH, maxBytes ?? null];
+}
+
+/** How many notes the first page holds: what `benchmarks check` reads to show the source answers. */
+export async function firstPage(client: pg.Client, spec: OmopNoteSourceSpec, label: string, ids: string[] | null): Promise<number> {
+  const rows = await readPage(client, spec, label, noteQuery(spec), pageParams(spec, null, ids, 1));
+  return byNote(rows).length;
+}
+
+/**
+ * The pin of the notes the source reads (noteIdsSha256): sha256 over "note_id:sha256(note_text)"
+ * lines in note_id order, from one snapshot. The server hashes the texts; none is transferred.
+ */
+export async function notesPin(client: pg.Client, spec: OmopNoteSourceSpec, label: string, ids: string[] | null): Promise<{ sha256: string; notes: number }> {
+  const f = spec.filter ?? {};
+  const digest = createHash('sha256');
+  // Distinct note_ids: a CDM without keys may repeat one, which the pin still covers row by row.
+  let notes = 0;
+  let last: string | undefined;
+  try {
+    await client.query('BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    await client.query(`DECLARE ehrbench_notes_pin NO SCROLL CURSOR FOR ${notesPinQuery(spec)}`, [ids, f.noteTypeConceptIds ?? null, f.noteClassConceptIds ?? null, f.noteTitles ?? null]);
+    for (;;) {
+      const { rows } = await client.query<{ note_id: string; text_sha256: string }>('FETCH 1000 FROM ehrbench_notes_pin');
+      if (rows.length === 0) break;
+      for (const r of rows) {
+        digest.update(`${r.note_id}:${r.text_sha256}\n`);
+        if (r.note_id !== last) notes += 1;
+        last = r.note_id;
+      }
+    }
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw await failure(client, spec, label, `pinning ${spec.schema ?? 'public'}.note`, err);
+  }
+  return { sha256: digest.digest('hex'), notes };
+}
+
+/** The refusal of notes that differ from their pin: the labels keyed by note_id may now name other notes. */
+export function notesChanged(label: string, opts: OmopReadOptions): UserError {
+  return new UserError(
+    'omop.notes-changed',
+    `${label}: the notes read differ from source.noteIdsSha256 (${opts.bindingAt}); the note table changed since it was pinned (an ETL refresh that renumbers or rewrites notes), so labels keyed by note_id may pair with other notes: check the labels against the new note_ids, then pin again with "ehrbench benchmarks check ${opts.benchmarkId} --pin"`,
+  );
+}
+
+/** A note whose text is over the record limit, refused by its position (its text was not fetched). */
+function noteTooLarge(label: string, position: number, limit: number): UserError {
+  return new UserError(
+    'dataset.record-too-large',
+    `${label}: record ${position}: note_text is larger than the per-record limit of ${limit} bytes (catalog.maxRecordBytes in the config); shorten or remove the note, filter it out, or raise the limit`,
+  );
+}
+
 /**
  * Streams note records. Each record's fields are the note fields plus the labels row's columns;
  * `known` carries the identifiers of the person, their location and care site, the visit's care site
- * and provider and the note's provider; `subjectId` the person_id.
+ * and provider and the note's provider; `subjectId` the person_id. A pinned source is checked against
+ * its pins before the first note is read.
  */
-export async function* readOmopNotes(spec: OmopNoteSourceSpec, label: string, env: NodeJS.ProcessEnv = process.env): AsyncGenerator<RawRecord> {
-  const labels = await readLabels(spec);
-  const client = await connect(spec, label, env);
-  const f = spec.filter ?? {};
-  const ids = labels ? [...labels.keys()] : null;
+export async function* readOmopNotes(spec: OmopNoteSourceSpec, label: string, env: NodeJS.ProcessEnv, opts: OmopReadOptions): AsyncGenerator<RawRecord> {
+  const labels = await readLabels(spec, label, opts);
+  const client = await connectOmop(spec, label, env);
+  const ids = labels ? [...labels.byNoteId.keys()] : null;
   const sql = noteQuery(spec);
   let after: string | null = null;
   let position = 0;
   try {
+    if (spec.noteIdsSha256 && (await notesPin(client, spec, label, ids)).sha256 !== spec.noteIdsSha256) throw notesChanged(label, opts);
     // Until a page comes back empty: a page's row count says nothing exact once notes are joined.
     for (;;) {
-      const rows = await readPage(client, spec, label, sql, [after, ids, f.noteTypeConceptIds ?? null, f.noteClassConceptIds ?? null, f.noteTitles ?? null, spec.batchSize ?? DEFAULT_BATCH]);
+      const rows = await readPage(client, spec, label, sql, pageParams(spec, after, ids, opts.maxRecordBytes));
       if (rows.length === 0) break;
       for (const group of byNote(rows)) {
         const first = group[0] as NoteRow;
         position += 1;
+        if (opts.maxRecordBytes !== undefined && Number(first.note_text_bytes) > opts.maxRecordBytes) throw noteTooLarge(label, position, opts.maxRecordBytes);
         const noteId = String(first.note_id);
         yield {
           position,
           key: noteId,
-          fields: { ...(labels?.get(noteId) ?? {}), ...noteFields(first) },
+          fields: { ...(labels?.byNoteId.get(noteId) ?? {}), ...noteFields(first) },
           known: knownOf(group, spec),
           ...(first.person_id === null ? {} : { subjectId: String(first.person_id) }),
         };
@@ -185,7 +315,5 @@ export async function* readOmopNotes(spec: OmopNoteSourceSpec, label: string, en
   } finally {
     await client.end().catch(() => undefined);
   }
-  if (labels && position < labels.size) {
-    throw new UserError('omop.missing-notes', `${label}: ${labels.size - position} note_id(s) listed in ${spec.labels?.path} are not in the note table (or are filtered out)`);
-  }
+  if (labels && position < labels.byNoteId.size) throw notesMissing(spec, label, labels.byNoteId.size - position);
 }

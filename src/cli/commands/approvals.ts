@@ -1,5 +1,5 @@
 import type { CommandModule } from 'yargs';
-import type { ApprovalChange, ApprovalInput } from '../../access';
+import { type ApprovalChange, type ApprovalInput, approvalStatusAt } from '../../access';
 import { validateOrThrow } from '../../config';
 import type { Tier } from '../../tiers';
 import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';
@@ -94,10 +94,19 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
           handler: async (args) => {
             const all = await withClient(args, io, (c) => c.listApprovals());
             if (args.json) return printJson(io, all);
+            const now = new Date();
             io.stdout(
               formatTable(
                 ['approval id', 'protocol', 'status', 'PI', 'personnel', 'covers', 'expires'],
-                all.map((a) => [a.approvalId, a.protocolNumber, a.status, a.principalInvestigator, a.personnel.join(','), [...a.benchmarks, ...a.tiers].join(','), a.expiresAt ?? 'none']),
+                all.map((a) => [
+                  a.approvalId,
+                  a.protocolNumber,
+                  approvalStatusAt(a, now),
+                  a.principalInvestigator,
+                  a.personnel.join(','),
+                  [...a.benchmarks, ...a.tiers].join(','),
+                  a.expiresAt ?? 'none',
+                ]),
               ),
             );
           },
@@ -112,7 +121,7 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
             const a = d.approval;
             io.stdout(
               [
-                `approval ${a.approvalId}: protocol ${a.protocolNumber}${a.title ? ` "${a.title}"` : ''}, ${a.status} (version ${a.version})`,
+                `approval ${a.approvalId}: protocol ${a.protocolNumber}${a.title ? ` "${a.title}"` : ''}, ${approvalStatusAt(a, new Date())} (version ${a.version})`,
                 `  PI ${a.principalInvestigator}; personnel ${a.personnel.join(', ')}`,
                 `  covers benchmarks [${a.benchmarks.join(', ')}] tiers [${a.tiers.join(', ')}]; endpoints [${a.endpoints.join(', ') || 'any allowed'}]`,
                 `  purpose: ${a.purpose}; DUA ${a.duaId ?? '-'}; budget ${a.budgetUsd ?? '-'} USD`,

@@ -1,9 +1,9 @@
 import { closeSync, createReadStream, existsSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { CommandModule } from 'yargs';
 import type { App } from '../../app';
 import {
+  AUDIT_EVENT_TYPES,
   type AuditRecord,
   csvHeader,
   csvRow,
@@ -13,7 +13,7 @@ import {
   jsonlEvent,
   loadCheckpoints,
   loadMacKeysIfPresent,
-  readWitness,
+  loadWitnesses,
   type RecordFilter,
   type SignedCheckpoint,
   streamRecordPages,
@@ -23,24 +23,34 @@ import {
   trustedKeys,
   verifyAudit,
   type VerifyReport,
-  WITNESS_FILE,
 } from '../../audit';
 import { loadConfig } from '../../config';
 import { describeError, UserError } from '../../errors';
 import type { Actor } from '../../identity';
 import { Operations } from '../../operations';
-import { localCaller } from '../client';
-import { type GlobalArgs, withApp } from '../context';
+import { CLIENT_OPTIONS, type ClientArgs, isRemote, localCaller } from '../client';
+import { remoteExport, remoteSearch, remoteTail, remoteVerify, VERIFY_CLIENT_OPTIONS } from './audit-remote';
+import { type GlobalArgs, withApp as withAnyApp } from '../context';
 import { formatTable, type Io, printJson } from '../output';
 
-interface VerifyArgs extends GlobalArgs {
+/**
+ * Every audit command that reads the trail from a store says which store: a verification of the
+ * wrong one (an embedded store of a PostgreSQL site) reports a truncation that is not there, or an
+ * intact trail that is not the site's.
+ */
+function withApp<T>(args: GlobalArgs, io: Io, fn: (app: App) => Promise<T>): Promise<T> {
+  return withAnyApp(args, io, fn, { announceStore: true });
+}
+
+interface VerifyArgs extends Omit<ClientArgs, 'key'> {
   key?: string[];
   witness?: string[];
   export?: string;
   mac?: boolean;
+  allowMissingWitness?: boolean;
 }
 
-interface FilterArgs extends GlobalArgs {
+interface FilterArgs extends ClientArgs {
   since?: string;
   until?: string;
   actor?: string;
@@ -57,6 +67,10 @@ function isoOption(value: string | undefined, name: string): string | undefined 
 }
 
 function filterOf(args: FilterArgs): RecordFilter {
+  // An unknown type would match nothing and look like an empty trail.
+  if (args.type !== undefined && !(AUDIT_EVENT_TYPES as readonly string[]).includes(args.type)) {
+    throw new UserError('cli.usage', `--type ${args.type} is not an audit event type; one of: ${AUDIT_EVENT_TYPES.join(', ')}`);
+  }
   const since = isoOption(args.since, 'since');
   const until = isoOption(args.until, 'until');
   return {
@@ -158,8 +172,10 @@ async function* exportEventPages(file: string, pageSize = 5000): AsyncGenerator<
   if (page.length) yield page;
 }
 
-function witnessesFrom(files: string[]): { source: string; checkpoint: SignedCheckpoint }[] {
-  return files.map((f) => ({ source: f, checkpoint: readWitness(f) }));
+/** The witness histories to compare, and those that cannot be used (findings unless allowed). */
+function witnessesOf(args: VerifyArgs, dirs: string[]) {
+  const { witnesses, problems } = loadWitnesses(dirs, args.witness ?? []);
+  return { witnesses, witnessProblems: problems, allowMissingWitness: args.allowMissingWitness === true };
 }
 
 async function verifyCommand(args: VerifyArgs, io: Io): Promise<void> {
@@ -172,11 +188,18 @@ async function verifyCommand(args: VerifyArgs, io: Io): Promise<void> {
     const report = await verifyAudit({
       records: exportEventPages(args.export),
       checkpoints,
-      witnesses: witnessesFrom(args.witness ?? []),
+      ...witnessesOf(args, []),
       trustedKeys: keys,
       ...(args.mac !== false && keysDir ? { macKeys: loadMacKeysIfPresent(keysDir) as Map<string, Buffer> } : {}),
       partial: (firstSeq ?? 1) !== 1,
     });
+    printReport(io, report, args.json);
+    if (!report.ok) process.exitCode = 1;
+    return;
+  }
+  if (isRemote(args, io)) {
+    // The daemon verifies its own store, keys and witnesses, and audits the verification.
+    const report = await remoteVerify(args, io);
     printReport(io, report, args.json);
     if (!report.ok) process.exitCode = 1;
     return;
@@ -189,18 +212,16 @@ async function verifyCommand(args: VerifyArgs, io: Io): Promise<void> {
     await app.audit.record({ type: 'audit.verify', action: 'E', outcome: 'success', rule: 'audit.verify.local-operator', actor }).catch((err: unknown) => {
       recordFailure = describeError(err).message;
     });
-    const witnessFiles = [...app.config.audit.witnessDirs.map((d) => join(d, WITNESS_FILE)).filter((f) => existsSync(f)), ...(args.witness ?? [])];
     const keysDir = app.config.keysDir;
     const report = await verifyAudit({
       records: streamRecordPages(app.db),
       checkpoints: await loadCheckpoints(app.db),
-      witnesses: witnessesFrom(witnessFiles),
+      ...witnessesOf(args, app.config.audit.witnessDirs),
       trustedKeys: trustedKeys(keysDir, args.key ?? []),
       ...(args.mac !== false ? { macKeys: loadMacKeysIfPresent(keysDir) as Map<string, Buffer> } : {}),
     });
     if (recordFailure) report.findings.push({ seq: null, problem: `this verification could not be recorded: ${recordFailure}` });
     report.ok = report.findings.length === 0;
-    if (witnessFiles.length === 0) report.warnings.push({ seq: null, problem: 'no witness file found: a truncated tail cannot be detected' });
     printReport(io, report, args.json);
     if (!report.ok) process.exitCode = 1;
   });
@@ -216,6 +237,7 @@ function tryKeysDir(args: GlobalArgs, io: Io): string | undefined {
 
 async function exportCommand(args: FilterArgs & { format: ExportFormat; out?: string }, io: Io): Promise<void> {
   const filter = filterOf(args);
+  if (isRemote(args, io)) return remoteExport(args, io, filter, args.format);
   await withApp(args, io, async (app) => {
     await recordRead(app, `export as ${args.format}`, filter, { format: args.format });
     // Seal first, so every exported event up to this read is covered by a signed checkpoint and the
@@ -281,8 +303,14 @@ export function auditCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'Check the chain, row MACs, signed checkpoints and witness copies; exit 0 only when intact',
           builder: (b) =>
             b
-              .option('key', { type: 'string', array: true, describe: 'Trusted audit public key(s) (default: the data directory keys)' })
-              .option('witness', { type: 'string', array: true, describe: 'Extra witness checkpoint file(s) to compare' })
+              .options(VERIFY_CLIENT_OPTIONS)
+              .option('key', { type: 'string', array: true, describe: 'Trusted audit public key(s) (default: the data directory keys); with --server, your client key (or EHRBENCH_KEY)' })
+              .option('witness', { type: 'string', array: true, describe: 'Extra witness file(s) to compare (audit-witness.jsonl, or audit-witness.json of earlier versions)' })
+              .option('allow-missing-witness', {
+                type: 'boolean',
+                default: false,
+                describe: 'Report a witness that cannot be read as a warning instead of a failure (a missing witness hides a rollback)',
+              })
               .option('export', { type: 'string', describe: 'Verify a JSON-lines export offline instead of the database' })
               .option('mac', { type: 'boolean', default: true, describe: 'Check row MACs when the MAC key is present (--no-mac to skip)' }),
           handler: (args) => verifyCommand(args, io),
@@ -293,6 +321,7 @@ export function auditCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           builder: (b) =>
             b
               .options(filterOptions)
+              .options(CLIENT_OPTIONS)
               .option('format', { choices: ['jsonl', 'csv', 'fhir'] as const, default: 'jsonl' as const })
               .option('out', { type: 'string', describe: 'Write to this file (default: stdout)' }),
           handler: (args) => exportCommand(args, io),
@@ -300,8 +329,9 @@ export function auditCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
         .command<FilterArgs & { n: number }>({
           command: 'tail',
           describe: 'Show the newest audit events',
-          builder: (b) => b.option('n', { type: 'number', default: 20, describe: 'How many' }),
+          builder: (b) => b.options(CLIENT_OPTIONS).option('n', { type: 'number', default: 20, describe: 'How many' }),
           handler: async (args) => {
+            if (isRemote(args, io)) return printRecords(io, await remoteTail(args, io, args.n), args.json);
             const records = await withApp(args, io, async (app) => {
               await recordRead(app, `tail ${args.n}`, {});
               return tailRecords(app.db, args.n);
@@ -312,9 +342,10 @@ export function auditCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
         .command<FilterArgs>({
           command: 'search',
           describe: 'Find audit events by actor, type, run and time',
-          builder: (b) => b.options(filterOptions).option('limit', { type: 'number', default: 100 }),
+          builder: (b) => b.options(filterOptions).options(CLIENT_OPTIONS).option('limit', { type: 'number', default: 100 }),
           handler: async (args) => {
             const filter = filterOf(args);
+            if (isRemote(args, io)) return printRecords(io, await remoteSearch(args, io, filter, args.limit), args.json);
             const records = await withApp(args, io, async (app) => {
               await recordRead(app, 'search', filter);
               const found: AuditRecord[] = [];

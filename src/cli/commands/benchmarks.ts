@@ -1,10 +1,12 @@
+import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
-import { CATEGORIES, Catalog, dataStatus, importHelmBenchmark, loadBenchmark, type Benchmark, TAXONOMY } from '../../catalog';
-import { loadConfig } from '../../config';
+import { CATEGORIES, Catalog, dataStatus, importHelmBenchmark, loadBenchmark, mapHelmRunEntries, type Benchmark, type RunEntriesReport, TAXONOMY } from '../../catalog';
+import { type Config, configPath, loadConfig } from '../../config';
 import { UserError } from '../../errors';
 import { TIERS } from '../../tiers';
 import type { GlobalArgs } from '../context';
 import { formatTable, type Io, printJson } from '../output';
+import { checkText, siteCheck } from './benchmarks-check';
 
 interface ListArgs extends GlobalArgs {
   tier?: string;
@@ -12,18 +14,45 @@ interface ListArgs extends GlobalArgs {
 }
 
 interface ImportArgs extends GlobalArgs {
-  config_yaml: string;
+  config_yaml?: string;
+  'run-entries'?: string;
   out?: string;
   id?: string;
   tier?: string;
-  category: string;
-  subcategory: string;
+  category?: string;
+  subcategory?: string;
   judge?: string[];
 }
 
+/** The configuration; none before `ehrbench init` (no config at the default place). A config named with --config must exist. */
+function configFor(args: GlobalArgs, io: Io): Config | undefined {
+  const opts = { ...(args.config ? { file: args.config } : {}), env: io.env };
+  if (!args.config && !existsSync(configPath(opts))) return undefined;
+  return loadConfig(opts);
+}
+
+/** The site's catalog, with or without its site data; before `ehrbench init` the shipped catalog alone, so a newcomer can look at the benchmarks first. */
+function catalogOf(config: Config | undefined, withSiteData = true): Catalog {
+  if (!config) return Catalog.load([]);
+  return Catalog.load(config.catalogDirs, { ...(withSiteData ? { siteDataFile: config.catalogSiteData } : {}), limits: config.catalogLimits });
+}
+
 function catalogFor(args: GlobalArgs, io: Io): Catalog {
-  const config = loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env });
-  return Catalog.load(config.catalogDirs, { siteDataFile: config.catalogSiteData });
+  return catalogOf(configFor(args, io));
+}
+
+/**
+ * The catalog `list` shows: a broken site data file must not hide the benchmarks that need none, so
+ * they are listed without it and the problem is reported after them (one line, a non-zero exit).
+ */
+function listCatalog(args: GlobalArgs, io: Io): { catalog: Catalog; siteProblem?: UserError } {
+  const config = configFor(args, io);
+  try {
+    return { catalog: catalogOf(config) };
+  } catch (err) {
+    if (!(err instanceof UserError && err.code === 'site-data.invalid')) throw err;
+    return { catalog: catalogOf(config, false), siteProblem: err };
+  }
 }
 
 /** What `list` and `show` say about a benchmark's data. */
@@ -70,7 +99,8 @@ function dataSection(b: Benchmark): string[] {
   if (status === 'shipped') {
     lines.push(`Data: shipped with ehrbench (${d.dataset.format}, ${d.dataset.files?.length ?? 0} file(s)); source ${d.dataset.source ?? '-'}; licence ${d.dataset.license ?? '-'}`);
   } else if (status === 'site') {
-    lines.push(`Data: bound by ${b.siteFile} (${b.site?.source?.type}): ${b.dataPath}`);
+    // Bound is not readable: the file, the connection or the labels may still be missing.
+    lines.push(`Data: bound by ${b.siteFile} (${b.site?.source?.type}): ${b.dataPath}; bound, not checked: run "ehrbench benchmarks check ${d.id}"`);
   } else {
     lines.push(`Data: NOT CONFIGURED. ${d.id} runs on data this site supplies.`);
   }
@@ -144,6 +174,7 @@ function showText(b: Benchmark): string {
     `  output length ${d.prompt.maxTokens} tokens; temperature ${d.prompt.temperature ?? 0}`,
     `  HELM: run spec ${d.helm?.runSpec ?? '-'}${d.helm?.args?.length ? ` (args ${d.helm.args.join(', ')})` : ''}, group ${d.helm?.group ?? '-'}, main metric ${d.helm?.mainMetric ?? '-'}`,
     ...(d.helm?.note ? [`  differs from HELM: ${d.helm.note}`] : []),
+    ...(d.helm?.differences ?? []).map((x) => `  differs from HELM: ${x}`),
     `  references: ${d.references}`,
     ...(d.jury ? [`  jury: criteria ${d.jury.criteria.join(', ')} on ${d.jury.scale?.min ?? 1}-${d.jury.scale?.max ?? 5}; judges ${b.judges?.length ? b.judges.join(', ') : 'NOT CONFIGURED'}`] : []),
     `  definition sha256 ${b.definitionHash}`,
@@ -155,6 +186,34 @@ function showText(b: Benchmark): string {
     b.template,
   ];
   return lines.join('\n') + '\n';
+}
+
+/** One row per run entry: what it is here, and what the hospital must set up for it. */
+function runEntriesText(report: RunEntriesReport): string {
+  const rows = report.entries.map((e) => [
+    e.line,
+    e.runSpec,
+    e.benchmarkId ?? 'no match',
+    e.modelDeployment,
+    e.maxEvalInstances,
+    Object.entries(e.settings)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ') || null,
+    e.configure.join('; '),
+  ]);
+  const matched = report.entries.filter((e) => e.benchmarkId !== null);
+  const benchmarks = new Set(matched.map((e) => e.benchmarkId));
+  return (
+    formatTable(['line', 'run spec', 'benchmark', 'model deployment', 'max_eval_instances', 'settings', 'configure here'], rows) +
+    `${report.entries.length} entries in ${report.file}: ${matched.length} map to ${benchmarks.size} catalog benchmarks, ${report.entries.length - matched.length} do not\n`
+  );
+}
+
+/** The configurable-benchmark import needs its placement; the run-entries report needs nothing else. */
+function importPlacement(args: ImportArgs): { config: string; out: string; category: string; subcategory: string } {
+  const missing = [...(args.config_yaml ? [] : ['CONFIG.yaml']), ...(['out', 'category', 'subcategory'] as const).filter((k) => !args[k]).map((k) => `--${k}`)];
+  if (missing.length) throw new UserError('cli.usage', `import-helm needs ${missing.join(', ')} (or --run-entries FILE.conf to map HELM run entries)`);
+  return { config: args.config_yaml as string, out: args.out as string, category: categoryArg(args.category) as string, subcategory: args.subcategory as string };
 }
 
 export function benchmarksCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
@@ -172,17 +231,20 @@ export function benchmarksCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs>
               .option('category', { type: 'string', describe: 'Only this MedHELM category (a unique start of its name is enough)' }),
           handler: async (args) => {
             const category = categoryArg(args.category);
-            const list = catalogFor(args, io)
+            const { catalog, siteProblem } = listCatalog(args, io);
+            const list = catalog
               .list()
               .filter((b) => !args.tier || b.tier === args.tier)
               .filter((b) => !category || b.definition.category === category);
             if (args.json) {
-              return printJson(
+              printJson(
                 io,
                 list.map((b) => ({ ...b.definition, runTier: b.tier, data: dataStatus(b), definitionHash: b.definitionHash, templateHash: b.templateHash })),
               );
+            } else {
+              io.stdout(listText(list));
             }
-            io.stdout(listText(list));
+            if (siteProblem) throw siteProblem;
           },
         })
         .command<GlobalArgs & { id: string }>({
@@ -206,23 +268,31 @@ export function benchmarksCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs>
           },
         })
         .command<ImportArgs>({
-          command: 'import-helm <config_yaml>',
-          describe: 'Import a HELM configurable benchmark (YAML + prompt template + CSV) as a site benchmark',
+          command: 'import-helm [config_yaml]',
+          describe: 'Import a HELM configurable benchmark (YAML + prompt template + CSV) as a site benchmark, or map HELM run entries (--run-entries)',
           builder: (b) =>
             b
-              .positional('config_yaml', { type: 'string', demandOption: true, describe: 'The HELM benchmark config (.yaml)' })
-              .option('out', { type: 'string', demandOption: true, describe: 'Site benchmark folder (one listed in catalog.dirs)' })
+              .positional('config_yaml', { type: 'string', describe: 'The HELM benchmark config (.yaml)' })
+              .option('run-entries', { type: 'string', describe: 'A HELM run-entries file (.conf): say per entry which benchmark and settings it is here, and what to configure; imports nothing' })
+              .option('out', { type: 'string', describe: 'Site benchmark folder (one listed in catalog.dirs)' })
               .option('id', { type: 'string', describe: 'Benchmark id (default: from the name)' })
               .option('tier', { choices: [...TIERS], default: 'private', describe: 'Access tier of the data' })
-              .option('category', { type: 'string', demandOption: true, describe: 'MedHELM category' })
-              .option('subcategory', { type: 'string', demandOption: true, describe: 'MedHELM subcategory' })
+              .option('category', { type: 'string', describe: 'MedHELM category' })
+              .option('subcategory', { type: 'string', describe: 'MedHELM subcategory' })
               .option('judge', { type: 'string', array: true, describe: 'Judge endpoint id for jury_score (repeat; MedHELM uses three)' }),
           handler: async (args) => {
-            const category = categoryArg(args.category) as string;
-            const report = await importHelmBenchmark(args.config_yaml, {
-              outDir: args.out as string,
+            const entries = args['run-entries'];
+            if (entries) {
+              if (args.config_yaml) throw new UserError('cli.usage', 'import-helm takes a CONFIG.yaml or --run-entries FILE.conf, not both');
+              const report = mapHelmRunEntries(entries, catalogFor(args, io));
+              if (args.json) return printJson(io, report);
+              return io.stdout(runEntriesText(report));
+            }
+            const { config, out, category, subcategory } = importPlacement(args);
+            const report = await importHelmBenchmark(config, {
+              outDir: out,
               category,
-              subcategory: args.subcategory,
+              subcategory,
               tier: args.tier as (typeof TIERS)[number],
               ...(args.id ? { id: args.id } : {}),
               ...(args.judge?.length ? { judges: args.judge } : {}),
@@ -241,7 +311,23 @@ export function benchmarksCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs>
             );
           },
         })
-        .demandCommand(1, 'name a subcommand: list, show or import-helm'),
+        .command<GlobalArgs & { id: string; pin?: boolean }>({
+          command: 'check <id>',
+          describe:
+            "Check a benchmark's data binding without running it (file, sha256, encoding, sizes, columns, records, EHRSQL database, judges; an OMOP source's connection, labels and notes); one line per check, exit 1 on any problem",
+          builder: (b) =>
+            b
+              .positional('id', { type: 'string', demandOption: true })
+              .option('pin', { type: 'boolean', describe: 'Also print the values to pin in the site data file (sha256; labelsSha256 and noteIdsSha256 of an OMOP source)' }),
+          handler: async (args) => {
+            const config = configFor(args, io);
+            const report = await siteCheck({ config, catalog: (withSiteData) => catalogOf(config, withSiteData), id: args.id, pin: args.pin === true, io });
+            if (args.json) printJson(io, report);
+            else io.stdout(checkText(report, config?.catalogSiteData));
+            if (!report.ok) process.exitCode = 1;
+          },
+        })
+        .demandCommand(1, 'name a subcommand: list, show, check or import-helm'),
     handler: () => undefined,
   };
 }

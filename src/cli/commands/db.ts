@@ -1,6 +1,6 @@
 import type { CommandModule } from 'yargs';
 import { loadConfig } from '../../config';
-import { describeDatabase, listMigrations, openDatabase, runMigrations } from '../../db';
+import { describeDatabase, listMigrations, openDatabase, pinnedDatabase, runMigrations } from '../../db';
 import type { GlobalArgs } from '../context';
 import { formatTable, type Io, printJson } from '../output';
 
@@ -15,7 +15,7 @@ export function dbCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'Show where the store is and which migrations are applied',
           handler: async (args) => {
             const config = loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env });
-            const opts = { ...(config.database.url ? { url: config.database.url } : {}), embeddedDir: config.database.embeddedDir };
+            const opts = pinnedDatabase(config.database);
             const db = await openDatabase({ ...opts, migrate: false });
             try {
               const applied = await db.query<{ version: string; applied_at: Date }>('SELECT version, applied_at FROM schema_migrations ORDER BY version').catch(() => []);
@@ -41,7 +41,7 @@ export function dbCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'Apply pending migrations',
           handler: async (args) => {
             const config = loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env });
-            const db = await openDatabase({ ...(config.database.url ? { url: config.database.url } : {}), embeddedDir: config.database.embeddedDir, migrate: false });
+            const db = await openDatabase({ ...pinnedDatabase(config.database), migrate: false });
             try {
               const applied = await runMigrations(db);
               if (args.json) return printJson(io, { applied });

@@ -1,8 +1,11 @@
 import type { CommandModule } from 'yargs';
 import { runDemo } from '../../demo';
+import type { RunProgress } from '../../runs';
 import { dataHome } from '../../paths';
 import type { GlobalArgs } from '../context';
 import { type Io, printJson } from '../output';
+import { interruptibly } from '../interrupt';
+import { followLocal } from '../progress';
 import { printSummaries } from './runs';
 
 interface DemoArgs extends GlobalArgs {
@@ -15,15 +18,24 @@ export function demoCommand(io: Io): CommandModule<GlobalArgs, DemoArgs> {
     describe: 'Run the public benchmarks end to end against a loopback demo model server (a stand-in, not a model)',
     builder: (y) => y.option('max-instances', { type: 'number', describe: 'Instances per benchmark (default: all)' }),
     handler: async (args) => {
-      const result = await runDemo({
-        home: dataHome(io.env),
-        ...(args.config ? { configFile: args.config } : {}),
-        env: io.env,
-        ...(args['max-instances'] ? { maxInstances: args['max-instances'] } : {}),
-        log: (line) => {
-          if (!args.json) io.stderr(`${line}\n`);
-        },
-      });
+      let current: string | undefined;
+      const result = await interruptibly(
+        io,
+        (signal) =>
+          runDemo({
+            signal,
+            onRun: (id) => (current = id),
+            ...(args.json ? {} : { follow: (label: string, read: () => Promise<RunProgress>) => followLocal(io, label, read) }),
+            home: dataHome(io.env),
+            ...(args.config ? { configFile: args.config } : {}),
+            env: io.env,
+            ...(args['max-instances'] ? { maxInstances: args['max-instances'] } : {}),
+            log: (line) => {
+              if (!args.json) io.stderr(`${line}\n`);
+            },
+          }),
+        () => current,
+      );
       if (args.json) return printJson(io, result);
       io.stdout('\nehrbench demo: public MedHELM benchmarks through the full pipeline\n');
       io.stdout('(the model is a deterministic loopback stand-in: these scores only show the pipeline works)\n\n');

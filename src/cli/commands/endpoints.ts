@@ -1,6 +1,7 @@
+import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
-import { loadConfig } from '../../config';
-import { assertSafeEgressEnvironment, decideUrl, type EgressEvent, EgressDenied, loadEndpointPolicy } from '../../egress';
+import { type Config, configPath, loadConfig } from '../../config';
+import { assertSafeEgressEnvironment, decideUrl, type EgressEvent, EgressDenied, type EndpointPolicy, loadEndpointPolicy, type PolicyLoadOptions } from '../../egress';
 import { describeError, UserError } from '../../errors';
 import { hostOperator } from '../../identity';
 import { type GlobalArgs, withApp } from '../context';
@@ -18,9 +19,21 @@ interface ProbeArgs extends PolicyArgs {
   id: string;
 }
 
-export function policyFile(args: PolicyArgs, io: Io): string {
-  if (args.policy) return args.policy;
-  return loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env }).policies.endpoints;
+/** What the site's configuration holds an endpoint policy to: where secrets may lie, how wide an allowlist may be. */
+function policyOptions(config: Config): PolicyLoadOptions {
+  return { secrets: config.secrets, allowlistWidth: config.egress.allowlistWidth };
+}
+
+/**
+ * The policy a command reads (--policy, or the configuration's), held to the configuration when there
+ * is one. A --policy read without any configuration gets the default allowlist width and accepts no
+ * auth.file (there is no secrets directory to hold it to).
+ */
+export function loadPolicy(args: PolicyArgs, io: Io): EndpointPolicy {
+  const configured = Boolean(args.config) || existsSync(configPath({ env: io.env }));
+  if (args.policy && !configured) return loadEndpointPolicy(args.policy);
+  const config = loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env });
+  return loadEndpointPolicy(args.policy ?? config.policies.endpoints, policyOptions(config));
 }
 
 const policyOption = { type: 'string', describe: 'Endpoint policy file (default: from the config)' } as const;
@@ -32,15 +45,15 @@ function list(io: Io): CommandModule<GlobalArgs, PolicyArgs> {
     builder: (b) => b.option('policy', policyOption),
     handler: async (args) => {
       assertSafeEgressEnvironment(io.env);
-      const policy = loadEndpointPolicy(policyFile(args, io));
+      const policy = loadPolicy(args, io);
       if (args.json)
         return printJson(
           io,
-          policy.endpoints.map(({ policyFile: _p, ...e }) => e),
+          policy.endpoints.map(({ policyFile: _p, secretPlaces: _s, ...e }) => e),
         );
       io.stdout(
         formatTable(
-          ['id', 'provider', 'url', 'deployment/model', 'in VPC', 'BAA', 'max tier', 'development'],
+          ['id', 'provider', 'url', 'deployment/model', 'in VPC', 'BAA', 'max tier', 'development', 'test'],
           policy.endpoints.map((e) => [
             e.id,
             e.provider,
@@ -50,6 +63,8 @@ function list(io: Io): CommandModule<GlobalArgs, PolicyArgs> {
             e.classification.baa ? 'yes' : 'no',
             e.classification.maxTier,
             e.classification.development ? 'yes' : 'no',
+            // A test endpoint (init --test-endpoints) is the loopback stand-in: never real data.
+            e.test ? 'TEST' : 'no',
           ]),
         ),
       );
@@ -64,7 +79,7 @@ function check(io: Io): CommandModule<GlobalArgs, CheckArgs> {
     builder: (b) => b.positional('url', { type: 'string', demandOption: true, describe: 'The full https URL a request would go to' }).option('policy', policyOption),
     handler: async (args) => {
       assertSafeEgressEnvironment(io.env);
-      const policy = loadEndpointPolicy(policyFile(args, io));
+      const policy = loadPolicy(args, io);
       const decision = await decideUrl(policy, String(args.url));
       if (args.json) {
         // Exactly the documented shape; the checked addresses are named in the reason.
@@ -98,7 +113,7 @@ function probe(io: Io): CommandModule<GlobalArgs, ProbeArgs> {
     builder: (b) => b.positional('id', { type: 'string', demandOption: true, describe: 'Endpoint id from the policy' }).option('policy', policyOption),
     handler: (args) =>
       withApp(args, io, async (app) => {
-        const policy = args.policy ? loadEndpointPolicy(args.policy) : app.endpoints;
+        const policy = args.policy ? loadEndpointPolicy(args.policy, policyOptions(app.config)) : app.endpoints;
         const endpoint = policy.get(String(args.id));
         const events: EgressEvent[] = [];
         const result: ProbeResult = { ok: false, endpoint: endpoint.id, url: endpoint.url, address: null, cidr: null, resolution: null, tls: null, models: null };
@@ -111,7 +126,9 @@ function probe(io: Io): CommandModule<GlobalArgs, ProbeArgs> {
           if (err instanceof UserError && err.code === 'audit.unavailable') throw err;
           const denied = err instanceof EgressDenied ? err : undefined;
           result.rule = denied?.rule ?? (err instanceof UserError ? err.code : 'probe.failed');
-          result.reason = describeError(err).message;
+          // The line names the rule, the endpoint and the address: the reason says the rest, once.
+          result.reason = denied ? (denied.address ? denied.reason : denied.detail) : describeError(err).message;
+          if (denied?.address) result.address = denied.address;
         }
         report(io, args, result, events);
       }),

@@ -72,7 +72,7 @@ function printExport(io: Io, view: ExportView): void {
     [
       `export ${view.exportId}: ${view.state}${view.releasedBy ? ` by ${view.releasedBy} at ${view.releasedAt}` : ' (awaits a compliance officer: "ehrbench export release <id>")'}`,
       `  requested by ${view.requestedBy} on ${c.requestedOn}; ${c.runIds.length} run(s); tier ${c.tier}${c.irbProtocol ? `; IRB protocol ${c.irbProtocol}` : ''}`,
-      `  disclosure: k = ${c.disclosure.k}, counts as ranges of ${c.disclosure.countRangeWidth}, complementary suppression, ${c.disclosure.valueDecimals} decimals`,
+      `  disclosure: k = ${c.disclosure.k}, counts as ranges of ${c.disclosure.countRangeWidth}, complementary suppression, ${'valueResolution' in c.disclosure ? `values to 1/D with D <= the low end of the range (at most ${c.disclosure.valueDecimals} decimals), intervals for the range` : `${c.disclosure.valueDecimals} decimals`}`,
       `  content sha256 ${view.contentSha256}${view.bundleSha256 ? `; bundle sha256 ${view.bundleSha256}` : ''}`,
       `  This is exactly what a release signs and writes:`,
     ].join('\n') + '\n',

@@ -1,6 +1,7 @@
+import { join, resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
 import { dataHome } from '../../paths';
-import { initHome } from '../../setup';
+import { initHome, type InitReport } from '../../setup';
 import type { GlobalArgs } from '../context';
 import { type Io, printJson } from '../output';
 
@@ -8,6 +9,26 @@ interface InitArgs extends GlobalArgs {
   home?: string;
   'site-id'?: string;
   'demo-port'?: number;
+  database?: 'embedded' | 'postgres';
+  'test-endpoints'?: boolean;
+  force?: boolean;
+}
+
+/**
+ * What to type next, in the order a newcomer needs it. Outside the default data directory the commands
+ * need it named, so the first line says how.
+ */
+function nextSteps(report: InitReport, env: NodeJS.ProcessEnv): string[] {
+  const home = resolve(report.home);
+  return [
+    'next steps:',
+    ...(home !== dataHome(env) ? [`  export EHRBENCH_HOME=${home}     (or pass --config ${join(home, 'config.json')})`] : []),
+    '  ehrbench demo                 the public benchmarks end to end against a loopback stand-in',
+    '  ehrbench benchmarks list      the catalog, and which benchmarks need your data',
+    ...(report.testEndpoints ? ['  ehrbench demo-server          serve the test endpoints (loopback stand-in) in the foreground'] : []),
+    "  ehrbench pki init             the site CA and the daemon's certificate; then: ehrbench pki issue",
+    '  ehrbench serve                the daemon: HTTPS with mutual TLS, and workers',
+  ];
 }
 
 export function initCommand(io: Io): CommandModule<GlobalArgs, InitArgs> {
@@ -18,17 +39,33 @@ export function initCommand(io: Io): CommandModule<GlobalArgs, InitArgs> {
       y
         .option('home', { type: 'string', describe: 'Data directory (default: $EHRBENCH_HOME or ./.ehrbench)' })
         .option('site-id', { type: 'string', describe: 'Short id of this site, recorded in audit events and exports' })
-        .option('demo-port', { type: 'number', describe: 'Port of the loopback demo model server (default 18443)' }),
+        .option('demo-port', { type: 'number', describe: 'Port of the loopback demo model server (default 18443)' })
+        .option('test-endpoints', {
+          type: 'boolean',
+          describe: 'Also add test endpoints test-public, test-approval-required, test-private (loopback stand-in of "ehrbench demo-server", never real data) to the endpoint policy',
+        })
+        .option('force', { type: 'boolean', describe: 'With --site-id on an existing directory: rewrite site.id in config.json (nothing else; keys are never replaced)' })
+        .option('database', {
+          choices: ['embedded', 'postgres'] as const,
+          default: 'embedded' as const,
+          describe: 'The store config.json pins: embedded (PGlite in the data directory) or postgres (URL from EHRBENCH_DATABASE_URL)',
+        }),
     handler: async (args) => {
       const report = initHome({
         home: args.home ?? dataHome(io.env),
         ...(args['site-id'] ? { siteId: args['site-id'] } : {}),
         ...(args['demo-port'] ? { demoPort: args['demo-port'] } : {}),
+        ...(args.database ? { database: args.database } : {}),
+        ...(args['test-endpoints'] ? { testEndpoints: true } : {}),
+        ...(args.force ? { force: true } : {}),
       });
       if (args.json) return printJson(io, report);
       io.stdout(`ehrbench data directory: ${report.home}\n`);
       for (const f of report.created) io.stdout(`  created ${f}\n`);
+      for (const f of report.updated) io.stdout(`  updated ${f}\n`);
       if (report.kept.length) io.stdout(`  kept ${report.kept.length} existing file(s)\n`);
+      if (report.testEndpoints) io.stdout(`  test endpoints: ${report.testEndpoints.join(', ')} (TEST: loopback stand-in, never real data)\n`);
+      io.stdout(`\n${nextSteps(report, io.env).join('\n')}\n`);
     },
   };
 }

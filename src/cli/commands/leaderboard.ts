@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
 import { readJsonFile } from '../../config';
 import { UserError } from '../../errors';
-import { heatmapSvg, type Leaderboard, leaderboardOf, toScoreTable } from '../../export';
+import { heatmapSvg, type Leaderboard, leaderboardOf, type ScoreTable, toScoreTable, unrankedModels } from '../../export';
 import { scoresFromRuns } from '../../export';
 import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';
 import type { GlobalArgs } from '../context';
@@ -30,6 +30,23 @@ function summaryTable(board: Leaderboard): string {
   const skipped = board.benchmarks.filter((b) => !b.inWinRate).map((b) => b.id);
   const note = skipped.length ? `\nLeft out of win rates (no direction, or fewer than two scores): ${skipped.join(', ')}\n` : '';
   return main + perCategory + note;
+}
+
+/** "a", "a and b", "a, b and c". */
+function listed(names: string[]): string {
+  return names.length <= 1 ? (names[0] ?? '') : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
+}
+
+/** A ranking compares models on the same benchmarks: a model that shares none with any other is refused. */
+function refuseUnranked(table: ScoreTable, source: string, fromRuns: boolean): void {
+  const alone = unrankedModels(table);
+  if (alone.length === 0) return;
+  const one = alone.length === 1;
+  const hint = fromRuns ? 'add runs of the same benchmarks on each endpoint' : `give ${one ? 'it' : 'them'} a score on a benchmark another model has, or leave ${one ? 'it' : 'them'} out`;
+  throw new UserError(
+    'leaderboard.no-overlap',
+    `${source}: ${listed(alone)} share${one ? 's' : ''} no scored benchmark with any other model, and a ranking compares models on the same benchmarks; ${hint}`,
+  );
 }
 
 function writeSvg(file: string, svg: string): void {
@@ -63,6 +80,7 @@ export function leaderboardCommand(io: Io): CommandModule<GlobalArgs, Leaderboar
       const table = args.scores
         ? toScoreTable(readJsonFile(args.scores, 'leaderboard.invalid'), args.scores)
         : toScoreTable(scoresFromRuns(await withClient(args, io, (c) => Promise.all(runIds.map((id) => c.showRun(id))))), '--runs');
+      refuseUnranked(table, args.scores ?? '--runs', args.scores === undefined);
       const board = leaderboardOf(table);
       if (args.svg) {
         writeSvg(args.svg, heatmapSvg(table, board));

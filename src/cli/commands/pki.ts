@@ -1,13 +1,17 @@
-import { userInfo } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { CommandModule } from 'yargs';
 import { type Principal, type PrincipalRole, loadPrincipals, savePrincipals } from '../../access';
 import { loadConfig } from '../../config';
 import { UserError } from '../../errors';
-import { hostOperator } from '../../identity';
+import type { App } from '../../app';
+import { streamRecords } from '../../audit';
+import { certificateFingerprint, hostOperator, IssuedCertificates, siteClientCertificates } from '../../identity';
 import { initSitePki, type IssuedClient, prepareClientCertificate, removeClientCertificate, writeClientCertificate } from '../../identity';
 import { Operations } from '../../operations';
 import { type GlobalArgs, withApp } from '../context';
 import { type Io, printJson } from '../output';
+import { checkDays, pkiSignCommand } from './pki-sign';
 
 /** An error's code for a message and the trail: a system error code or ours, never a foreign message. */
 function safeCode(err: unknown): string {
@@ -21,6 +25,56 @@ interface IssueArgs extends GlobalArgs {
   'display-name'?: string;
   'local-user'?: string;
   days: number;
+}
+
+interface RecordedExisting {
+  recorded: { principal: string; serial: string; issuedAt: string }[];
+  /** Certificates of the site CA in pki/clients without a pki.issue event of theirs: not recorded. */
+  withoutEvent: string[];
+  alreadyRecorded: number;
+}
+
+/**
+ * Records the client certificates issued before ehrbench kept an issuance record: each one in
+ * pki/clients that the site CA signed and whose own pki.issue event (same serial and principal) is in
+ * the audit trail, with that event's time as its issue time, so that blanket revocations made since
+ * still cover it. A certificate without its event is left unrecorded, and the daemon refuses it.
+ */
+async function recordExisting(app: App): Promise<RecordedExisting> {
+  const issuedEvents = new Map<string, { principal: string; at: string }>();
+  for await (const r of streamRecords(app.db, { type: 'pki.issue' })) {
+    if (r.outcome === 'success' && r.rule === 'pki.issue.host-operator' && typeof r.detail.serial === 'string') {
+      issuedEvents.set(r.detail.serial, { principal: String(r.detail.principal), at: r.recorded_at });
+    }
+  }
+  const issued = new IssuedCertificates(app.db);
+  const issuerFingerprint = certificateFingerprint(readFileSync(join(app.config.pkiDir, 'ca.pem'), 'utf8'));
+  const out: RecordedExisting = { recorded: [], withoutEvent: [], alreadyRecorded: 0 };
+  for (const cert of siteClientCertificates(app.config.pkiDir)) {
+    if (await issued.find(certificateFingerprint(cert.certPem))) {
+      out.alreadyRecorded += 1;
+      continue;
+    }
+    const event = issuedEvents.get(cert.serial);
+    if (!event || event.principal !== cert.commonName) {
+      out.withoutEvent.push(cert.file);
+      continue;
+    }
+    const operator = hostOperator();
+    await app.db.transaction(async (tx) => {
+      await app.audit.recordIn(tx, {
+        type: 'pki.issue',
+        action: 'U',
+        outcome: 'success',
+        rule: 'pki.issue.recorded-existing',
+        actor: operator,
+        detail: { principal: cert.commonName, serial: cert.serial, issuedAt: event.at },
+      });
+      await new IssuedCertificates(tx).record({ certPem: cert.certPem, issuerFingerprint }, cert.commonName, operator.principal, new Date(event.at));
+    });
+    out.recorded.push({ principal: cert.commonName, serial: cert.serial, issuedAt: event.at });
+  }
+  return out;
 }
 
 export function pkiCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
@@ -50,81 +104,94 @@ export function pkiCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
         })
         .command<IssueArgs>({
           command: 'issue',
-          describe: 'Issue a client certificate, key and PKCS#12 bundle for a principal, and map it in principals.json',
+          describe:
+            'Issue a client certificate, key and PKCS#12 bundle for a principal, and map it in principals.json (convenience: the key is made on this host and must be handed over; prefer pki sign)',
           builder: (b) =>
             b
               .option('principal', { type: 'string', demandOption: true, describe: 'Principal id (the certificate common name)' })
               .option('role', { choices: ['admin', 'researcher', 'compliance', 'auditor'] as const, describe: 'Role, required for a new principal; added to an existing one' })
               .option('display-name', { type: 'string' })
               .option('local-user', { type: 'string', describe: 'Also map this operating-system account (local mode)' })
-              .option('days', { type: 'number', default: 365 }),
+              .option('days', { type: 'number', default: 365, describe: 'Validity in whole days (at least 1)' }),
           handler: async (args) => {
-            const out = await withApp(args, io, async (app) => {
-              const file = app.config.policies.principals;
-              const principals = loadPrincipals(file).principals.map((p) => ({ ...p }));
-              let target: Principal | undefined = principals.find((p) => p.id === args.principal);
-              if (!target && !args.role) throw new UserError('cli.usage', `principal ${args.principal} is new: give its --role`);
-              // Made in memory first: the serial goes into the pki.issue event, which precedes any file.
-              const prepared = prepareClientCertificate(app.config.pkiDir, args.principal, args.role ?? target?.roles[0] ?? 'researcher', args.days);
-              await app.audit.record({
-                type: 'pki.issue',
-                action: 'C',
-                outcome: 'success',
-                rule: 'pki.issue.host-operator',
-                actor: hostOperator(),
-                detail: { principal: args.principal, serial: prepared.serial, days: args.days },
-              });
-              if (!target) {
-                target = { id: args.principal, roles: [args.role as PrincipalRole], status: 'active' };
-                principals.push(target);
-              }
-              if (args.role && !target.roles.includes(args.role)) target.roles = [...target.roles, args.role];
-              if (args['display-name']) target.displayName = args['display-name'];
-              if (args['local-user']) target.localUser = args['local-user'];
-              const mapping = { commonName: args.principal, issuerFingerprint: prepared.issuerFingerprint };
-              if (!target.certificates?.some((c) => c.commonName === mapping.commonName && c.issuerFingerprint === mapping.issuerFingerprint)) {
-                target.certificates = [...(target.certificates ?? []), mapping];
-              }
-              await app.audit.record({
-                type: 'policy.change',
-                action: 'U',
-                outcome: 'success',
-                rule: 'policy.principals.host-operator',
-                reason: `principal ${args.principal} mapped to a certificate of the site CA`,
-                actor: hostOperator(),
-                detail: { principal: args.principal, roles: target.roles.join('+') },
-              });
-              // Both decisions are recorded; only now does anything reach the disk, all of it or none.
-              const failed = async (step: string, err: unknown): Promise<never> => {
-                const code = safeCode(err);
-                await app.audit.record({
-                  type: 'pki.issue',
-                  action: 'C',
-                  outcome: 'failed',
-                  rule: 'pki.write-failed',
-                  reason: `${step} for principal ${args.principal} failed (${code}); no file of this issuance was left`,
-                  actor: hostOperator(),
-                  detail: { principal: args.principal, serial: prepared.serial, errorCode: code },
+            checkDays(args.days);
+            const out = await withApp(
+              args,
+              io,
+              async (app) => {
+                const file = app.config.policies.principals;
+                const principals = loadPrincipals(file).principals.map((p) => ({ ...p }));
+                let target: Principal | undefined = principals.find((p) => p.id === args.principal);
+                if (!target && !args.role) throw new UserError('cli.usage', `principal ${args.principal} is new: give its --role`);
+                // Made in memory first: the serial goes into the pki.issue event, which precedes any file.
+                const prepared = prepareClientCertificate(app.config.pkiDir, args.principal, args.role ?? target?.roles[0] ?? 'researcher', args.days);
+                // The event and the issuance record commit together: the daemon accepts only recorded
+                // certificates, and a blanket revocation covers those recorded before it.
+                const operator = hostOperator();
+                await app.db.transaction(async (tx) => {
+                  await app.audit.recordIn(tx, {
+                    type: 'pki.issue',
+                    action: 'C',
+                    outcome: 'success',
+                    rule: 'pki.issue.host-operator',
+                    actor: operator,
+                    detail: { principal: args.principal, serial: prepared.serial, days: args.days },
+                  });
+                  await new IssuedCertificates(tx).record(prepared, args.principal, operator.principal);
                 });
-                throw new UserError(
-                  'pki.write-failed',
-                  `${app.config.pkiDir}: ${step} for principal ${args.principal} failed (${code}); no file of this issuance was left, principals.json is unchanged`,
-                );
-              };
-              let issued: IssuedClient;
-              try {
-                issued = writeClientCertificate(prepared);
-              } catch (err) {
-                return failed('writing the certificate files', err);
-              }
-              try {
-                savePrincipals(file, principals);
-              } catch (err) {
-                removeClientCertificate(issued);
-                return failed('mapping the certificate in principals.json', err);
-              }
-              return issued;
-            });
+                if (!target) {
+                  target = { id: args.principal, roles: [args.role as PrincipalRole], status: 'active' };
+                  principals.push(target);
+                }
+                if (args.role && !target.roles.includes(args.role)) target.roles = [...target.roles, args.role];
+                if (args['display-name']) target.displayName = args['display-name'];
+                if (args['local-user']) target.localUser = args['local-user'];
+                const mapping = { commonName: args.principal, issuerFingerprint: prepared.issuerFingerprint };
+                if (!target.certificates?.some((c) => c.commonName === mapping.commonName && c.issuerFingerprint === mapping.issuerFingerprint)) {
+                  target.certificates = [...(target.certificates ?? []), mapping];
+                }
+                await app.audit.record({
+                  type: 'policy.change',
+                  action: 'U',
+                  outcome: 'success',
+                  rule: 'policy.principals.host-operator',
+                  reason: `principal ${args.principal} mapped to a certificate of the site CA`,
+                  actor: hostOperator(),
+                  detail: { principal: args.principal, roles: target.roles.join('+') },
+                });
+                // Both decisions are recorded; only now does anything reach the disk, all of it or none.
+                const failed = async (step: string, err: unknown): Promise<never> => {
+                  const code = safeCode(err);
+                  await app.audit.record({
+                    type: 'pki.issue',
+                    action: 'C',
+                    outcome: 'failed',
+                    rule: 'pki.write-failed',
+                    reason: `${step} for principal ${args.principal} failed (${code}); no file of this issuance was left`,
+                    actor: hostOperator(),
+                    detail: { principal: args.principal, serial: prepared.serial, errorCode: code },
+                  });
+                  throw new UserError(
+                    'pki.write-failed',
+                    `${app.config.pkiDir}: ${step} for principal ${args.principal} failed (${code}); no file of this issuance was left, principals.json is unchanged`,
+                  );
+                };
+                let issued: IssuedClient;
+                try {
+                  issued = writeClientCertificate(prepared);
+                } catch (err) {
+                  return failed('writing the certificate files', err);
+                }
+                try {
+                  savePrincipals(file, principals);
+                } catch (err) {
+                  removeClientCertificate(issued);
+                  return failed('mapping the certificate in principals.json', err);
+                }
+                return issued;
+              },
+              { announceStore: true },
+            );
             if (args.json) return printJson(io, out);
             io.stdout(`certificate ${out.certFile}\nkey         ${out.keyFile}\nPKCS#12     ${out.p12File} (password in ${out.p12PasswordFile})\nserial      ${out.serial}\n`);
           },
@@ -134,19 +201,38 @@ export function pkiCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'Revoke every certificate of a principal issued until now (the daemon refuses them at once)',
           builder: (b) => b.option('principal', { type: 'string', demandOption: true }).option('reason', { type: 'string', demandOption: true }),
           handler: async (args) => {
-            const out = await withApp(args, io, async (app) => {
-              const ops = new Operations(app);
-              const operator = {
-                principal: { id: `local-${userInfo().username}`.replace(/[^a-z0-9._-]/g, '-').slice(0, 63), roles: ['admin' as const], status: 'active' as const },
-                authMethod: 'local-os-user' as const,
-              };
-              return ops.revokePrincipal(operator, args.principal, args.reason);
-            });
+            // A revocation reaches only the store it is written to: the command says which one.
+            const out = await withApp(
+              args,
+              io,
+              async (app) => {
+                const ops = new Operations(app);
+                const operator = {
+                  // The host operator, spelled as in every other host command's events (local:<user>).
+                  principal: { id: hostOperator().principal, roles: ['admin' as const], status: 'active' as const },
+                  authMethod: 'local-os-user' as const,
+                };
+                return ops.revokePrincipal(operator, args.principal, args.reason);
+              },
+              { announceStore: true },
+            );
             if (args.json) return printJson(io, out);
             io.stdout(`revoked the certificates of ${out.principal} (${out.revoked} issuing CA(s))\n`);
           },
         })
-        .demandCommand(1, 'name a subcommand: init, issue or revoke'),
+        .command<GlobalArgs>({
+          command: 'record-existing',
+          describe: 'Record the client certificates issued before ehrbench kept an issuance record (those in pki/clients with their pki.issue event)',
+          handler: async (args) => {
+            const out = await withApp(args, io, recordExisting);
+            if (args.json) return printJson(io, out);
+            for (const r of out.recorded) io.stdout(`recorded ${r.principal} serial ${r.serial} (issued ${r.issuedAt})\n`);
+            for (const f of out.withoutEvent) io.stdout(`not recorded ${f}: no pki.issue event of it in the audit trail; issue a new certificate\n`);
+            io.stdout(`${out.recorded.length} recorded, ${out.alreadyRecorded} already recorded, ${out.withoutEvent.length} without an event\n`);
+          },
+        })
+        .command(pkiSignCommand(io))
+        .demandCommand(1, 'name a subcommand: init, sign, issue, revoke or record-existing'),
     handler: () => undefined,
   };
 }

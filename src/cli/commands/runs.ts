@@ -1,13 +1,15 @@
-import { Presets, SingleBar } from 'cli-progress';
 import type { CommandModule } from 'yargs';
 import type { App } from '../../app';
-import { UserError } from '../../errors';
-import type { RunRequestInput, RunView } from '../../operations';
-import { executeRun, type RunSummary } from '../../runs';
+import { UserError, errorEntry } from '../../errors';
+import { interruptibly } from '../interrupt';
+import type { RunRequestInput, RunView, StoppedRunView } from '../../operations';
+import { executeRun, readProgress, type RunProgress, type RunSummary } from '../../runs';
+import { followLocal, ProgressDisplay } from '../progress';
 import { CLIENT_OPTIONS, type ClientArgs, localCaller, withClient } from '../client';
 import { type GlobalArgs, withApp } from '../context';
 import { formatScore, formatTable, type Io, printJson } from '../output';
 import { Operations } from '../../operations';
+import { TEST_ENDPOINT_DESCRIPTION } from '../../setup';
 
 interface RunArgs extends GlobalArgs {
   benchmark: string;
@@ -16,37 +18,52 @@ interface RunArgs extends GlobalArgs {
   scoring?: 'corrected' | 'helm';
   purpose?: string;
   approval?: string;
+  'max-output-tokens'?: number;
+  'reasoning-effort'?: 'low' | 'medium' | 'high';
+  sample?: 'helm' | 'first';
 }
 
-function progressPrinter(io: Io, enabled: boolean) {
-  return enabled
-    ? (c: { done: number; blocked: number; failed: number; pending: number; claimed: number }) =>
-        io.stderr(`  done ${c.done}  blocked ${c.blocked}  failed ${c.failed}  left ${c.pending + c.claimed}\n`)
-    : undefined;
-}
-
-type Summarised = Pick<RunSummary, 'benchmarkId' | 'tier' | 'mainMetric' | 'mainScore' | 'status' | 'runId'> & { counts: RunSummary['counts'] };
+/** A run summary, or a run view whose figures may be withheld (null) from the caller. */
+type Summarised = Pick<RunSummary, 'benchmarkId' | 'tier' | 'mainMetric' | 'status' | 'runId'> & { mainScore: number | null; counts: RunSummary['counts'] | null };
 
 export function printSummaries(io: Io, summaries: Summarised[]): void {
   io.stdout(
     formatTable(
       ['benchmark', 'tier', 'n', 'main metric', 'score', 'blocked', 'failed', 'status', 'run id'],
-      summaries.map((s) => [s.benchmarkId, s.tier, s.counts.done, s.mainMetric, formatScore(s.mainScore), s.counts.blocked, s.counts.failed, s.status, s.runId]),
+      summaries.map((s) => [s.benchmarkId, s.tier, s.counts?.done ?? '-', s.mainMetric, formatScore(s.mainScore), s.counts?.blocked ?? '-', s.counts?.failed ?? '-', s.status, s.runId]),
     ),
   );
+}
+
+/** How the planned instances were picked, for `runs show`. */
+function sampled(run: RunView): string {
+  const s = run.sample;
+  if (!s) return '';
+  return s.method === 'helm' ? ` (HELM's sample of ${s.maxInstances}, seed ${s.seed})` : ` (the first ${s.maxInstances})`;
+}
+
+/** The records the dataset left out, one line per rule, so none is left out silently. */
+function skippedLines(run: RunView): string[] {
+  return Object.entries(run.skipped ?? {}).map(([rule, n]) => `  skipped: ${n} record${n === 1 ? '' : 's'} (${rule})`);
 }
 
 function printRun(io: Io, run: RunView): void {
   io.stdout(
     [
-      `run ${run.runId}: ${run.benchmarkId} v${run.benchmarkVersion} on ${run.endpointId} (${run.tier}), ${run.status}${run.errorCode ? ` (${run.errorCode})` : ''}`,
+      `run ${run.runId}: ${run.benchmarkId} v${run.benchmarkVersion} on ${run.endpointId}${run.testEndpoint ? ` [${TEST_ENDPOINT_DESCRIPTION}]` : ''} (${run.tier}), ${run.status}${run.errorCode ? ` (${run.errorCode})` : ''}`,
       `  requested by ${run.requestedBy} at ${run.createdAt}${run.approvedBy ? `; approved by ${run.approvedBy}` : ''}`,
       `  ${run.irbProtocol ? `IRB protocol ${run.irbProtocol}; ` : ''}scoring ${run.scoring}`,
-      `  instances: ${run.instanceCount ?? '?'} planned, ${run.counts.done} done, ${run.counts.blocked} blocked, ${run.counts.failed} failed`,
-      `  tokens: ${run.promptTokens} in, ${run.completionTokens} out; estimated cost ${run.estimatedCostUsd === null ? 'unknown (no price in the config)' : `$${run.estimatedCostUsd.toFixed(4)}`}`,
+      ...(run.counts
+        ? [
+            `  instances: ${run.instanceCount ?? '?'} planned${sampled(run)}, ${run.counts.done} done, ${run.counts.blocked} blocked, ${run.counts.failed} failed`,
+            ...skippedLines(run),
+            `  tokens: ${run.promptTokens} in, ${run.completionTokens} out${run.reasoningTokens ? ` (${run.reasoningTokens} of them reasoning)` : ''}; estimated cost ${run.estimatedCostUsd === null ? 'unknown (no price in the config)' : `$${run.estimatedCostUsd.toFixed(4)}`}`,
+          ]
+        : [`  counts, scores and usage: withheld (rule ${run.withheld}); before a release only the requester and compliance officers see them`]),
       '',
     ].join('\n'),
   );
+  if (!run.aggregates) return;
   io.stdout(
     formatTable(
       ['metric', 'value', 'n'],
@@ -63,27 +80,67 @@ function runInput(args: Omit<RunArgs, keyof GlobalArgs>): RunRequestInput {
     ...(args.scoring ? { scoring: args.scoring } : {}),
     ...(args.purpose ? { purpose: args.purpose } : {}),
     ...(args.approval ? { approvalId: args.approval } : {}),
+    ...(args['max-output-tokens'] !== undefined ? { maxOutputTokens: args['max-output-tokens'] } : {}),
+    ...(args['reasoning-effort'] ? { reasoningEffort: args['reasoning-effort'] } : {}),
+    ...(args.sample ? { sample: args.sample } : {}),
   };
 }
 
 /** `ehrbench run`: request and execute here, in local mode (the embedded single-user setup). */
-async function runHere(app: App, args: RunArgs, io: Io): Promise<RunSummary> {
+async function runHere(app: App, args: RunArgs, io: Io): Promise<RunSummary & { failures: Failure[] }> {
   const ops = new Operations(app);
   const view = await ops.requestRun(localCaller(app), runInput(args));
   if (view.status === 'requested') {
     throw new UserError('run.awaiting-approval', `run ${view.runId} waits for a compliance officer's approval ("ehrbench runs approve ${view.runId}"); then "ehrbench runs resume ${view.runId}"`);
   }
-  const onProgress = progressPrinter(io, !args.json);
-  return executeRun(app.engine, view.runId, onProgress ? { onProgress } : {});
+  return executeHere(app, view.runId, view.benchmarkId, args, io);
+}
+
+interface Failure {
+  code: string;
+  instances: number;
+}
+
+/** Executes a run in this process, stoppable with Ctrl-C, with its progress on stderr; the summary carries the failure causes. */
+async function executeHere(app: App, runId: string, label: string, args: GlobalArgs, io: Io): Promise<RunSummary & { failures: Failure[] }> {
+  const progress = args.json ? undefined : followLocal(io, label, () => readProgress(app.engine.store, runId));
+  const summary = await interruptibly(
+    io,
+    (signal) => executeRun(app.engine, runId, { signal }).finally(() => progress?.stop()),
+    () => runId,
+  );
+  const failures = summary.counts.failed ? (await app.engine.store.failureCauses(runId)).map((c) => ({ code: c.code, instances: c.n })) : [];
+  return { ...summary, failures };
+}
+
+/**
+ * Prints a run's summary, then one line per failure cause; instances that failed for good make the
+ * command fail (exit 5), so a script notices an endpoint that was down.
+ */
+function report(io: Io, args: GlobalArgs, summary: RunSummary & { failures: Failure[] }, endpointId: string): void {
+  if (args.json) printJson(io, summary);
+  else printSummaries(io, [summary]);
+  if (summary.failures.length === 0) return;
+  if (!args.json) for (const f of summary.failures) io.stderr(`  failed: endpoint ${endpointId}: ${f.code} (${errorEntry(f.code).meaning}): ${f.instances} instance${f.instances === 1 ? '' : 's'}\n`);
+  throw new UserError(
+    'run.instances-failed',
+    `run ${summary.runId}: ${summary.counts.failed} instances failed for good; fix the cause, then request a new run (finished instances are kept in this one)`,
+  );
 }
 
 const runOptions = {
   benchmark: { type: 'string', demandOption: true, describe: 'Benchmark id (see: benchmarks list)' },
   endpoint: { type: 'string', demandOption: true, describe: 'Endpoint id (see: endpoints list)' },
-  'max-instances': { type: 'number', describe: 'Stop after this many instances' },
+  'max-instances': { type: 'number', describe: 'Run at most this many instances, picked as --sample says' },
+  sample: {
+    choices: ['helm', 'first'] as const,
+    describe: "How --max-instances picks: helm (default) = HELM's seeded sample (numpy seed 0), the instances MedHELM's leaderboard scored; first = the first N in dataset order",
+  },
   scoring: { choices: ['corrected', 'helm'] as const, describe: 'corrected (default) or helm: reproduce HELM scoring bugs' },
   purpose: { type: 'string', describe: 'Purpose of use, recorded in the audit trail' },
   approval: { type: 'string', describe: 'IRB approval id to run under (default: any approval that covers the run)' },
+  'max-output-tokens': { type: 'number', describe: "Output tokens per model call instead of the benchmark's max_tokens (reasoning models; MedHELM ran them with up to 4000)" },
+  'reasoning-effort': { choices: ['low', 'medium', 'high'] as const, describe: 'reasoning_effort for reasoning models whose API takes it (default: the endpoint policy)' },
 } as const;
 
 export function runCommand(io: Io): CommandModule<GlobalArgs, RunArgs> {
@@ -93,34 +150,46 @@ export function runCommand(io: Io): CommandModule<GlobalArgs, RunArgs> {
     builder: (y) => y.options(runOptions),
     handler: async (args) => {
       const summary = await withApp(args, io, (app) => runHere(app, args, io));
-      if (args.json) printJson(io, summary);
-      else printSummaries(io, [summary]);
+      report(io, args, summary, args.endpoint);
     },
   };
 }
 
+/**
+ * What a cancel did: no new call of the run starts, and the calls in flight finish. Their number is
+ * known when the answering process executes the run (the daemon's workers); a run that never started
+ * has none.
+ */
+function stoppedLine(run: StoppedRunView): string {
+  const verb = run.status === 'halted' ? 'halting' : 'cancelling';
+  const n = run.callsInFlight;
+  if (n === 0 || (n === undefined && !run.startedAt)) return `run ${run.runId} ${run.status}; no call was in flight`;
+  if (n === undefined) return `run ${run.runId} ${verb}; calls in flight will finish`;
+  return `run ${run.runId} ${verb}; ${n} call${n === 1 ? '' : 's'} in flight will finish`;
+}
+
 const TERMINAL = new Set(['completed', 'failed', 'cancelled', 'halted']);
 
-/** Polls a run and draws a progress bar with counts and an ETA until it ends. */
+/** A run as the daemon shows it, as the progress display reads it (figures withheld: null). */
+function progressOf(run: RunView): RunProgress {
+  return { status: run.status, instanceCount: run.instanceCount ?? null, counts: run.counts ?? null };
+}
+
+/** Polls a run and shows its progress (a bar on a terminal, lines otherwise) until it ends. */
 async function watch(args: ClientArgs & { id: string; interval: number }, io: Io): Promise<RunView> {
   return withClient(args, io, async (client) => {
     let run = await client.showRun(args.id);
-    const bar = new SingleBar(
-      { format: ' {bar} {percentage}% | {value}/{total} done | blocked {blocked} | failed {failed} | {status} | ETA {eta_formatted}', stream: process.stderr, hideCursor: true },
-      Presets.shades_classic,
-    );
-    if (!args.json) bar.start(run.instanceCount ?? 0, 0, { blocked: 0, failed: 0, status: run.status });
-    for (;;) {
-      const c = run.counts;
-      if (!args.json) {
-        bar.setTotal(run.instanceCount ?? c.pending + c.claimed + c.done + c.blocked + c.failed);
-        bar.update(c.done + c.blocked + c.failed, { blocked: c.blocked, failed: c.failed, status: run.status });
+    const display = args.json ? undefined : new ProgressDisplay(io, { label: run.benchmarkId });
+    try {
+      for (;;) {
+        display?.update(progressOf(run));
+        if (TERMINAL.has(run.status)) break;
+        await new Promise((r) => setTimeout(r, args.interval * 1000));
+        run = await client.showRun(args.id);
       }
-      if (TERMINAL.has(run.status)) break;
-      await new Promise((r) => setTimeout(r, args.interval * 1000));
-      run = await client.showRun(args.id);
+    } finally {
+      display?.stop();
     }
-    if (!args.json) bar.stop();
     return run;
   });
 }
@@ -189,7 +258,7 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           handler: async (args) => {
             const run = await withClient(args, io, (c) => c.cancelRun(args.id, args.reason));
             if (args.json) return printJson(io, run);
-            io.stdout(`run ${run.runId} ${run.status}\n`);
+            io.stdout(`${stoppedLine(run)}\n`);
           },
         })
         .command<GlobalArgs & { id: string }>({
@@ -198,12 +267,10 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           builder: (b) => b.positional('id', { type: 'string', demandOption: true }),
           handler: async (args) => {
             const summary = await withApp(args, io, async (app) => {
-              await new Operations(app).showRun(localCaller(app), args.id);
-              const onProgress = progressPrinter(io, !args.json);
-              return executeRun(app.engine, args.id, onProgress ? { onProgress } : {});
+              const run = await new Operations(app).showRun(localCaller(app), args.id);
+              return executeHere(app, args.id, run.benchmarkId, args, io);
             });
-            if (args.json) printJson(io, summary);
-            else printSummaries(io, [summary]);
+            report(io, args, summary, summary.endpointId);
           },
         })
         .demandCommand(1, 'name a subcommand: request, approve, list, show, watch, cancel or resume'),

@@ -1,6 +1,6 @@
 import type { CommandModule } from 'yargs';
 import { startDaemon } from '../../server';
-import { type GlobalArgs } from '../context';
+import { announceStore, type GlobalArgs } from '../context';
 import { openApp } from '../../app';
 import type { Io } from '../output';
 
@@ -11,6 +11,8 @@ export function serveCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs & { w
     builder: (y) => y.option('workers', { type: 'number', describe: 'Runs executed at once (0: API only; default from config)' }),
     handler: async (args) => {
       const app = await openApp({ ...(args.config ? { file: args.config } : {}), env: io.env, consoleLog: true, logLevel: args.verbose ? 'debug' : 'info' });
+      // The store this daemon decides from (revocations, approvals, the trail): CLI commands must name the same.
+      announceStore(app, io);
       let daemon;
       try {
         daemon = await startDaemon(app, args.workers !== undefined ? { workers: args.workers } : {});

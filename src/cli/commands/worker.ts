@@ -1,12 +1,12 @@
 import type { Server } from 'node:http';
 import type { CommandModule } from 'yargs';
-import { openApp } from '../../app';
+import { type App, openApp } from '../../app';
 import { isStoreUnavailable } from '../../db';
 import { describeError, UserError } from '../../errors';
 import { serviceActor } from '../../identity';
 import { enableProcessMetrics, observeStore, restrictIds, startLocalListener } from '../../observability';
 import { RunScheduler } from '../../runs';
-import type { GlobalArgs } from '../context';
+import { announceStore, type GlobalArgs } from '../context';
 import type { Io } from '../output';
 
 /**
@@ -15,13 +15,22 @@ import type { Io } from '../output';
  * endpoint's capacity through slot leases, and a killed worker's instances are claimed again once its
  * leases expire. SIGTERM stops taking work, gives back leases and seals the audit trail.
  */
-export function workerCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs & { workers?: number }> {
+export function workerCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs & { workers?: number; 'health-port'?: number }> {
   return {
     command: 'worker',
     describe: 'Run workers only (no API): execute approved runs from the shared store',
-    builder: (y) => y.option('workers', { type: 'number', describe: 'Runs executed at once (default: server.workers from the config)' }),
+    builder: (y) =>
+      y.option('workers', { type: 'number', describe: 'Runs executed at once (default: server.workers from the config)' }).option('health-port', {
+        type: 'number',
+        describe: "Loopback port for this worker's /health and /ready (default: worker.healthPort, else none; 0: none). Never server.healthPort: the daemon holds it",
+      }),
     handler: async (args) => {
+      const healthPortArg = args['health-port'];
+      if (healthPortArg !== undefined && !(Number.isInteger(healthPortArg) && healthPortArg >= 0 && healthPortArg <= 65535)) {
+        throw new UserError('cli.usage', '--health-port must be a port number from 1 to 65535 (0: no health port)');
+      }
       const app = await whenStoreReachable(io, () => openApp({ ...(args.config ? { file: args.config } : {}), env: io.env, consoleLog: true, logLevel: args.verbose ? 'debug' : 'info' }));
+      announceStore(app, io);
       const workers = args.workers ?? app.config.server.workers;
       if (workers < 1) {
         await app.close();
@@ -33,15 +42,12 @@ export function workerCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs & { 
       enableProcessMetrics();
       let health: Server | undefined;
       try {
+        // The port first: a worker that cannot start has not started (no worker.start in the trail).
+        const healthPort = healthPortArg ?? app.config.worker.healthPort;
+        if (healthPort) health = await openHealthPort(app, healthPort);
         await whenStoreReachable(io, () => app.audit.record({ type: 'daemon.start', action: 'E', outcome: 'success', rule: 'worker.start', actor: serviceActor('worker'), detail: { workers } }));
-        if (app.config.server.healthPort) {
-          health = await startLocalListener({
-            port: app.config.server.healthPort,
-            metrics: app.config.server.healthPortMetrics,
-            ready: () => app.db.query('SELECT seq FROM audit_head').then(() => true),
-          });
-        }
       } catch (err) {
+        health?.close();
         await app.close();
         throw err;
       }
@@ -59,6 +65,25 @@ export function workerCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs & { 
       await app.close();
     },
   };
+}
+
+/**
+ * The worker's own loopback health port. Workers beside the daemon (the systemd layout) never take
+ * server.healthPort; a port in use is one line that names it and the way to give another.
+ */
+async function openHealthPort(app: App, port: number): Promise<Server> {
+  try {
+    return await startLocalListener({
+      port,
+      metrics: app.config.worker.healthPortMetrics,
+      ready: () => app.db.query('SELECT seq FROM audit_head').then(() => true),
+      stoppedBy: () => app.audit.unavailable()?.rule,
+    });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    const what = code === 'EADDRINUSE' ? 'is in use' : 'cannot be opened';
+    throw new UserError('worker.health-port-unavailable', `health port ${port} ${what} (${code}): give the worker its own with --health-port or worker.healthPort`);
+  }
 }
 
 /** Longest wait between attempts to reach the store at start. */

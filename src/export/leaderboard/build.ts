@@ -82,6 +82,17 @@ function benchmarkSummaries(table: ScoreTable, inWinRate: boolean[]): BenchmarkS
   }));
 }
 
+/**
+ * The models a ranking cannot place: with two models or more, those that have no scored benchmark in
+ * common with any other model. Their rank would come from a macro average over other benchmarks than
+ * their neighbours', not from a comparison.
+ */
+export function unrankedModels(table: ScoreTable): string[] {
+  if (table.models.length < 2) return [];
+  const scored = (m: number, b: number) => table.cells[m]![b] !== null && table.cells[m]![b] !== undefined;
+  return table.models.filter((_, m) => !table.benchmarks.some((_, b) => scored(m, b) && table.models.some((_, o) => o !== m && scored(o, b))));
+}
+
 /** The leaderboard of an already validated table (see toScoreTable). */
 export function leaderboardOf(table: ScoreTable): Leaderboard {
   const { rates, inWinRate } = columnWinRates(table);

@@ -12,6 +12,8 @@ const CELL_W = 46;
 const CELL_H = 22;
 const GROUP_GAP = 10;
 const CHAR_W = 6.6; // average advance of 11px sans-serif, for layout only
+const BOLD = 1.1; // bold text runs about a tenth wider
+const BAND_PAD = 6;
 const FONT = 11;
 /** A sequential palette (light = low, dark = high); colours are interpolated between the stops. */
 const STOPS: [number, number, number][] = [
@@ -72,7 +74,16 @@ interface Group {
   width: number;
 }
 
-/** Columns grouped by category in order of first appearance; uncategorised benchmarks last, unlabelled. */
+/** Width of a category band's label in full (bold), with its padding. */
+function bandLabelWidth(label: string | null): number {
+  return label === null ? 0 : label.length * CHAR_W * BOLD + BAND_PAD;
+}
+
+/**
+ * Columns grouped by category in order of first appearance; uncategorised benchmarks last, unlabelled.
+ * A band is as wide as its columns or its label, whichever is wider (a one-benchmark category has a
+ * long name), with its columns centred in it: labels are never cut.
+ */
 function layoutColumns(benchmarks: TableBenchmark[], left: number): { columns: Column[]; groups: Group[]; right: number } {
   const order = new Map<string | null, number[]>();
   benchmarks.forEach((b, i) => {
@@ -84,13 +95,14 @@ function layoutColumns(benchmarks: TableBenchmark[], left: number): { columns: C
   const groups: Group[] = [];
   let x = left;
   for (const [label, indexes] of order) {
-    const start = x;
+    const width = Math.max(indexes.length * CELL_W, bandLabelWidth(label));
+    let cx = x + (width - indexes.length * CELL_W) / 2;
     for (const index of indexes) {
-      columns.push({ index, x });
-      x += CELL_W;
+      columns.push({ index, x: cx });
+      cx += CELL_W;
     }
-    groups.push({ label, x: start, width: x - start });
-    x += GROUP_GAP;
+    groups.push({ label, x, width });
+    x += width + GROUP_GAP;
   }
   return { columns, groups, right: x - GROUP_GAP };
 }
@@ -159,7 +171,7 @@ export function heatmapSvg(table: ScoreTable, board: Leaderboard, title = 'Score
   for (const g of groups) {
     if (g.label === null) continue;
     out.push(`<rect x="${num(g.x)}" y="${bandY}" width="${num(g.width)}" height="16" fill="#f0f0f0"/>`);
-    out.push(`<text x="${num(g.x + 3)}" y="${bandY + 12}" font-weight="bold"><title>${xmlEscape(g.label)}</title>${xmlEscape(clip(g.label, g.width))}</text>`);
+    out.push(`<text x="${num(g.x + BAND_PAD / 2)}" y="${bandY + 12}" font-weight="bold"><title>${xmlEscape(g.label)}</title>${xmlEscape(g.label)}</text>`);
   }
   for (const c of columns) {
     const b = table.benchmarks[c.index]!;
@@ -180,10 +192,4 @@ export function heatmapSvg(table: ScoreTable, board: Leaderboard, title = 'Score
   out.push(`<g>${legend(left, gridBottom + 22)}</g>`);
   out.push('</svg>');
   return out.join('\n') + '\n';
-}
-
-/** Shortens a category label to fit its band (the full label stays in the band's tooltip). */
-function clip(label: string, width: number): string {
-  const fits = Math.max(1, Math.floor((width - 6) / CHAR_W));
-  return label.length <= fits ? label : `${label.slice(0, Math.max(1, fits - 1))}\u2026`;
 }

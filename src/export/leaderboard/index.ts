@@ -4,7 +4,7 @@
  * `{benchmarks, models, scores}`; the CLI reads that from a file, the run store can build it too.
  * See README.md in this folder for the maths and every choice made where the paper is silent.
  */
-export { buildLeaderboard, compareRows, leaderboardOf } from './build';
+export { buildLeaderboard, compareRows, leaderboardOf, unrankedModels } from './build';
 export { heatmapSvg, xmlEscape } from './heatmap';
 export { SCORES_SCHEMA, toScoreTable } from './input';
 export { normalizedScore } from './normalize';
