@@ -6,11 +6,12 @@
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
-import { type Principal, type PrincipalRole, loadPrincipals, savePrincipals } from '../../access';
+import { type PrincipalRole, loadPrincipals, savePrincipals } from '../../access';
 import type { App } from '../../app';
 import { UserError } from '../../errors';
 import { csrPublicKey, hostOperator, IssuedCertificates, type PreparedSignedClient, prepareCsrCertificate, writeSignedCertificate } from '../../identity';
 import { type GlobalArgs, withApp } from '../context';
+import { issuanceFailed, mapToSiteCa, recordMapping, safeCode } from './pki-mapping';
 import { type Io, printJson } from '../output';
 
 export const ROLES = ['admin', 'researcher', 'compliance', 'auditor'] as const;
@@ -39,33 +40,12 @@ export interface SignedClient {
   publicKeySha256: string;
 }
 
-/** An error's code for a message and the trail: a system error code or ours, never a foreign message. */
-function safeCode(err: unknown): string {
-  const code = err instanceof UserError ? err.code : (err as NodeJS.ErrnoException | null)?.code;
-  return typeof code === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(code) ? code : 'error';
-}
-
 function readRequest(file: string): { file: string; pem: string } {
   try {
     return { file, pem: readFileSync(file, 'utf8') };
   } catch (err) {
     throw new UserError('pki.csr-invalid', `${file}: the certificate signing request cannot be read (${safeCode(err)})`);
   }
-}
-
-/** The principal as principals.json will hold it: created or given the role, mapped to the site CA's certificate. */
-function mapped(principals: Principal[], args: SignArgs, issuerFingerprint: string): Principal {
-  let target = principals.find((p) => p.id === args.principal);
-  if (!target) {
-    target = { id: args.principal, roles: [args.role as PrincipalRole], status: 'active' };
-    principals.push(target);
-  }
-  if (args.role && !target.roles.includes(args.role)) target.roles = [...target.roles, args.role];
-  const mapping = { commonName: args.principal, issuerFingerprint };
-  if (!target.certificates?.some((c) => c.commonName === mapping.commonName && c.issuerFingerprint === mapping.issuerFingerprint)) {
-    target.certificates = [...(target.certificates ?? []), mapping];
-  }
-  return target;
 }
 
 async function sign(app: App, args: SignArgs, request: { file: string; pem: string }): Promise<SignedClient> {
@@ -89,29 +69,10 @@ async function sign(app: App, args: SignArgs, request: { file: string; pem: stri
     });
     await new IssuedCertificates(tx).record(prepared, args.principal, operator.principal);
   });
-  const target = mapped(principals, args, prepared.issuerFingerprint);
-  await app.audit.record({
-    type: 'policy.change',
-    action: 'U',
-    outcome: 'success',
-    rule: 'policy.principals.host-operator',
-    reason: `principal ${args.principal} mapped to a certificate of the site CA`,
-    actor: operator,
-    detail: { principal: args.principal, roles: target.roles.join('+') },
-  });
-  const failed = async (step: string, err: unknown): Promise<never> => {
-    const code = safeCode(err);
-    await app.audit.record({
-      type: 'pki.issue',
-      action: 'C',
-      outcome: 'failed',
-      rule: 'pki.write-failed',
-      reason: `${step} for principal ${args.principal} failed (${code}); no file of this issuance was left`,
-      actor: operator,
-      detail: { principal: args.principal, serial: prepared.serial, errorCode: code },
-    });
-    throw new UserError('pki.write-failed', `${prepared.certFile}: ${step} for principal ${args.principal} failed (${code}); no certificate was left, principals.json is unchanged`);
-  };
+  const target = mapToSiteCa(principals, args.principal, args.role, prepared.issuerFingerprint);
+  await recordMapping(app, operator, target);
+  const issuance = { principal: args.principal, serial: prepared.serial, where: prepared.certFile, left: 'no certificate was left, principals.json is unchanged' };
+  const failed = (step: string, err: unknown) => issuanceFailed(app, operator, issuance, step, err);
   try {
     writeSignedCertificate(prepared);
   } catch (err) {

@@ -11,13 +11,8 @@ import { initSitePki, type IssuedClient, prepareClientCertificate, removeClientC
 import { Operations } from '../../operations';
 import { type GlobalArgs, withApp } from '../context';
 import { type Io, printJson } from '../output';
+import { issuanceFailed, mapToSiteCa, recordMapping } from './pki-mapping';
 import { checkDays, pkiSignCommand } from './pki-sign';
-
-/** An error's code for a message and the trail: a system error code or ours, never a foreign message. */
-function safeCode(err: unknown): string {
-  const code = err instanceof UserError ? err.code : (err as NodeJS.ErrnoException | null)?.code;
-  return typeof code === 'string' && /^[A-Za-z0-9._-]{1,64}$/.test(code) ? code : 'error';
-}
 
 interface IssueArgs extends GlobalArgs {
   principal: string;
@@ -121,10 +116,10 @@ export function pkiCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
               async (app) => {
                 const file = app.config.policies.principals;
                 const principals = loadPrincipals(file).principals.map((p) => ({ ...p }));
-                let target: Principal | undefined = principals.find((p) => p.id === args.principal);
-                if (!target && !args.role) throw new UserError('cli.usage', `principal ${args.principal} is new: give its --role`);
+                const existing: Principal | undefined = principals.find((p) => p.id === args.principal);
+                if (!existing && !args.role) throw new UserError('cli.usage', `principal ${args.principal} is new: give its --role`);
                 // Made in memory first: the serial goes into the pki.issue event, which precedes any file.
-                const prepared = prepareClientCertificate(app.config.pkiDir, args.principal, args.role ?? target?.roles[0] ?? 'researcher', args.days);
+                const prepared = prepareClientCertificate(app.config.pkiDir, args.principal, args.role ?? existing?.roles[0] ?? 'researcher', args.days);
                 // The event and the issuance record commit together: the daemon accepts only recorded
                 // certificates, and a blanket revocation covers those recorded before it.
                 const operator = hostOperator();
@@ -139,43 +134,13 @@ export function pkiCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
                   });
                   await new IssuedCertificates(tx).record(prepared, args.principal, operator.principal);
                 });
-                if (!target) {
-                  target = { id: args.principal, roles: [args.role as PrincipalRole], status: 'active' };
-                  principals.push(target);
-                }
-                if (args.role && !target.roles.includes(args.role)) target.roles = [...target.roles, args.role];
+                const target = mapToSiteCa(principals, args.principal, args.role, prepared.issuerFingerprint);
                 if (args['display-name']) target.displayName = args['display-name'];
                 if (args['local-user']) target.localUser = args['local-user'];
-                const mapping = { commonName: args.principal, issuerFingerprint: prepared.issuerFingerprint };
-                if (!target.certificates?.some((c) => c.commonName === mapping.commonName && c.issuerFingerprint === mapping.issuerFingerprint)) {
-                  target.certificates = [...(target.certificates ?? []), mapping];
-                }
-                await app.audit.record({
-                  type: 'policy.change',
-                  action: 'U',
-                  outcome: 'success',
-                  rule: 'policy.principals.host-operator',
-                  reason: `principal ${args.principal} mapped to a certificate of the site CA`,
-                  actor: hostOperator(),
-                  detail: { principal: args.principal, roles: target.roles.join('+') },
-                });
+                await recordMapping(app, operator, target);
                 // Both decisions are recorded; only now does anything reach the disk, all of it or none.
-                const failed = async (step: string, err: unknown): Promise<never> => {
-                  const code = safeCode(err);
-                  await app.audit.record({
-                    type: 'pki.issue',
-                    action: 'C',
-                    outcome: 'failed',
-                    rule: 'pki.write-failed',
-                    reason: `${step} for principal ${args.principal} failed (${code}); no file of this issuance was left`,
-                    actor: hostOperator(),
-                    detail: { principal: args.principal, serial: prepared.serial, errorCode: code },
-                  });
-                  throw new UserError(
-                    'pki.write-failed',
-                    `${app.config.pkiDir}: ${step} for principal ${args.principal} failed (${code}); no file of this issuance was left, principals.json is unchanged`,
-                  );
-                };
+                const issuance = { principal: args.principal, serial: prepared.serial, where: app.config.pkiDir, left: 'no file of this issuance was left, principals.json is unchanged' };
+                const failed = (step: string, err: unknown) => issuanceFailed(app, operator, issuance, step, err);
                 let issued: IssuedClient;
                 try {
                   issued = writeClientCertificate(prepared);
