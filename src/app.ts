@@ -29,6 +29,8 @@ export interface App {
   approvals: ApprovalStore;
   /** The principal directory, re-read when its file changes (hospital IT edits it). */
   principals(): PrincipalDirectory;
+  /** Re-reads the principals file now (recorded first, as on any reload): after this process wrote it. */
+  refreshPrincipals(): Promise<void>;
   /** Where the store is, for the "store: ..." line: "postgres (SOURCE) at host:port/db" or "embedded at DIR". */
   store: string;
   close(): Promise<void>;
@@ -140,6 +142,7 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     engine,
     approvals,
     principals,
+    refreshPrincipals: () => livePrincipals.refresh(),
     store: describeDatabase(storeOptions),
     async close() {
       await livePrincipals.settled();

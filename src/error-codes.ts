@@ -67,6 +67,8 @@ export const ERRORS = {
   'leaderboard.invalid': e(400, 'the leaderboard input does not match its schema or its rules'),
   'leaderboard.duplicate-run': e(400, 'a run is named twice'),
   'leaderboard.no-overlap': e(400, 'a model shares no scored benchmark with any other model: a ranking compares models on the same benchmarks'),
+  'report.exists': e(409, 'the report file already exists; pass --force to replace it'),
+  'picture.range-invalid': e(400, 'the time range or bucket size of a picture is not valid, or gives too many buckets'),
   'deid.input-invalid': e(400, 'a line of the de-identification input does not match its schema'),
   'deid.input-unreadable': e(400, 'the de-identification input cannot be read'),
   'deid.gold-invalid': e(400, 'the gold standard file does not match its schema'),
@@ -150,8 +152,13 @@ export const ERRORS = {
   'export.key-missing': e(500, 'the export signing key is missing'),
   'export.key-invalid': e(500, 'the export signing key is not valid'),
   'pki.no-ca': e(500, 'the site CA does not exist; run "ehrbench pki init"'),
+  'pki.signing-unavailable': e(
+    503,
+    "the daemon cannot sign a certificate request: it cannot read the site CA's key or sign with it, or may not write principals.json; sign on the host with ehrbench pki sign",
+  ),
   'server.tls-file-missing': e(500, "a TLS file of the daemon's configuration cannot be read"),
   'server.health-port-unavailable': e(500, 'the health port cannot be opened'),
+  'server.console-assets-missing': e(500, "the web console's built pages are missing from dist/console-pages (npm run build), or it is turned off with server.console false"),
   'worker.health-port-unavailable': e(500, "the worker's health port cannot be opened (in use: the daemon or another worker on the host holds it)"),
   'demo.port-in-use': e(500, "the demo model server's port is in use"),
   'demo.keys-missing': e(500, "the demo model server's certificate or key is missing from the keys folder; run ehrbench init"),
@@ -160,6 +167,7 @@ export const ERRORS = {
   'db.migration-changed': e(500, 'an applied database migration has changed'),
   'db.migration-not-permitted': e(500, 'the database role may not apply migrations'),
   'leaderboard.svg': e(500, 'the heat map cannot be written'),
+  'report.write-failed': e(500, 'the report file cannot be written; no partial file was left'),
 
   // Failures while acting: the disk, the store, the audit trail, upstream services.
   'export.write-failed': e(500, 'the released files could not be written; nothing partial was left, the export is kept'),
@@ -226,6 +234,23 @@ export const SITE_FAULTS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'endpoint.auth-unsupported',
   'endpoint.auth-conflict',
   'db.url-invalid',
+  // A site's data binding (a run request checks it first): the requester learns it cannot run now;
+  // which file, column or pin is wrong is the operators' (benchmarks check ID, the daemon log).
+  'dataset.not-configured',
+  'dataset.unreadable',
+  'dataset.malformed',
+  'dataset.missing-column',
+  'dataset.bad-column',
+  'dataset.duplicate-keys',
+  'dataset.hash-mismatch',
+  'dataset.changed',
+  'dataset.encoding',
+  'dataset.record-too-large',
+  'omop.no-connection',
+  'omop.query-failed',
+  'omop.missing-notes',
+  'omop.notes-changed',
+  'omop.not-read-only',
 ]);
 
 export function isErrorCode(code: unknown): code is ErrorCode {

@@ -4,6 +4,7 @@
  * the fingerprint of the CA that issued it) when talking to the daemon, or by the operating-system
  * account in local mode. Unknown means no access.
  */
+import { commandPrefix } from '../command-prefix';
 import { existsSync, writeFileSync, renameSync } from 'node:fs';
 import { readJsonFile, validateOrThrow } from '../config';
 import { UserError } from '../errors';
@@ -29,7 +30,7 @@ export interface PrincipalDirectory {
 }
 
 export function loadPrincipals(file: string): PrincipalDirectory {
-  if (!existsSync(file)) throw new UserError('policy.principals-missing', `${file}: no principals file; run "ehrbench init" or create it (schemas/principals.schema.json)`);
+  if (!existsSync(file)) throw new UserError('policy.principals-missing', `${file}: no principals file; run "${commandPrefix()} init" or create it (schemas/principals.schema.json)`);
   const { principals } = validateOrThrow<{ principals: Principal[] }>('principals.schema.json', readJsonFile(file, 'policy.invalid'), file, 'policy.invalid');
   const ids = new Set<string>();
   const users = new Set<string>();

@@ -7,6 +7,7 @@
  * Keys are identified by fingerprint (sha256 of the public key's SPKI, or of the MAC key), so they can
  * rotate: a record names the key that made it.
  */
+import { commandPrefix } from '../command-prefix';
 import { createHash, createPrivateKey, createPublicKey, type KeyObject, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -31,7 +32,7 @@ function read(file: string, what: string): string {
   try {
     return readFileSync(file, 'utf8');
   } catch (err) {
-    throw new UserError('audit.key-missing', `${file}: ${what} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); run "ehrbench init" or restore the key`);
+    throw new UserError('audit.key-missing', `${file}: ${what} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); run "${commandPrefix()} init" or restore the key`);
   }
 }
 

@@ -14,6 +14,10 @@ export interface RecordFilter {
   actor?: string;
   type?: string;
   runId?: string;
+  outcome?: string;
+  rule?: string;
+  endpointId?: string;
+  exportId?: string;
 }
 
 function where(f: RecordFilter, params: unknown[]): string {
@@ -27,6 +31,10 @@ function where(f: RecordFilter, params: unknown[]): string {
   if (f.actor) add('actor_principal = ?', f.actor);
   if (f.type) add('event_type = ?', f.type);
   if (f.runId) add('run_id = ?', f.runId);
+  if (f.outcome) add('outcome = ?', f.outcome);
+  if (f.rule) add('rule = ?', f.rule);
+  if (f.endpointId) add('endpoint_id = ?', f.endpointId);
+  if (f.exportId) add('export_id = ?', f.exportId);
   return clauses.length ? clauses.join(' AND ') : 'true';
 }
 
@@ -46,6 +54,22 @@ export async function* streamRecordPages(db: Queryable, filter: RecordFilter = {
     const rows = await pending;
     const full = rows.length === pageSize;
     if (full) pending = page((rows.at(-1) as AuditRecord).seq);
+    if (rows.length) yield rows;
+    if (!full) return;
+  }
+}
+
+/**
+ * The records with lo <= seq < hi, in seq order, a page at a time (the next page requested while the
+ * caller works on the current one): one segment of the parallel verification.
+ */
+export async function* streamSeqRange(db: Queryable, lo: number, hi: number, pageSize = 5000): AsyncGenerator<AuditRecord[]> {
+  const page = (from: number) => db.query<AuditRecord>(`SELECT ${COLUMNS} FROM audit_events WHERE seq >= $1 AND seq < $2 ORDER BY seq LIMIT $3`, [from, hi, pageSize]);
+  let pending = page(lo);
+  for (;;) {
+    const rows = await pending;
+    const full = rows.length === pageSize;
+    if (full) pending = page((rows.at(-1) as AuditRecord).seq + 1);
     if (rows.length) yield rows;
     if (!full) return;
   }

@@ -6,11 +6,12 @@
  * and its first page read, its labels and notes hashed for their pins. Nothing is sent anywhere, and
  * results carry names, counts and hashes, never a value.
  */
+import { commandPrefix } from '../command-prefix';
 import { existsSync } from 'node:fs';
 import type pg from 'pg';
 import { describeError, type ErrorCode, UserError } from '../errors';
 import type { SkipCounts } from './index';
-import { databaseMissing, dataMissing, hashFile, hashMismatch, isSqliteFile, judgesMissing, limitsOf, needsDatabase } from './readiness';
+import { databaseMissing, dataMissing, hashFile, hashMismatch, isSqliteFile, judgesMissing, limitsOf, needsDatabase, readableFile } from './readiness';
 import type { OmopNoteSourceSpec } from './site-data';
 import { connectOmop, firstPage, type Labels, labelsChanged, notesChanged, notesMissing, notesPin, type OmopReadOptions, readLabels } from './sources/omop';
 import type { RawRecord } from './sources/records';
@@ -60,7 +61,7 @@ function problem(check: string, err: unknown): CheckResult {
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-const pinHint = (b: Benchmark, field: string) => `"ehrbench benchmarks check ${b.definition.id} --pin" prints the value for benchmarks.${b.definition.id}.source.${field}`;
+const pinHint = (b: Benchmark, field: string) => `"${commandPrefix()} benchmarks check ${b.definition.id} --pin" prints the value for benchmarks.${b.definition.id}.source.${field}`;
 
 export async function runChecks(b: Benchmark, opts: CheckOptions, reader: CheckReader): Promise<CheckReport> {
   const pins: Record<string, string> = {};
@@ -86,9 +87,10 @@ async function fileChecks(b: Benchmark, source: Extract<DataSource, { kind: 'fil
   const out: CheckResult[] = [];
   let readable = true;
   for (const f of source.files) {
-    let hashed: { sha256: string; bytes: number };
+    // A file is hashed only when there is a pin to compare with or one to print: hashing is a read of the whole file.
+    let hashed: { sha256?: string; bytes: number };
     try {
-      hashed = await hashFile(f.path);
+      hashed = f.sha256 || pins ? await hashFile(f.path) : readableFile(f.path);
     } catch (err) {
       readable = false;
       out.push(problem('file', err), skipped('sha256', 'not checked: the file cannot be read'));
@@ -98,7 +100,7 @@ async function fileChecks(b: Benchmark, source: Extract<DataSource, { kind: 'fil
     if (!f.sha256) out.push(ok('sha256', b.site?.source ? `not pinned; ${pinHint(b, 'sha256')}` : 'not pinned'));
     else out.push(hashed.sha256 === f.sha256 ? ok('sha256', 'matches the pin') : problem('sha256', hashMismatch(b, f.path)));
     // Only a site's own file is pinned in the site data; a shipped file's pin is the definition's.
-    if (pins && b.site?.source) pins[`benchmarks.${b.definition.id}.source.sha256`] = hashed.sha256;
+    if (pins && b.site?.source && hashed.sha256) pins[`benchmarks.${b.definition.id}.source.sha256`] = hashed.sha256;
   }
   if (!readable) return [...out, ...['encoding', 'size', 'columns', 'records'].map((c) => skipped(c, 'not checked: the file cannot be read'))];
   return [...out, ...(await recordChecks(b, source, reader))];
@@ -296,7 +298,7 @@ function judgesCheck(b: Benchmark, allowlist: CheckOptions['endpoints']): CheckR
     'judges',
     new UserError(
       'endpoint.unknown',
-      `judge ${unknown.map((j) => `"${j}"`).join(', ')} (${where}) ${unknown.length === 1 ? 'is' : 'are'} not in the endpoint allowlist ${endpoints.file}; see "ehrbench endpoints list"`,
+      `judge ${unknown.map((j) => `"${j}"`).join(', ')} (${where}) ${unknown.length === 1 ? 'is' : 'are'} not in the endpoint allowlist ${endpoints.file}; see "${commandPrefix()} endpoints list"`,
     ),
   );
 }

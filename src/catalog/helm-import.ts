@@ -12,6 +12,7 @@
  * is the main one, as in HELM. Judges are HELM deployments there and endpoint ids here, so they are
  * given with --judge or in the site data file.
  */
+import { commandPrefix } from '../command-prefix';
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
@@ -135,7 +136,7 @@ export async function importHelmBenchmark(configFile: string, opts: HelmImportOp
   }
   const cfg = validateOrThrow<HelmConfig>('helm-config.schema.json', raw, configFile, 'helm-import.invalid');
   if (!isSubcategoryOf(opts.category, opts.subcategory)) {
-    throw new UserError('helm-import.taxonomy', `"${opts.subcategory}" is not a MedHELM subcategory of "${opts.category}"; see "ehrbench benchmarks list"`);
+    throw new UserError('helm-import.taxonomy', `"${opts.subcategory}" is not a MedHELM subcategory of "${opts.category}"; see "${commandPrefix()} benchmarks list"`);
   }
   const base = dirname(resolve(configFile));
   const at = (p: string) => (isAbsolute(p) ? p : join(base, p));

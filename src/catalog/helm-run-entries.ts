@@ -7,6 +7,7 @@
  * priority: N}, ... ]` with `#` and `//` comments; anything else is refused with its line, so a file
  * that means something else is never half-read. Nothing here reads data or contacts anything.
  */
+import { commandPrefix } from '../command-prefix';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { UserError } from '../errors';
@@ -222,7 +223,7 @@ function toConfigure(b: Benchmark | undefined, runSpec: string, args: Record<str
   if (args.max_eval_instances) out.push(`run with --max-instances ${args.max_eval_instances} (HELM samples them with seed 0 when the set is larger)`);
   if (runSpec === 'medhelm_configurable_benchmark') {
     const config = args.config_path ? (isAbsolute(args.config_path) ? args.config_path : join(confDir, args.config_path)) : 'CONFIG.yaml';
-    out.push(`import it first: ehrbench benchmarks import-helm ${config} --out DIR --category C --subcategory S`);
+    out.push(`import it first: ${commandPrefix()} benchmarks import-helm ${config} --out DIR --category C --subcategory S`);
     return out;
   }
   if (!b) return [...out, `no catalog benchmark has HELM run spec "${runSpec}"`];
@@ -238,7 +239,7 @@ function benchmarkNeeds(b: Benchmark, args: Record<string, string>): string[] {
   }
   if (!b.source) {
     const formats = d.dataRequirements?.formats.join(' or ') ?? 'csv or jsonl';
-    out.push(`benchmarks.${d.id}.source in the site data file (${args.data_path ? `HELM read data_path ${args.data_path}; ` : ''}${formats}; see ehrbench benchmarks show ${d.id})`);
+    out.push(`benchmarks.${d.id}.source in the site data file (${args.data_path ? `HELM read data_path ${args.data_path}; ` : ''}${formats}; see ${commandPrefix()} benchmarks show ${d.id})`);
   }
   if (d.dataRequirements?.resources?.includes('ehrsql-database') && !b.site?.database) out.push(`benchmarks.${d.id}.database in the site data file: the SQLite database the SQL runs against`);
   if (d.jury && !b.judges?.length) out.push(`judges: jury.judges in the site data file (HELM: ${args.jury_config_path ? `jury_config_path ${args.jury_config_path}` : 'the default judges.yaml'})`);

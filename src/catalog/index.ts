@@ -5,6 +5,7 @@
  * Benchmarks whose data does not ship load and list all the same; the site binds their data in its
  * site data file (site-data.ts), and reading them without a binding is an error saying what to supply.
  */
+import { commandPrefix } from '../command-prefix';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { canonicalHash, sha256Hex } from '../canonical';
@@ -188,7 +189,7 @@ export class Catalog {
       this.byId.set(b.definition.id, b);
     }
     for (const id of Object.keys(site?.benchmarks ?? {})) {
-      if (!this.byId.has(id)) throw new UserError('site-data.invalid', `${site?.file}: /benchmarks/${id}: no benchmark has this id; see "ehrbench benchmarks list"`);
+      if (!this.byId.has(id)) throw new UserError('site-data.invalid', `${site?.file}: /benchmarks/${id}: no benchmark has this id; see "${commandPrefix()} benchmarks list"`);
     }
   }
 
@@ -212,7 +213,7 @@ export class Catalog {
 
   get(id: string): Benchmark {
     const b = this.byId.get(id);
-    if (!b) throw new UserError('benchmark.unknown', `unknown benchmark "${id}"; see "ehrbench benchmarks list"`);
+    if (!b) throw new UserError('benchmark.unknown', `unknown benchmark "${id}"; see "${commandPrefix()} benchmarks list"`);
     return b;
   }
 }

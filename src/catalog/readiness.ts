@@ -4,8 +4,9 @@
  * limits of what it reads. Planning (verifyDataset) and the pre-flight (`ehrbench benchmarks check`)
  * say the same thing in the same words.
  */
+import { commandPrefix } from '../command-prefix';
 import { createHash } from 'node:crypto';
-import { closeSync, createReadStream, existsSync, openSync, readSync } from 'node:fs';
+import { closeSync, createReadStream, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { UserError } from '../errors';
 import type { Benchmark, CatalogLimits } from './types';
 
@@ -28,7 +29,7 @@ export function dataMissing(b: Benchmark): UserError {
   const columns = d.dataRequirements?.columns.filter((c) => !c.optional).map((c) => c.name) ?? [];
   return new UserError(
     'dataset.not-configured',
-    `benchmark ${d.id}: its data is supplied by the site and none is configured; add benchmarks.${d.id}.source (${formats}${columns.length ? ` with columns ${columns.join(', ')}` : ''}) to ${b.siteFile ?? SITE_FILE}; see "ehrbench benchmarks show ${d.id}"`,
+    `benchmark ${d.id}: its data is supplied by the site and none is configured; add benchmarks.${d.id}.source (${formats}${columns.length ? ` with columns ${columns.join(', ')}` : ''}) to ${b.siteFile ?? SITE_FILE}; see "${commandPrefix()} benchmarks show ${d.id}"`,
   );
 }
 
@@ -83,6 +84,22 @@ export async function hashFile(path: string): Promise<{ sha256: string; bytes: n
   return { sha256: hash.digest('hex'), bytes };
 }
 
+/** The size of a file that can be opened for reading, without reading it (the error as hashFile's). */
+export function readableFile(path: string): { bytes: number } {
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile()) throw Object.assign(new Error('not a file'), { code: st.isDirectory() ? 'EISDIR' : 'ENOTFILE' });
+      return { bytes: st.size };
+    } finally {
+      closeSync(fd);
+    }
+  } catch (err) {
+    throw new UserError('dataset.unreadable', `${path}: cannot read (${(err as NodeJS.ErrnoException).code ?? 'error'}); check the dataset path`);
+  }
+}
+
 export function hashMismatch(b: Benchmark, path: string): UserError {
   return new UserError('dataset.hash-mismatch', `${path}: content differs from the sha256 pinned for benchmark ${b.definition.id}; restore the file or update the pin`);
 }
@@ -94,9 +111,10 @@ export function hashMismatch(b: Benchmark, path: string): UserError {
 export async function verifyDataset(b: Benchmark): Promise<void> {
   if (!b.source) throw dataMissing(b);
   if (b.source.kind === 'files') {
+    // Hashed only when pinned (a read of the whole file); an unpinned one must be readable.
     for (const f of b.source.files) {
-      const { sha256 } = await hashFile(f.path);
-      if (f.sha256 && sha256 !== f.sha256) throw hashMismatch(b, f.path);
+      if (!f.sha256) readableFile(f.path);
+      else if ((await hashFile(f.path)).sha256 !== f.sha256) throw hashMismatch(b, f.path);
     }
   }
   if (needsDatabase(b) && !(b.site?.database && existsSync(b.site.database))) throw databaseMissing(b);

@@ -4,6 +4,7 @@
  * given back and the audit trail is sealed when the app closes; then one line says how to resume.
  * A second Ctrl-C ends the process at once (leases then expire on their own).
  */
+import { commandPrefix } from '../command-prefix';
 import { UserError } from '../errors';
 import type { Io } from './output';
 
@@ -30,5 +31,5 @@ export async function interruptibly<T>(io: Io, fn: (signal: AbortSignal) => Prom
 }
 
 function interrupted(runId: string | undefined): UserError {
-  return new UserError('cli.interrupted', runId ? `interrupted; resume with: ehrbench runs resume ${runId}` : 'interrupted');
+  return new UserError('cli.interrupted', runId ? `interrupted; resume with: ${commandPrefix()} runs resume ${runId}` : 'interrupted');
 }

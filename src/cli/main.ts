@@ -34,6 +34,7 @@ const COMMANDS: Record<string, () => CommandFactory[]> = {
   leaderboard: () => [require('./commands/leaderboard').leaderboardCommand],
   deid: () => [require('./commands/deid').deidCommand],
   export: () => [require('./commands/export').exportCommand],
+  report: () => [require('./commands/report').reportCommand],
 };
 
 /** The first word that is not an option: the command asked for. */

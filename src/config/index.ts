@@ -2,6 +2,7 @@
  * Loads the one configuration file, validates it against schemas/config.schema.json (unknown keys are
  * errors) and resolves defaults and relative paths. Nothing else in ehrbench reads configuration files.
  */
+import { commandPrefix } from '../command-prefix';
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { UserError } from '../errors';
@@ -40,6 +41,7 @@ export interface ConfigFile {
     externalClientCaFiles?: string[];
     healthPort?: number;
     healthPortMetrics?: boolean;
+    console?: boolean;
     bodyLimitBytes?: number;
     rateLimit?: { max?: number; windowSeconds?: number; deniedMax?: number };
     timeouts?: ServerTimeoutsFile;
@@ -93,6 +95,8 @@ export interface Config {
     healthPort?: number;
     /** Serve /metrics on the loopback health port too (off by default). */
     healthPortMetrics: boolean;
+    /** Serve the web console at /console/ (on by default). */
+    console: boolean;
     bodyLimitBytes: number;
     /** max: requests per principal; deniedMax: refused requests per client address and per certificate. */
     rateLimit: { max: number; windowSeconds: number; deniedMax: number };
@@ -127,7 +131,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   const env = opts.env ?? process.env;
   const file = configPath(opts);
   if (!existsSync(file)) {
-    throw new UserError('config.missing', `${file}: no configuration found; run "ehrbench init" first (or pass --config FILE)`);
+    throw new UserError('config.missing', `${file}: no configuration found; run "${commandPrefix()} init" first (or pass --config FILE)`);
   }
   const raw = validateOrThrow<ConfigFile>('config.schema.json', readJsonFile(file, 'config.invalid'), file, 'config.invalid');
   return resolveConfig(raw, file, env);
@@ -200,6 +204,7 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
       externalClientCaFiles: (raw.server?.externalClientCaFiles ?? []).map(at),
       ...(raw.server?.healthPort ? { healthPort: raw.server.healthPort } : {}),
       healthPortMetrics: raw.server?.healthPortMetrics ?? false,
+      console: raw.server?.console ?? true,
       bodyLimitBytes: raw.server?.bodyLimitBytes ?? 65_536,
       rateLimit: { max: raw.server?.rateLimit?.max ?? 300, windowSeconds: raw.server?.rateLimit?.windowSeconds ?? 60, deniedMax: raw.server?.rateLimit?.deniedMax ?? 10 },
       timeouts: serverTimeouts(raw.server?.timeouts, file),
@@ -220,6 +225,6 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
     },
   };
 }
-export { loadSchema } from './validate';
+export { loadSchema, newAjv, schemaFiles } from './validate';
 export { requestValidator } from './validate';
 export { validatorFor } from './validate';

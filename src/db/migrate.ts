@@ -4,6 +4,7 @@
  * An applied migration whose file later changed is an error: history is not rewritten.
  * The SQL must run on PostgreSQL 15 (production) and PGlite (PostgreSQL 18).
  */
+import { commandPrefix } from '../command-prefix';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -67,7 +68,7 @@ export async function runMigrations(db: Database, migrations = listMigrations())
         if (err?.code !== '42501') throw err;
         throw new UserError(
           'db.migration-not-permitted',
-          `migration ${m.version}_${m.name}.sql is pending and this database role may not apply it; run "ehrbench db migrate" as the owner role (deploy/README.md)`,
+          `migration ${m.version}_${m.name}.sql is pending and this database role may not apply it; run "${commandPrefix()} db migrate" as the owner role (deploy/README.md)`,
         );
       });
       await tx.query('INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [m.version, m.name, m.checksum]);

@@ -2,6 +2,7 @@
  * The endpoint allowlist (access-policies/endpoints.json, schemas/endpoints.schema.json): the only
  * model endpoints ehrbench may call, with how to reach and trust them and what data they may receive.
  */
+import { commandPrefix } from '../command-prefix';
 import { statSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { readJsonFile, validateOrThrow } from '../config';
@@ -123,7 +124,7 @@ export function loadEndpointPolicy(file: string, opts: PolicyLoadOptions = {}): 
     endpoints,
     get(id: string): Endpoint {
       const e = endpoints.find((x) => x.id === id);
-      if (!e) throw new UserError('endpoint.unknown', `endpoint "${id}" is not in the allowlist ${file}; see "ehrbench endpoints list"`);
+      if (!e) throw new UserError('endpoint.unknown', `endpoint "${id}" is not in the allowlist ${file}; see "${commandPrefix()} endpoints list"`);
       return e;
     },
   };

@@ -4,6 +4,7 @@
  *   keys/export-signing.pub.pem   what a recipient needs to run `ehrbench export verify`
  * A key is named by its fingerprint: sha256 of the public key's SPKI (DER), in lowercase hex.
  */
+import { commandPrefix } from '../command-prefix';
 import { createHash, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -34,7 +35,7 @@ function readPem(file: string, what: string, hint: string): string {
 
 export function loadExportSigningKey(keysDir: string): ExportSigningKey {
   const file = join(keysDir, EXPORT_SIGNING_KEY_FILE);
-  const pem = readPem(file, 'the export signing key', 'run "ehrbench init" to create it (existing keys are kept)');
+  const pem = readPem(file, 'the export signing key', `run "${commandPrefix()} init" to create it (existing keys are kept)`);
   let privateKey: KeyObject;
   try {
     privateKey = createPrivateKey(pem);

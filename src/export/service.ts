@@ -9,6 +9,7 @@
  * Every refusal is audited as export.deny and names its rule. Roles are established by the caller
  * (src/operations); this module applies the rules that depend on the export itself.
  */
+import { commandPrefix } from '../command-prefix';
 import { randomUUID } from 'node:crypto';
 import type { Approval } from '../access';
 import type { App } from '../app';
@@ -264,7 +265,7 @@ export class ExportService {
       });
       throw new UserError(
         'export.write-failed',
-        `${this.app.config.export.dir}: writing export ${exportId} failed (${code}); nothing partial was left. The export is released and kept: "ehrbench export download ${exportId} --out DIR" writes it`,
+        `${this.app.config.export.dir}: writing export ${exportId} failed (${code}); nothing partial was left. The export is released and kept: "${commandPrefix()} export download ${exportId} --out DIR" writes it`,
       );
     }
     this.app.logger.info('export.released', { exportId, runs: runs.length, format });

@@ -48,6 +48,21 @@ export class IssuedCertificates {
     };
   }
 
+  /** Every certificate ehrbench issued, newest first, with its validity end (the console's principals page). */
+  async list(): Promise<(IssuedRecord & { notAfter: Date })[]> {
+    const rows = await this.db.query<{ fingerprint: string; issuer_fingerprint: string; serial: string; principal: string; issued_at: Date; not_after: Date }>(
+      'SELECT fingerprint, issuer_fingerprint, serial, principal, issued_at, not_after FROM issued_certificates ORDER BY issued_at DESC, fingerprint',
+    );
+    return rows.map((r) => ({
+      fingerprint: r.fingerprint,
+      issuerFingerprint: r.issuer_fingerprint,
+      serial: r.serial,
+      principal: r.principal,
+      issuedAt: new Date(r.issued_at),
+      notAfter: new Date(r.not_after),
+    }));
+  }
+
   /** The record of exactly this certificate (by its own fingerprint), if ehrbench issued it. */
   async find(fingerprint: string): Promise<IssuedRecord | undefined> {
     const rows = await this.db.query<{ fingerprint: string; issuer_fingerprint: string; serial: string; principal: string; issued_at: Date }>(

@@ -3,6 +3,7 @@
  * certificate, and a client certificate per principal with its key and a PKCS#12 bundle. Files live
  * in the data directory's pki/ folder; private keys and bundle passwords with mode 0600.
  */
+import { commandPrefix } from '../command-prefix';
 import { X509Certificate, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -71,7 +72,7 @@ export function initSitePki(dir: string, names: { dnsNames?: string[]; ipAddress
 
 export function loadCa(dir: string): KeyAndCert {
   const p = sitePkiPaths(dir);
-  if (!existsSync(p.caCert) || !existsSync(p.caKey)) throw new UserError('pki.no-ca', `${dir}: no site CA; run "ehrbench pki init" first`);
+  if (!existsSync(p.caCert) || !existsSync(p.caKey)) throw new UserError('pki.no-ca', `${dir}: no site CA; run "${commandPrefix()} pki init" first`);
   return { certPem: readFileSync(p.caCert, 'utf8'), keyPem: readFileSync(p.caKey, 'utf8') };
 }
 

@@ -7,13 +7,14 @@
 import type { App } from '../app';
 import { actAs, type Approval, type ApprovalChange, type ApprovalInput, type Principal, type PrincipalRole } from '../access';
 import { PolicyDenied, UserError } from '../errors';
-import { type Actor, Revocations } from '../identity';
+import { type Actor, IssuedCertificates, Revocations } from '../identity';
 import { type RuleId, type RunFiguresRule, runFiguresVisibility } from '../policy';
 import { approveRun, cancelRun, requestRun, summarize } from '../runs';
 import type { RunRow } from '../runs';
 import type { ScoringMode } from '../metrics';
-import { ExportService, type ExportFiles, type ExportFormat, type ExportRow } from '../export';
+import { ExportService, type ExportFiles, type ExportFormat, type ExportRow, wilson } from '../export';
 import { costUsd, priceFor } from '../calls';
+import { type ReturnedCertificate, signForCaller } from '../certificates';
 
 export interface Caller {
   principal: Principal;
@@ -47,7 +48,8 @@ export interface RunDetail {
   counts: { pending: number; claimed: number; done: number; blocked: number; failed: number };
   mainMetric: string;
   mainScore: number | null;
-  aggregates: { metric: string; value: number | null; n: number }[];
+  /** ci95 only in a single run's view (showRun), for metrics whose every score lies in [0, 1]. */
+  aggregates: { metric: string; value: number | null; n: number; ci95?: { low: number; high: number } | null }[];
   promptTokens: number;
   completionTokens: number;
   /** Of the completion tokens, those a reasoning model spent reasoning (counted in the cost too). */
@@ -204,7 +206,13 @@ export class Operations {
   }
 
   async showRun(caller: Caller, runId: string): Promise<RunView> {
-    return this.view(caller, await this.visibleRun(caller, runId));
+    const run = await this.visibleRun(caller, runId);
+    const view = await this.view(caller, run);
+    if (!view.aggregates) return view;
+    // One run's page shows intervals; a list of runs does not pay the query for each.
+    const unit = await this.app.engine.store.unitMetrics(run.run_id);
+    const ci95 = (a: { metric: string; value: number | null; n: number }) => (unit.has(a.metric) && a.value !== null && a.n > 0 ? wilson(a.value * a.n, a.n) : null);
+    return { ...view, aggregates: view.aggregates.map((a) => ({ ...a, ci95: ci95(a) })) };
   }
 
   /** Researchers see their own runs; compliance, auditors and admins see all. Others: not found. */
@@ -401,6 +409,23 @@ export class Operations {
     return changed;
   }
 
+  /** Admins see who may use ehrbench, in which roles, and every certificate ehrbench issued them. */
+  async listPrincipals(caller: Caller): Promise<PrincipalView[]> {
+    await this.as(caller, 'admin', 'listing principals');
+    const issued = await new IssuedCertificates(this.app.db).list();
+    const revocations = new Revocations(this.app.db);
+    const views: PrincipalView[] = [];
+    for (const p of this.app.principals().principals) {
+      const certificates = [];
+      for (const c of issued.filter((i) => i.principal === p.id)) {
+        const revoked = await revocations.isRevoked({ issuerFingerprint: c.issuerFingerprint, serial: c.serial, issuedAt: c.issuedAt }, p.id);
+        certificates.push({ serial: c.serial, fingerprint: c.fingerprint, issuedAt: c.issuedAt.toISOString(), notAfter: c.notAfter.toISOString(), revoked });
+      }
+      views.push({ id: p.id, displayName: p.displayName ?? null, roles: p.roles, active: p.status === 'active', certificates });
+    }
+    return views;
+  }
+
   /**
    * Break-glass revocation: every certificate of a principal issued until now stops working at once
    * (a new certificate must be issued to restore access). Compliance or admin; narrows access only.
@@ -422,6 +447,23 @@ export class Operations {
     const revocations = new Revocations(this.app.db);
     for (const issuer of issuers) await revocations.revokeAll(issuer, principalId, reason.slice(0, 200), actor.principal);
     return { principal: principalId, revoked: issuers.length };
+  }
+
+  /**
+   * A client certificate for a certification request made on its holder's machine (the key never
+   * reaches the daemon), returned to the admin for the holder: issued, audited and mapped in
+   * principals.json as `ehrbench pki sign` does, and in force for the next request.
+   */
+  async signCertificate(caller: Caller, input: CertificateRequestInput): Promise<ReturnedCertificate> {
+    const actor = await this.as(caller, 'admin', 'signing a certificate request');
+    // The route's schema says the same; checked here too for any other caller of the operation.
+    if (!PRINCIPAL_ID.test(input.principal)) throw new UserError('request.invalid', 'principal: must be a principal id (lower case letters, digits, . _ -; at most 63)');
+    if (!Number.isInteger(input.days) || input.days < 1 || input.days > MAX_CERTIFICATE_DAYS)
+      throw new UserError('request.invalid', `days: must be a whole number of days from 1 to ${MAX_CERTIFICATE_DAYS}`);
+    const signed = await signForCaller(this.app, { principal: input.principal, ...(input.role ? { role: input.role } : {}), days: input.days, request: { file: 'csr', pem: input.csr } }, actor);
+    // principals.json changed under this process: the mapping holds from the next request, not within the second.
+    await this.app.refreshPrincipals();
+    return signed;
   }
 }
 
@@ -452,6 +494,26 @@ function exportView(row: ExportRow): ExportView {
     preview: row.content,
   };
 }
+
+export interface PrincipalView {
+  id: string;
+  displayName: string | null;
+  roles: PrincipalRole[];
+  active: boolean;
+  certificates: { serial: string; fingerprint: string; issuedAt: string; notAfter: string; revoked: boolean }[];
+}
+
+export interface CertificateRequestInput {
+  principal: string;
+  role?: PrincipalRole;
+  days: number;
+  /** The PKCS#10 request, PEM. */
+  csr: string;
+}
+
+const PRINCIPAL_ID = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+/** The longest validity the API signs (the CA/Browser Forum's old ceiling; the host may choose longer). */
+const MAX_CERTIFICATE_DAYS = 825;
 
 export interface RevokeResult {
   principal: string;

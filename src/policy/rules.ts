@@ -64,6 +64,11 @@ export const RULES = {
   'identity.local-user-unknown': 'the operating-system account is mapped to no active principal (local mode)',
   'pki.certificate-revoked': 'the client certificate is revoked, or its principal is and it was issued (recorded issue time; validity start for an external CA) before that',
 
+  // The web console (src/console): a request a browser makes on its user's behalf.
+  'console.cross-site': "a browser's request that another site started (Sec-Fetch-Site cross-site or same-site) is refused: the client certificate is sent automatically, so it is no proof of intent",
+  'console.origin-mismatch': "a browser's request whose Origin is not one of the daemon's own (the names in its server certificate, on its port) is refused",
+  'console.csrf-token': "a browser's state-changing request carries the console session's token, bound to the principal and certificate; one without it, or with another session's, is refused",
+
   // Separation of duties.
   'sod.compliance-approval': 'a private run approved by a compliance officer other than the requester',
   'sod.approver-is-requester': 'the requester of a run may not approve it',
@@ -88,6 +93,8 @@ export const RULES = {
   'run.cancel.by-requester': 'the requester cancelled the run',
   'run.halt.by-officer': 'a compliance officer or an admin halted the run',
   'run.all-instances-finished': 'every instance of the run is done, blocked or failed',
+  'run.binding-invalid':
+    "the benchmark's site data binding fails the pre-flight of `ehrbench benchmarks check` (file, pin, encoding, sizes, columns, records, database, judges): the run is refused before it is created",
   'run.item.attempts-exhausted': 'an instance failed on every attempt it was allowed',
 
   // Datasets: records a benchmark leaves out where HELM's loader leaves them out (counted per run).
@@ -191,7 +198,7 @@ export const RULES = {
   'worker.start': 'a worker process started',
   'worker.stop': 'a worker process stopped',
 
-  // Certificates and principals, changed on the host.
+  // Certificates and principals, changed on the host (and, for a certification request, by the daemon for an admin).
   'pki.issue.host-operator': 'a client certificate issued on the host by its operator',
   'pki.sign.host-operator':
     "a client certificate issued on the host by its operator for a certification request: only the request's public key is taken, the private key never left its holder's machine",
@@ -199,6 +206,9 @@ export const RULES = {
   'pki.write-failed': 'the files of an issued certificate could not be written; none was left',
   'pki.revoke.principal': 'every certificate of a principal revoked (break-glass)',
   'policy.principals.host-operator': 'the principals file changed on the host by its operator',
+  'pki.sign.api':
+    "a client certificate issued by the daemon for an admin (POST /v1/certificates, the console) for a certification request: only the request's public key is taken, the certificate is returned, no file is written",
+  'policy.principals.api': 'the principals file changed by the daemon for an admin: a principal mapped to a certificate signed through the API',
   'policy.file.loaded': 'a policy file (principals, endpoints) whose content the trail had not recorded was loaded; recorded with its sha256 and what changed before it took effect',
 
   // Fallbacks where a rule is reported but none was given.

@@ -6,10 +6,11 @@
  * Results are keyed (run, instance), so a restarted run claims only unfinished instances and never
  * counts one twice; aggregates are computed from the store once every instance is finished.
  */
+import { commandPrefix } from '../command-prefix';
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { AuditEventInput, AuditTrail } from '../audit';
-import { type Catalog, HELM_SAMPLE_SEED, type SampleMethod } from '../catalog';
+import { type Benchmark, type Catalog, type CheckResult, checkBenchmark, dataStatus, HELM_SAMPLE_SEED, type SampleMethod } from '../catalog';
 import type { EndpointPolicy, ReasoningEffort } from '../egress';
 import { isStoreUnavailable } from '../db';
 import { PolicyDenied, UserError, describeError } from '../errors';
@@ -126,6 +127,21 @@ function sampleSpec(method: SampleMethod, maxInstances: number): NonNullable<Run
   return method === 'helm' ? { method, seed: HELM_SAMPLE_SEED, maxInstances } : { method, maxInstances };
 }
 
+/**
+ * The first problem of a site-bound benchmark's binding, found by the pre-flight `ehrbench benchmarks
+ * check` runs (file, pin, encoding, sizes, columns, records, database, judges), or undefined. Shipped
+ * data is pinned by its definition and verified when the run is planned. A pinned site file is hashed
+ * here and again when the run is planned (it may change while a private run awaits its approval).
+ */
+async function bindingProblem(engine: Engine, benchmark: Benchmark): Promise<CheckResult | undefined> {
+  if (benchmark.definition.dataset.origin !== 'site' && dataStatus(benchmark) !== 'site') return undefined;
+  const report = await checkBenchmark(benchmark, {
+    env: process.env,
+    endpoints: () => ({ file: engine.endpoints.file, ids: engine.endpoints.endpoints.map((e) => e.id) }),
+  });
+  return report.checks.find((c) => c.status === 'problem');
+}
+
 /** Checks access and records a run. Throws PolicyDenied (after auditing the refusal) when denied. */
 export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRow> {
   if (req.maxOutputTokens !== undefined && !(Number.isInteger(req.maxOutputTokens) && req.maxOutputTokens >= 1 && req.maxOutputTokens <= 100_000)) {
@@ -157,16 +173,25 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
     ...(req.approvalId ? { approvalId: req.approvalId } : {}),
   };
   const decision = await engine.access.checkRun(ctx);
+  // Only for a caller the rules allow (the checks name the site's files): a bad binding is refused here,
+  // before a run row exists, instead of failing the run when it is planned.
+  const binding = decision.allowed ? await bindingProblem(engine, benchmark) : undefined;
   await engine.audit.record({
     type: 'run.request',
     action: 'C',
-    outcome: decision.allowed ? 'success' : 'denied',
-    rule: decision.rule,
-    reason: decision.reason,
+    outcome: decision.allowed && !binding ? 'success' : 'denied',
+    rule: binding ? 'run.binding-invalid' : decision.rule,
+    reason: binding ? `the ${binding.check} check of the benchmark's data binding failed (${binding.code ?? 'internal'})` : decision.reason,
     actor: req.requester,
     ...auditBase(ctx),
   });
   if (!decision.allowed) throw new PolicyDenied(decision.rule, decision.reason);
+  if (binding) {
+    throw new UserError(
+      binding.code ?? 'internal',
+      `benchmark ${d.id}: no run requested (rule run.binding-invalid): ${binding.detail} [${binding.code ?? 'internal'}]; "${commandPrefix()} benchmarks check ${d.id}" shows every check`,
+    );
+  }
   // The approval that allowed the run is bound to it and re-checked when it starts and per instance.
   const approvalId = decision.approval?.approvalId ?? req.approvalId;
   const irbProtocol = decision.approval?.protocolNumber ?? req.irbProtocol;
@@ -216,7 +241,7 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
 export async function executeRun(engine: Engine, runId: string, opts: ExecuteOptions = {}): Promise<RunSummary> {
   const { store, logger, settings } = engine;
   const run = await store.getRun(runId);
-  if (!run) throw new UserError('run.not-found', `run ${runId} does not exist; see "ehrbench runs list"`);
+  if (!run) throw new UserError('run.not-found', `run ${runId} does not exist; see "${commandPrefix()} runs list"`);
   if (run.status === 'completed') return summarize(engine, run);
   if (run.status !== 'approved' && run.status !== 'running') {
     throw new UserError('run.not-runnable', `run ${runId} is ${run.status}; only approved or interrupted runs can be executed`);

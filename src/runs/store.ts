@@ -384,6 +384,19 @@ export class RunStore {
     );
   }
 
+  /** The metrics whose every score of a finished instance lies in [0, 1]: a 95% interval can be given for them. */
+  async unitMetrics(runId: string): Promise<Set<string>> {
+    const rows = await this.db.query<{ metric: string }>(
+      `SELECT s.key AS metric
+         FROM run_items i CROSS JOIN LATERAL jsonb_each(COALESCE(i.scores, '{}'::jsonb)) AS s
+        WHERE i.run_id = $1::uuid AND i.state = 'done' AND jsonb_typeof(s.value) = 'number'
+        GROUP BY s.key
+       HAVING bool_and((s.value::text)::double precision BETWEEN 0 AND 1)`,
+      [runId],
+    );
+    return new Set(rows.map((r) => r.metric));
+  }
+
   /** Instances that failed for good, by the error code that failed them (most first). */
   async failureCauses(runId: string): Promise<{ code: string; n: number }[]> {
     const rows = await this.db.query<{ code: string | null; n: number }>(

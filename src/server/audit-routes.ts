@@ -19,6 +19,9 @@ export interface AuditQuery {
   actor?: string;
   type?: string;
   run?: string;
+  outcome?: string;
+  rule?: string;
+  export?: string;
 }
 
 /** The filter of an audit query (times normalised to UTC ISO-8601). */
@@ -29,6 +32,9 @@ export function auditFilter(q: AuditQuery): RecordFilter {
     ...(q.actor ? { actor: q.actor } : {}),
     ...(q.type ? { type: q.type } : {}),
     ...(q.run ? { runId: q.run } : {}),
+    ...(q.outcome ? { outcome: q.outcome } : {}),
+    ...(q.rule ? { rule: q.rule } : {}),
+    ...(q.export ? { exportId: q.export } : {}),
   };
 }
 
@@ -40,6 +46,9 @@ export function readDetail(filter: RecordFilter, extra: Record<string, string | 
     ...(filter.actor ? { actor: filter.actor } : {}),
     ...(filter.type ? { eventType: filter.type } : {}),
     ...(filter.runId ? { runId: filter.runId } : {}),
+    ...(filter.outcome ? { outcome: filter.outcome } : {}),
+    ...(filter.rule ? { rule: filter.rule } : {}),
+    ...(filter.exportId ? { exportId: filter.exportId } : {}),
     ...extra,
   };
 }
@@ -67,6 +76,9 @@ const QUERY_PROPERTIES = {
   actor: { type: 'string', maxLength: 160 },
   type: { type: 'string', maxLength: 60 },
   run: { type: 'string', maxLength: 60 },
+  outcome: { enum: ['success', 'failed', 'denied'] },
+  rule: { type: 'string', maxLength: 120 },
+  export: { type: 'string', maxLength: 60 },
 };
 
 export function registerAuditReviewRoutes(server: FastifyInstance, app: App, ops: Operations, schema: Schema): void {

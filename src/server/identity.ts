@@ -9,6 +9,7 @@
  * validity starts before it. Every other trusted CA is taken to be one ehrbench issues from, so a
  * certificate of it without a record is refused: deny by default, whichever file the CA came from.
  */
+import { commandPrefix } from '../command-prefix';
 import type { TLSSocket } from 'node:tls';
 import type { App } from '../app';
 import type { Queryable } from '../db';
@@ -76,7 +77,7 @@ export async function identify(app: App, socket: TLSSocket, opts: IdentifyOption
   if (!principal) return { ok: false, rule: 'identity.unknown-principal', reason: `certificate ${peer.commonName} is not mapped to an active principal`, peer };
   const issuedAt = await issueTime(app.db, peer, principal.id, opts);
   if (!issuedAt) {
-    const reason = `certificate ${peer.serial} of ${principal.id} has no issuance record: issue it with "ehrbench pki issue", or declare its CA in server.externalClientCaFiles`;
+    const reason = `certificate ${peer.serial} of ${principal.id} has no issuance record: issue it with "${commandPrefix()} pki issue", or declare its CA in server.externalClientCaFiles`;
     return { ok: false, rule: 'identity.unknown-certificate', reason, peer };
   }
   if (await isRevoked(app.db, peer, issuedAt, principal.id)) return { ok: false, rule: 'pki.certificate-revoked', reason: `certificate of ${principal.id} is revoked`, peer };

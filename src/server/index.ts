@@ -6,6 +6,7 @@
  * (src/server/denials.ts), request, header and idle timeouts, health and readiness, and a graceful
  * shutdown that stops the workers and seals the audit trail.
  */
+import { commandPrefix } from '../command-prefix';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Server as HttpServer } from 'node:http';
@@ -18,6 +19,7 @@ import { formatSchemaErrors, requestValidator } from '../config';
 import { type ErrorCode, errorEntry, PolicyDenied, UserError, describeError } from '../errors';
 import { type Caller, Operations } from '../operations';
 import { RunScheduler } from '../runs';
+import { registerBrowserSecurity } from '../console';
 import { enableProcessMetrics, metricsText, observeStore, restrictIds, startLocalListener } from '../observability';
 import { pemFingerprints, serviceActor } from '../identity';
 import { DenialLimiter } from './denials';
@@ -50,7 +52,7 @@ function readPem(file: string, what: string): string {
   } catch (err) {
     throw new UserError(
       'server.tls-file-missing',
-      `${file}: ${what} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); run "ehrbench pki init" or fix the server section of the config`,
+      `${file}: ${what} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); run "${commandPrefix()} pki init" or fix the server section of the config`,
     );
   }
 }
@@ -208,6 +210,9 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
     errorResponseBuilder: (_req, ctx) => new UserError('request.rate-limited', `more than ${ctx.max} requests in ${Math.round(ctx.ttl / 1000)} s; slow down`),
   });
 
+  // The browser's own threats (forged cross-site requests, framing, caching) and the console's pages.
+  let listening = 0;
+  await registerBrowserSecurity(server, app, { pages: cfg.console, serverCertPem: readPem(cfg.certFile, 'server certificate'), port: () => listening });
   registerRoutes(server, app, ops, scheduler, apiSchema);
   // Prometheus metrics for operators and auditors (a scraper gets a client certificate of its own).
   // Not audited when served: a scrape every few seconds would drown the trail, and metrics hold no
@@ -231,6 +236,7 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
   const stopped = await app.audit.checkWitnessedHead();
   await server.listen({ port, host });
   const address = server.server.address() as { port: number };
+  listening = address.port;
 
   let health: HttpServer | undefined;
   const healthPort = opts.healthPort ?? cfg.healthPort;

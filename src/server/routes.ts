@@ -2,10 +2,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { App } from '../app';
 import type { ApprovalChange, ApprovalInput } from '../access';
-import { loadCheckpoints, loadMacKeysIfPresent, loadWitnesses, type RecordFilter, streamRecordPages, streamRecords, trustedKeys, verifyAudit, type AuditRecord } from '../audit';
+import { chainOf, lastProbes, loadCheckpoints, loadMacKeysIfPresent, loadWitnesses, type RecordFilter, streamRecords, trustedKeys, verifyAudit, type AuditRecord } from '../audit';
 import type { Operations, RunRequestInput } from '../operations';
 import type { RunScheduler } from '../runs';
-import { readDetail, registerAuditReviewRoutes } from './audit-routes';
+import { type AuditQuery, auditFilter, readDetail, registerAuditReviewRoutes } from './audit-routes';
+import { registerConsoleApiRoutes } from './console-routes';
 
 type Schema = (name: string) => Record<string, unknown>;
 
@@ -86,9 +87,10 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
       templateHash: b.templateHash,
     })),
   );
-  server.get('/v1/endpoints', { schema: { response: responses(list(schema('api/endpoint-summary.schema.json'))) } }, async () =>
-    app.endpoints.endpoints.map((e) => ({ ...e, deployment: e.deployment ?? null, model: e.model ?? null })),
-  );
+  server.get('/v1/endpoints', { schema: { response: responses(list(schema('api/endpoint-summary.schema.json'))) } }, async () => {
+    const probes = await lastProbes(app.db);
+    return app.endpoints.endpoints.map((e) => ({ ...e, deployment: e.deployment ?? null, model: e.model ?? null, lastProbeAt: probes.get(e.id) ?? null }));
+  });
 
   server.get('/v1/audit/verify', { schema: { response: responses(schema('api/audit-report.schema.json')) } }, async (req) => {
     const actor = await ops.asAny(caller(req), ['compliance', 'auditor'], 'verifying the audit trail');
@@ -96,7 +98,8 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     const { witnesses, problems } = loadWitnesses(app.config.audit.witnessDirs);
     const macKeys = loadMacKeysIfPresent(app.config.keysDir);
     return verifyAudit({
-      records: streamRecordPages(app.db),
+      // PostgreSQL on a host with 4 cores or more: read and checked in parallel segments (worker threads); otherwise streamed.
+      ...chainOf(app.db),
       checkpoints: await loadCheckpoints(app.db),
       witnesses,
       witnessProblems: problems,
@@ -104,19 +107,13 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
       ...(macKeys ? { macKeys } : {}),
     });
   });
-  server.get<{ Querystring: { since?: string; until?: string; actor?: string; type?: string; run?: string; limit?: number } }>(
+  server.get<{ Querystring: AuditQuery & { limit?: number } }>(
     '/v1/audit/events',
     { schema: { querystring: query('api/audit-query.schema.json'), response: responses(list(schema('api/audit-event.record.schema.json'))) } },
     async (req) => {
       const actor = await ops.asAny(caller(req), ['compliance', 'auditor'], 'reading the audit trail');
       const q = req.query;
-      const filter: RecordFilter = {
-        ...(q.since ? { since: new Date(q.since).toISOString() } : {}),
-        ...(q.until ? { until: new Date(q.until).toISOString() } : {}),
-        ...(q.actor ? { actor: q.actor } : {}),
-        ...(q.type ? { type: q.type } : {}),
-        ...(q.run ? { runId: q.run } : {}),
-      };
+      const filter: RecordFilter = auditFilter(q);
       await app.audit.record({ type: 'audit.read', action: 'R', outcome: 'success', rule: 'audit.read.api', reason: 'search', actor, detail: readDetail(filter, { limit: q.limit ?? 100 }) });
       const found: AuditRecord[] = [];
       for await (const r of streamRecords(app.db, filter)) {
@@ -128,6 +125,7 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
   );
 
   registerAuditReviewRoutes(server, app, ops, schema);
+  registerConsoleApiRoutes(server, app, ops, schema);
 
   // Exports: the only door out. Request (researcher), review (compliance), release (compliance, not the
   // requester), download (requester or compliance). Bundles travel as text, byte for byte as signed.

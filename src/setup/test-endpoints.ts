@@ -13,6 +13,7 @@
  *                            as TEST by `endpoints list` and `runs show`; a warning in the daemon log at
  *                            start-up.
  */
+import { commandPrefix } from '../command-prefix';
 import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { readJsonFile } from '../config';
 
@@ -31,7 +32,7 @@ export function testEndpointDefinitions(port: number): Record<string, unknown>[]
     auth: { type: 'none' },
     test: true,
   };
-  const described = (tier: string) => `${TEST_ENDPOINT_DESCRIPTION} (${tier} tier; serve it with "ehrbench demo-server")`;
+  const described = (tier: string) => `${TEST_ENDPOINT_DESCRIPTION} (${tier} tier; serve it with "${commandPrefix()} demo-server")`;
   return [
     { id: 'test-public', description: described('public'), ...loopback, classification: { inVpc: true, baa: false, maxTier: 'public', development: true } },
     {

@@ -19,12 +19,13 @@ export const TEST_PRINCIPALS = [
  * A port for a server a test configures before it starts (the demo model server's port is written into
  * the config first). Probing with listen(0) and closing hands out an ephemeral port that any parallel
  * test's listen(0) may take before ours binds it; these ports come from below the ephemeral range
- * (32768+), a block of 500 per jest worker, so neither another worker nor an ephemeral socket gets them.
+ * (32768+), a block of 500 per jest worker and process, so neither another worker nor an ephemeral socket gets them.
  */
 let nextPort = 0;
 export async function freePort(): Promise<number> {
-  const worker = Number(process.env.JEST_WORKER_ID ?? '1');
-  const base = 20_000 + ((worker - 1) % 24) * 500;
+  // The jest worker and the process: two jest runs at once (each with workers 1 and 2) get other blocks.
+  const worker = Number(process.env.JEST_WORKER_ID ?? '1') - 1 + process.ppid + process.pid;
+  const base = 20_000 + (worker % 24) * 500;
   for (let tries = 0; tries < 500; tries++) {
     const port = base + (nextPort++ % 500);
     if (await canListen(port)) return port;

@@ -57,7 +57,7 @@ describe('ehrbench benchmarks check', () => {
     expect(line(r.stdout, 'site-data')).toBe(`ok site-data ${site}`);
     expect(line(r.stdout, 'source')).toBe(`ok source csv ${join(h, 'clear.csv')} (benchmarks.clear.source)`);
     expect(line(r.stdout, 'file')).toBe(`ok file ${join(h, 'clear.csv')}: readable, ${CLEAR.length} bytes`);
-    expect(line(r.stdout, 'sha256')).toBe('ok sha256 not pinned; "ehrbench benchmarks check clear --pin" prints the value for benchmarks.clear.source.sha256');
+    expect(line(r.stdout, 'sha256')).toBe('ok sha256 not pinned; "npx ehrbench benchmarks check clear --pin" prints the value for benchmarks.clear.source.sha256');
     expect(line(r.stdout, 'encoding')).toBe('ok encoding utf-8 (the default)');
     expect(line(r.stdout, 'size')).toBe('ok size every record within 16777216 bytes (catalog.maxRecordBytes), every instance within 1048576 (catalog.maxInstanceBytes)');
     expect(line(r.stdout, 'columns')).toBe('ok columns text, condition, result_human');
@@ -151,7 +151,7 @@ describe('ehrbench benchmarks check', () => {
     bind(h, { aci_bench: { jury: { judges: [DEMO_ENDPOINT_ID, 'judge-nowhere'] } } });
     const unknown = cli(['benchmarks', 'check', 'aci_bench'], { EHRBENCH_HOME: h });
     expect(line(unknown.stdout, 'judges')).toBe(
-      `PROBLEM judges judge "judge-nowhere" (benchmarks.aci_bench.jury.judges in ${join(h, 'site-data.json')}) is not in the endpoint allowlist ${join(h, 'access-policies', 'endpoints.json')}; see "ehrbench endpoints list" [endpoint.unknown]`,
+      `PROBLEM judges judge "judge-nowhere" (benchmarks.aci_bench.jury.judges in ${join(h, 'site-data.json')}) is not in the endpoint allowlist ${join(h, 'access-policies', 'endpoints.json')}; see "npx ehrbench endpoints list" [endpoint.unknown]`,
     );
     bind(h, { aci_bench: { jury: { judges: [DEMO_ENDPOINT_ID] } } });
     const ok = cli(['benchmarks', 'check', 'aci_bench'], { EHRBENCH_HOME: h });
@@ -216,6 +216,6 @@ describe('what the catalog commands say about site data', () => {
     bind(h, { shc_ptbm_med: { source: { type: 'omop-note', connection: { env: 'EHRBENCH_OMOP_URL' }, schema: 'cdm' } } });
     const r = cli(['benchmarks', 'show', 'shc_ptbm_med'], { EHRBENCH_HOME: h });
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain(`Data: bound by ${join(h, 'site-data.json')} (omop-note): omop:cdm.note; bound, not checked: run "ehrbench benchmarks check shc_ptbm_med"`);
+    expect(r.stdout).toContain(`Data: bound by ${join(h, 'site-data.json')} (omop-note): omop:cdm.note; bound, not checked: run "npx ehrbench benchmarks check shc_ptbm_med"`);
   });
 });

@@ -398,7 +398,7 @@ run('OMOP CDM note source on PostgreSQL', () => {
     const err = await failure(collect(catalog(), { TEST_OMOP_URL: url }));
     expect(err.code).toBe('omop.notes-changed');
     expect(err.message).toMatch(
-      /^benchmark shc_ptbm_med \(OMOP source in .*\): the notes read differ from source\.noteIdsSha256 \(benchmarks\.shc_ptbm_med in .*\); the note table changed since it was pinned \(an ETL refresh that renumbers or rewrites notes\), so labels keyed by note_id may pair with other notes: check the labels against the new note_ids, then pin again with "ehrbench benchmarks check shc_ptbm_med --pin"$/,
+      /^benchmark shc_ptbm_med \(OMOP source in .*\): the notes read differ from source\.noteIdsSha256 \(benchmarks\.shc_ptbm_med in .*\); the note table changed since it was pinned \(an ETL refresh that renumbers or rewrites notes\), so labels keyed by note_id may pair with other notes: check the labels against the new note_ids, then pin again with "npx ehrbench benchmarks check shc_ptbm_med --pin"$/,
     );
     const after = check();
     expect(after.status).toBe(1);

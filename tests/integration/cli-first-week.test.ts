@@ -59,7 +59,7 @@ describe('a local run', () => {
       child.kill('SIGINT');
       const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
       expect(code).toBe(130);
-      const hint = /interrupted; resume with: ehrbench runs resume ([0-9a-f-]{36})\n$/.exec(stderr);
+      const hint = /interrupted; resume with: npx ehrbench runs resume ([0-9a-f-]{36})\n$/.exec(stderr);
       expect(hint).not.toBeNull();
       const runId = hint?.[1] as string;
 

@@ -106,7 +106,7 @@ describe('init', () => {
     expect(r.code).toBe(0);
     const next = r.stdout.slice(r.stdout.indexOf('next steps:'));
     expect(next).toContain(`export EHRBENCH_HOME=${fresh}`);
-    for (const command of ['ehrbench demo', 'ehrbench benchmarks list', 'ehrbench pki init', 'ehrbench serve']) expect(next).toContain(`  ${command} `);
+    for (const command of ['npx ehrbench demo', 'npx ehrbench benchmarks list', 'npx ehrbench pki init', 'npx ehrbench serve']) expect(next).toContain(`  ${command} `);
   });
 });
 

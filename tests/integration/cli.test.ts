@@ -81,7 +81,7 @@ describe('ehrbench CLI', () => {
   it('tells a fresh machine to run init first', () => {
     const r = cli(['runs', 'list'], { EHRBENCH_HOME: join(tempDir('cli'), 'missing') });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^ehrbench: .*config\.json: no configuration found; run "ehrbench init" first/);
+    expect(r.stderr).toMatch(/^ehrbench: .*config\.json: no configuration found; run "npx ehrbench init" first/);
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 
@@ -100,6 +100,6 @@ describe('ehrbench CLI', () => {
     initHome({ home });
     const r = cli(['run', '--benchmark', 'nope', '--endpoint', 'demo-loopback'], { EHRBENCH_HOME: home });
     expect(r.code).toBe(1);
-    expect(r.stderr).toBe('ehrbench: unknown benchmark "nope"; see "ehrbench benchmarks list"\n');
+    expect(r.stderr).toBe('ehrbench: unknown benchmark "nope"; see "npx ehrbench benchmarks list"\n');
   });
 });

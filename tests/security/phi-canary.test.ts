@@ -618,7 +618,8 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
           // error message quotes the field (the SSN) it was reading.
           const last = broken[1] as CanaryRecord;
           brokenCsv = csvOf(broken).replace(`"${last.ssn}"`, `${last.ssn} "unverified"`);
-          writeFileSync(join(dataDir, 'broken.csv'), brokenCsv);
+          // Valid when the run is requested (the request checks the binding); broken before it is planned.
+          writeFileSync(join(dataDir, 'broken.csv'), csvOf(broken));
           const bindings: Record<string, unknown> = {
             site_canary: { source: { type: 'csv', path: 'site-data/canary.csv' }, columns: { note: 'NOTE_TEXT' } },
             site_canary_broken: { source: { type: 'csv', path: 'site-data/broken.csv' }, columns: { note: 'NOTE_TEXT' } },
@@ -688,8 +689,18 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
       expect(run.counts.failed).toBeGreaterThanOrEqual(1);
       expect(run.counts.done).toBeGreaterThanOrEqual(11);
 
-      // A run on the malformed file fails, and says why without quoting the file.
+      // A run whose file turns malformed while it awaits approval fails, and says why without quoting the file.
       const brokenReq = await api('alice', 'POST', '/v1/runs', { benchmarkId: 'site_canary_broken', endpointId: 'vpc-private', approvalId });
+      expect(brokenReq.json.status).toBe('requested');
+      writeFileSync(join(t.home.home, 'site-data', 'broken.csv'), brokenCsv);
+      // A new request on the malformed file is refused before any run exists: the requester is told the
+      // daemon cannot serve it, without the file, the record or the parser's words (the log has the code).
+      const runsBefore = (await t.app.engine.store.listRuns(1000)).length;
+      const refused = await api('alice', 'POST', '/v1/runs', { benchmarkId: 'site_canary_broken', endpointId: 'vpc-private', approvalId });
+      expect(refused.status).toBe(503);
+      expect(refused.json).toMatchObject({ error: 'service.unavailable' });
+      expect((await t.app.engine.store.listRuns(1000)).length).toBe(runsBefore);
+      expect(await t.app.db.query("SELECT 1 FROM audit_events WHERE event_type = 'run.request' AND rule = 'run.binding-invalid'")).toHaveLength(1);
       expect((await api('carol', 'POST', `/v1/runs/${brokenReq.json.runId}/approve`, {})).status).toBe(200);
       const brokenRun = await waitForRun(t, brokenReq.json.runId as string, captured);
       expect(brokenRun.status).toBe('failed');

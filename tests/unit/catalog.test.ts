@@ -90,7 +90,7 @@ describe('built-in catalog', () => {
   });
 
   it('refuses an unknown benchmark id with a pointer to the list', () => {
-    expect(() => catalog.get('nope')).toThrow(/unknown benchmark "nope"; see "ehrbench benchmarks list"/);
+    expect(() => catalog.get('nope')).toThrow(/unknown benchmark "nope"; see "npx ehrbench benchmarks list"/);
   });
 });
 

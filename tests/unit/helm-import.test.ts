@@ -131,7 +131,7 @@ describe("HELM's MedHELM run-entry files (.conf)", () => {
     expect(medqa?.configure).toEqual([
       'an endpoint serving deepseek-ai/deepseek-r1 (HELM deployment stanfordhealthcare/deepseek-r1)',
       'run with --max-output-tokens 4000',
-      'benchmarks.med_qa.source in the site data file (csv or jsonl; see ehrbench benchmarks show med_qa)',
+      'benchmarks.med_qa.source in the site data file (csv or jsonl; see npx ehrbench benchmarks show med_qa)',
     ]);
   });
 
@@ -142,7 +142,7 @@ describe("HELM's MedHELM run-entry files (.conf)", () => {
     expect(ehrshot?.settings).toEqual({ subject: 'lab_anemia', max_length: '100000', data_path: '/share/pi/nigam/data/medhelm/ehrshot/meds/' });
     expect(ehrshot?.configure).toContain('subject lab_anemia: one site data file per subject (HELM runs each subject separately and averages them)');
     expect(ehrshot?.configure).toContain(
-      'benchmarks.ehrshot.source in the site data file (HELM read data_path /share/pi/nigam/data/medhelm/ehrshot/meds/; csv or jsonl; see ehrbench benchmarks show ehrshot)',
+      'benchmarks.ehrshot.source in the site data file (HELM read data_path /share/pi/nigam/data/medhelm/ehrshot/meds/; csv or jsonl; see npx ehrbench benchmarks show ehrshot)',
     );
     const medalign = gated.find((e) => e.runSpec === 'medalign');
     expect(medalign?.configure).toContain('judges: jury.judges in the site data file (HELM: the default judges.yaml)');
@@ -163,7 +163,7 @@ describe("HELM's MedHELM run-entry files (.conf)", () => {
       modelDeployment: 'huggingface/qwen2.5-7b-instruct',
       settings: { config_path: 'llm_jury_score_demo.yaml' },
     });
-    expect(entry?.configure).toContain(`import it first: ehrbench benchmarks import-helm ${join(dir, 'llm_jury_score_demo.yaml')} --out DIR --category C --subcategory S`);
+    expect(entry?.configure).toContain(`import it first: npx ehrbench benchmarks import-helm ${join(dir, 'llm_jury_score_demo.yaml')} --out DIR --category C --subcategory S`);
   });
 
   it('refuses a file that is not a run-entries file, naming the file and line', () => {

@@ -67,3 +67,13 @@ describe('the heat map', () => {
     bands.forEach((m) => expect(Number(m[2])).toBeGreaterThanOrEqual((m[3] as string).length * 6.6));
   });
 });
+
+describe('the heat map of a single benchmark', () => {
+  it('is wide enough for its legend (a narrow table does not cut it off)', () => {
+    const table = toScoreTable({ benchmarks: [{ id: 'b', displayName: 'B', lowerIsBetter: false }], models: ['m'], scores: { m: { b: 0.5 } } }, 'inline');
+    const svg = heatmapSvg(table, leaderboardOf(table));
+    const width = Number(svg.match(/<svg [^>]*width="([\d.]+)"/)![1]);
+    const label = [...svg.matchAll(/<text x="([\d.]+)" y="[\d.]+">no direction<\/text>/g)][0]!;
+    expect(Number(label[1]) + 'no direction'.length * 6.6).toBeLessThanOrEqual(width);
+  });
+});

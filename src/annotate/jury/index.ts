@@ -15,6 +15,7 @@
  * A judge call that fails (HTTP error, timeout) drops that judge in `helm` mode, as HELM does; in
  * `corrected` mode it fails the instance so it is retried, rather than quietly scoring it lower.
  */
+import { commandPrefix } from '../../command-prefix';
 import { renderTemplate } from '../../catalog';
 import type { Benchmark, Instance } from '../../catalog';
 import { type Completion, ModelCallError, type SendablePrompt } from '../../calls';
@@ -107,7 +108,7 @@ export async function annotateWithJury(prediction: string, instance: Instance, c
   const jury = b.definition.jury;
   if (!jury || b.juryTemplate === undefined) throw new UserError('benchmark.invalid', `benchmark ${b.definition.id}: jury metrics without a jury block`);
   const listed = b.judges ?? [];
-  if (listed.length === 0) throw new UserError('jury.no-judges', `benchmark ${b.definition.id}: no judge endpoints configured; see "ehrbench benchmarks show ${b.definition.id}"`);
+  if (listed.length === 0) throw new UserError('jury.no-judges', `benchmark ${b.definition.id}: no judge endpoints configured; see "${commandPrefix()} benchmarks show ${b.definition.id}"`);
   // Judges of the evaluated model's own family are left out (unless the site allows them).
   const positions = listed.map((_, i) => i).filter((i) => b.jurySameFamily === 'allow' || !ctx.judges.sameFamily(listed[i] as string));
   const judges = positions.map((i) => listed[i] as string);

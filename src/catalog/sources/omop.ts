@@ -11,6 +11,7 @@
  * name the source, the SQLSTATE and, for a missing table or column, which one (from the catalog,
  * never from the server's message); never a value.
  */
+import { commandPrefix } from '../../command-prefix';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import pg from 'pg';
@@ -80,7 +81,7 @@ export async function readLabels(spec: OmopNoteSourceSpec, label: string, opts: 
 export function labelsChanged(spec: OmopNoteSourceSpec, label: string, opts: OmopReadOptions): UserError {
   return new UserError(
     'dataset.hash-mismatch',
-    `${label}: the labels file ${spec.labels?.path} differs from source.labelsSha256 (${opts.bindingAt}); restore it, or check it against the notes and pin again with "ehrbench benchmarks check ${opts.benchmarkId} --pin"`,
+    `${label}: the labels file ${spec.labels?.path} differs from source.labelsSha256 (${opts.bindingAt}); restore it, or check it against the notes and pin again with "${commandPrefix()} benchmarks check ${opts.benchmarkId} --pin"`,
   );
 }
 
@@ -266,7 +267,7 @@ export async function notesPin(client: pg.Client, spec: OmopNoteSourceSpec, labe
 export function notesChanged(label: string, opts: OmopReadOptions): UserError {
   return new UserError(
     'omop.notes-changed',
-    `${label}: the notes read differ from source.noteIdsSha256 (${opts.bindingAt}); the note table changed since it was pinned (an ETL refresh that renumbers or rewrites notes), so labels keyed by note_id may pair with other notes: check the labels against the new note_ids, then pin again with "ehrbench benchmarks check ${opts.benchmarkId} --pin"`,
+    `${label}: the notes read differ from source.noteIdsSha256 (${opts.bindingAt}); the note table changed since it was pinned (an ETL refresh that renumbers or rewrites notes), so labels keyed by note_id may pair with other notes: check the labels against the new note_ids, then pin again with "${commandPrefix()} benchmarks check ${opts.benchmarkId} --pin"`,
   );
 }
 

@@ -4,6 +4,7 @@
  * creates no run and opens no store. The allowlist is loaded here, only for a jury benchmark, so that
  * the catalog commands load no egress code (tests/integration/catalog-modules.test.ts).
  */
+import { commandPrefix } from '../../command-prefix';
 import { existsSync } from 'node:fs';
 import { type Catalog, type CheckReport, type CheckResult, checkBenchmark } from '../../catalog';
 import type { Config } from '../../config';
@@ -33,7 +34,7 @@ export async function siteCheck(input: SiteCheckInput): Promise<CheckReport> {
   const site: CheckResult = {
     check: 'site-data',
     status: 'ok',
-    detail: siteFile && existsSync(siteFile) ? siteFile : `${siteFile ?? 'no configuration yet ("ehrbench init")'}: no site data file; nothing is bound`,
+    detail: siteFile && existsSync(siteFile) ? siteFile : `${siteFile ?? `no configuration yet ("${commandPrefix()} init")`}: no site data file; nothing is bound`,
   };
   const report = await checkBenchmark(b, { env: input.io.env, endpoints: () => allowlist(input.config), pin: input.pin });
   return { ...report, checks: [site, ...report.checks] };
@@ -41,7 +42,7 @@ export async function siteCheck(input: SiteCheckInput): Promise<CheckReport> {
 
 /** The ids in the endpoint allowlist, or why it cannot be read. */
 function allowlist(config: Config | undefined): { file: string; ids: string[] } | UserError {
-  if (!config) return new UserError('config.missing', 'no configuration, so no endpoint allowlist to check the judges against; run "ehrbench init" first');
+  if (!config) return new UserError('config.missing', `no configuration, so no endpoint allowlist to check the judges against; run "${commandPrefix()} init" first`);
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { loadEndpointPolicy } = require('../../egress') as typeof import('../../egress');
   try {

@@ -1,3 +1,4 @@
+import { commandPrefix } from '../../command-prefix';
 import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
 import { CATEGORIES, Catalog, dataStatus, importHelmBenchmark, loadBenchmark, mapHelmRunEntries, type Benchmark, type RunEntriesReport, TAXONOMY } from '../../catalog';
@@ -100,7 +101,7 @@ function dataSection(b: Benchmark): string[] {
     lines.push(`Data: shipped with ehrbench (${d.dataset.format}, ${d.dataset.files?.length ?? 0} file(s)); source ${d.dataset.source ?? '-'}; licence ${d.dataset.license ?? '-'}`);
   } else if (status === 'site') {
     // Bound is not readable: the file, the connection or the labels may still be missing.
-    lines.push(`Data: bound by ${b.siteFile} (${b.site?.source?.type}): ${b.dataPath}; bound, not checked: run "ehrbench benchmarks check ${d.id}"`);
+    lines.push(`Data: bound by ${b.siteFile} (${b.site?.source?.type}): ${b.dataPath}; bound, not checked: run "${commandPrefix()} benchmarks check ${d.id}"`);
   } else {
     lines.push(`Data: NOT CONFIGURED. ${d.id} runs on data this site supplies.`);
   }
@@ -306,7 +307,7 @@ export function benchmarksCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs>
                 `  metrics: ${report.metrics.join(', ')}${report.skipped.length ? `; not available here: ${report.skipped.join(', ')}` : ''}`,
                 `  data: ${report.dataset} (pinned by sha256; not copied)`,
                 ...(report.judgesNeeded ? [`  judges: name them under benchmarks.${report.id}.jury.judges in the site data file`] : []),
-                `  make sure ${args.out} is listed in catalog.dirs of the config, then: ehrbench benchmarks show ${report.id}`,
+                `  make sure ${args.out} is listed in catalog.dirs of the config, then: ${commandPrefix()} benchmarks show ${report.id}`,
               ].join('\n') + '\n',
             );
           },

@@ -4,6 +4,7 @@
  * endpoint and the test endpoints of `ehrbench init --test-endpoints` point at it. It listens on
  * 127.0.0.1 only, with the certificate init issued from the development CA.
  */
+import { commandPrefix } from '../../command-prefix';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CommandModule } from 'yargs';
@@ -40,7 +41,7 @@ export function demoServerCommand(io: Io): CommandModule<GlobalArgs, DemoServerA
       const cert = join(config.keysDir, 'demo-model-server.pem');
       const key = join(config.keysDir, 'demo-model-server.key.pem');
       for (const file of [cert, key]) {
-        if (!existsSync(file)) throw new UserError('demo.keys-missing', `${file} does not exist; run "ehrbench init" to create the stand-in's certificate`);
+        if (!existsSync(file)) throw new UserError('demo.keys-missing', `${file} does not exist; run "${commandPrefix()} init" to create the stand-in's certificate`);
       }
       const forWhom = served.length ? `for endpoints ${served.join(', ')}` : `for no endpoint of ${policy.file} (none points at port ${port})`;
       await serveInForeground({

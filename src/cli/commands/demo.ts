@@ -1,3 +1,4 @@
+import { commandPrefix } from '../../command-prefix';
 import type { CommandModule } from 'yargs';
 import { runDemo } from '../../demo';
 import type { RunProgress } from '../../runs';
@@ -40,7 +41,7 @@ export function demoCommand(io: Io): CommandModule<GlobalArgs, DemoArgs> {
       io.stdout('\nehrbench demo: public MedHELM benchmarks through the full pipeline\n');
       io.stdout('(the model is a deterministic loopback stand-in: these scores only show the pipeline works)\n\n');
       printSummaries(io, result.summaries);
-      io.stdout(`\nresults are in the store (${result.store}); see "ehrbench runs show <run id>"\n`);
+      io.stdout(`\nresults are in the store (${result.store}); see "${commandPrefix()} runs show <run id>"\n`);
     },
   };
 }

@@ -3,6 +3,7 @@
  * (compliance, never the requester) -> download; `verify` checks a bundle anywhere, with only the
  * site's public key (no database, no configuration).
  */
+import { commandPrefix } from '../../command-prefix';
 import { readFileSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
 import { UserError } from '../../errors';
@@ -70,7 +71,7 @@ function printExport(io: Io, view: ExportView): void {
   const c = previewOf(view);
   io.stdout(
     [
-      `export ${view.exportId}: ${view.state}${view.releasedBy ? ` by ${view.releasedBy} at ${view.releasedAt}` : ' (awaits a compliance officer: "ehrbench export release <id>")'}`,
+      `export ${view.exportId}: ${view.state}${view.releasedBy ? ` by ${view.releasedBy} at ${view.releasedAt}` : ` (awaits a compliance officer: "${commandPrefix()} export release ${view.exportId}")`}`,
       `  requested by ${view.requestedBy} on ${c.requestedOn}; ${c.runIds.length} run(s); tier ${c.tier}${c.irbProtocol ? `; IRB protocol ${c.irbProtocol}` : ''}`,
       `  disclosure: k = ${c.disclosure.k}, counts as ranges of ${c.disclosure.countRangeWidth}, complementary suppression, ${'valueResolution' in c.disclosure ? `values to 1/D with D <= the low end of the range (at most ${c.disclosure.valueDecimals} decimals), intervals for the range` : `${c.disclosure.valueDecimals} decimals`}`,
       `  content sha256 ${view.contentSha256}${view.bundleSha256 ? `; bundle sha256 ${view.bundleSha256}` : ''}`,
@@ -104,7 +105,7 @@ export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           handler: async (args) => {
             const view = await withClient(args, io, (c) => c.requestExport(list(args.runs)));
             if (args.json) return printJson(io, viewJson(view));
-            io.stdout(`export ${view.exportId} requested; a compliance officer reviews it with "ehrbench export show ${view.exportId}"\n`);
+            io.stdout(`export ${view.exportId} requested; a compliance officer reviews it with "${commandPrefix()} export show ${view.exportId}"\n`);
           },
         })
         .command<ClientArgs & { id: string }>({

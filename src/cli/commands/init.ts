@@ -1,3 +1,4 @@
+import { commandPrefix } from '../../command-prefix';
 import { join, resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
 import { dataHome } from '../../paths';
@@ -23,11 +24,13 @@ function nextSteps(report: InitReport, env: NodeJS.ProcessEnv): string[] {
   return [
     'next steps:',
     ...(home !== dataHome(env) ? [`  export EHRBENCH_HOME=${home}     (or pass --config ${join(home, 'config.json')})`] : []),
-    '  ehrbench demo                 the public benchmarks end to end against a loopback stand-in',
-    '  ehrbench benchmarks list      the catalog, and which benchmarks need your data',
-    ...(report.testEndpoints ? ['  ehrbench demo-server          serve the test endpoints (loopback stand-in) in the foreground'] : []),
-    "  ehrbench pki init             the site CA and the daemon's certificate; then: ehrbench pki issue",
-    '  ehrbench serve                the daemon: HTTPS with mutual TLS, and workers',
+    ...[
+      ['demo', 'the public benchmarks end to end against a loopback stand-in'],
+      ['benchmarks list', 'the catalog, and which benchmarks need your data'],
+      ...(report.testEndpoints ? [['demo-server', 'serve the test endpoints (loopback stand-in) in the foreground']] : []),
+      ['pki init', `the site CA and the daemon's certificate; then: ${commandPrefix()} pki issue`],
+      ['serve', 'the daemon: HTTPS with mutual TLS, and workers'],
+    ].map(([command, what]) => `  ${`${commandPrefix()} ${command}`.padEnd(29)} ${what}`),
   ];
 }
 

@@ -2,16 +2,16 @@
  * `ehrbench pki sign`: a client certificate for a certification request, so that the holder's private
  * key never exists on the daemon's host (the recommended way; `pki issue` makes the key here, for
  * convenience). Audited like `pki issue`: the pki.issue event and the issuance record commit before the
- * certificate file is written, and the principal is mapped in principals.json the same way.
+ * certificate file is written, and the principal is mapped in principals.json the same way. The
+ * signing is src/certificates' (the daemon's POST /v1/certificates signs the same way).
  */
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
-import { type PrincipalRole, loadPrincipals, savePrincipals } from '../../access';
-import type { App } from '../../app';
+import type { PrincipalRole } from '../../access';
+import { safeCode, signOnHost } from '../../certificates';
 import { UserError } from '../../errors';
-import { csrPublicKey, hostOperator, IssuedCertificates, type PreparedSignedClient, prepareCsrCertificate, writeSignedCertificate } from '../../identity';
+import { csrPublicKey, hostOperator } from '../../identity';
 import { type GlobalArgs, withApp } from '../context';
-import { issuanceFailed, mapToSiteCa, recordMapping, safeCode } from './pki-mapping';
 import { type Io, printJson } from '../output';
 
 export const ROLES = ['admin', 'researcher', 'compliance', 'auditor'] as const;
@@ -33,59 +33,12 @@ export interface SignArgs extends GlobalArgs {
   out?: string;
 }
 
-export interface SignedClient {
-  certFile: string;
-  serial: string;
-  issuerFingerprint: string;
-  publicKeySha256: string;
-}
-
 function readRequest(file: string): { file: string; pem: string } {
   try {
     return { file, pem: readFileSync(file, 'utf8') };
   } catch (err) {
     throw new UserError('pki.csr-invalid', `${file}: the certificate signing request cannot be read (${safeCode(err)})`);
   }
-}
-
-async function sign(app: App, args: SignArgs, request: { file: string; pem: string }): Promise<SignedClient> {
-  const file = app.config.policies.principals;
-  const principals = loadPrincipals(file).principals.map((p) => ({ ...p }));
-  const existing = principals.find((p) => p.id === args.principal);
-  if (!existing && !args.role) throw new UserError('cli.usage', `principal ${args.principal} is new: give its --role`);
-  // Checked and made in memory first: a refused request leaves no trace but its one line.
-  const prepared: PreparedSignedClient = prepareCsrCertificate(app.config.pkiDir, request, args.principal, args.role ?? existing?.roles[0] ?? 'researcher', args.days, args.out);
-  if (existsSync(prepared.certFile)) throw new UserError('pki.already-written', `${prepared.certFile} already exists; an issued certificate is never overwritten (choose another --out)`);
-  const operator = hostOperator();
-  // The event and the issuance record commit together, before the certificate exists anywhere but here.
-  await app.db.transaction(async (tx) => {
-    await app.audit.recordIn(tx, {
-      type: 'pki.issue',
-      action: 'C',
-      outcome: 'success',
-      rule: 'pki.sign.host-operator',
-      actor: operator,
-      detail: { principal: args.principal, serial: prepared.serial, days: args.days, publicKeySha256: prepared.publicKeySha256 },
-    });
-    await new IssuedCertificates(tx).record(prepared, args.principal, operator.principal);
-  });
-  const target = mapToSiteCa(principals, args.principal, args.role, prepared.issuerFingerprint);
-  await recordMapping(app, operator, target);
-  const issuance = { principal: args.principal, serial: prepared.serial, where: prepared.certFile, left: 'no certificate was left, principals.json is unchanged' };
-  const failed = (step: string, err: unknown) => issuanceFailed(app, operator, issuance, step, err);
-  try {
-    writeSignedCertificate(prepared);
-  } catch (err) {
-    return failed('writing the certificate', err);
-  }
-  try {
-    savePrincipals(file, principals);
-  } catch (err) {
-    rmSync(prepared.certFile, { force: true });
-    return failed('mapping the certificate in principals.json', err);
-  }
-  const { certPem: _pem, ...out } = prepared;
-  return out;
 }
 
 export function pkiSignCommand(io: Io): CommandModule<GlobalArgs, SignArgs> {
@@ -106,7 +59,12 @@ export function pkiSignCommand(io: Io): CommandModule<GlobalArgs, SignArgs> {
       const request = readRequest(args.csr);
       // A request that is refused is refused before any store is opened (checked again when signed).
       csrPublicKey(request.file, request.pem);
-      const out = await withApp(args, io, (app) => sign(app, args, request), { announceStore: true });
+      const out = await withApp(
+        args,
+        io,
+        (app) => signOnHost(app, { principal: args.principal, ...(args.role ? { role: args.role } : {}), days: args.days, request, ...(args.out ? { out: args.out } : {}) }, hostOperator()),
+        { announceStore: true },
+      );
       if (args.json) return printJson(io, out);
       io.stdout(`certificate ${out.certFile}\nserial      ${out.serial}\nkey sha256  ${out.publicKeySha256}\nsend the certificate to its holder; their key stays where the request was made\n`);
     },

@@ -6,12 +6,12 @@ import { loadConfig } from '../../config';
 import { UserError } from '../../errors';
 import type { App } from '../../app';
 import { streamRecords } from '../../audit';
+import { issuanceFailed, mapToSiteCa, recordMapping } from '../../certificates';
 import { certificateFingerprint, hostOperator, IssuedCertificates, siteClientCertificates } from '../../identity';
 import { initSitePki, type IssuedClient, prepareClientCertificate, removeClientCertificate, writeClientCertificate } from '../../identity';
 import { Operations } from '../../operations';
 import { type GlobalArgs, withApp } from '../context';
 import { type Io, printJson } from '../output';
-import { issuanceFailed, mapToSiteCa, recordMapping } from './pki-mapping';
 import { checkDays, pkiSignCommand } from './pki-sign';
 
 interface IssueArgs extends GlobalArgs {

@@ -1,3 +1,4 @@
+import { commandPrefix } from '../../command-prefix';
 import type { CommandModule } from 'yargs';
 import type { App } from '../../app';
 import { UserError, errorEntry } from '../../errors';
@@ -91,7 +92,10 @@ async function runHere(app: App, args: RunArgs, io: Io): Promise<RunSummary & { 
   const ops = new Operations(app);
   const view = await ops.requestRun(localCaller(app), runInput(args));
   if (view.status === 'requested') {
-    throw new UserError('run.awaiting-approval', `run ${view.runId} waits for a compliance officer's approval ("ehrbench runs approve ${view.runId}"); then "ehrbench runs resume ${view.runId}"`);
+    throw new UserError(
+      'run.awaiting-approval',
+      `run ${view.runId} waits for a compliance officer's approval ("${commandPrefix()} runs approve ${view.runId}"); then "${commandPrefix()} runs resume ${view.runId}"`,
+    );
   }
   return executeHere(app, view.runId, view.benchmarkId, args, io);
 }
@@ -208,7 +212,7 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           handler: async (args) => {
             const run = await withClient(args, io, (c) => c.requestRun(runInput(args)));
             if (args.json) return printJson(io, run);
-            io.stdout(`run ${run.runId} ${run.status}${run.status === 'requested' ? ': waits for a compliance officer ("ehrbench runs approve <id>")' : ''}\n`);
+            io.stdout(`run ${run.runId} ${run.status}${run.status === 'requested' ? `: waits for a compliance officer ("${commandPrefix()} runs approve ${run.runId}")` : ''}\n`);
           },
         })
         .command<ClientArgs & { id: string }>({

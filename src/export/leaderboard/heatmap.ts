@@ -5,6 +5,7 @@
  * benchmark's range (flipped for lowerIsBetter, so dark is always better); the cell text is the raw
  * score. Every string from the input passes through xmlEscape.
  */
+import { inkOn, xmlEscape } from '../../pictures';
 import { normalizedScore } from './normalize';
 import type { Leaderboard, ScoreTable, TableBenchmark } from './types';
 
@@ -29,21 +30,6 @@ const WIN_LABEL = 'Mean win rate';
 
 function labelOf(b: TableBenchmark): string {
   return b.lowerIsBetter === true ? `${b.displayName} (lower is better)` : b.displayName;
-}
-
-/**
- * Text and attribute values for XML: the five markup characters become entities, and characters
- * XML 1.0 does not allow (controls, lone surrogates, U+FFFE/U+FFFF) become U+FFFD, so no name can
- * break the document or inject markup.
- */
-export function xmlEscape(text: string): string {
-  return text
-    .replace(/[^\u0009\u000A\u000D\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu, '\uFFFD')
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&apos;');
 }
 
 function hex(n: number): string {
@@ -117,7 +103,7 @@ function cell(table: ScoreTable, m: number, b: number, x: number, y: number): st
   if (value !== null) {
     const t = normalizedScore(value, benchmark);
     fill = t === null ? NO_DIRECTION_FILL : colourOf(t);
-    ink = t !== null && t > 0.55 ? '#ffffff' : '#111111';
+    ink = inkOn(fill); // black or white, whichever gives at least 4.5:1 (WCAG AA)
   }
   const text = value === null ? '\u2013' : value.toFixed(2);
   return (
@@ -127,9 +113,15 @@ function cell(table: ScoreTable, m: number, b: number, x: number, y: number): st
   );
 }
 
+const LEGEND_STEPS = 10;
+const LEGEND_STEP_W = 16;
+const NO_DIRECTION_LABEL = 'no direction';
+/** How far the legend reaches right of where it starts: the colour steps, the grey swatch, its label. */
+const LEGEND_WIDTH = Math.max(LEGEND_STEPS * LEGEND_STEP_W + 34 + NO_DIRECTION_LABEL.length * CHAR_W, '0-1 score (by range; 1 = best)'.length * CHAR_W);
+
 function legend(x: number, y: number): string {
-  const steps = 10;
-  const w = 16;
+  const steps = LEGEND_STEPS;
+  const w = LEGEND_STEP_W;
   const parts = [`<text x="${num(x)}" y="${num(y - 4)}">0-1 score (by range; 1 = best)</text>`];
   for (let i = 0; i < steps; i += 1) {
     parts.push(`<rect x="${num(x + i * w)}" y="${num(y)}" width="${w}" height="10" fill="${colourOf((i + 0.5) / steps)}"/>`);
@@ -137,7 +129,7 @@ function legend(x: number, y: number): string {
   parts.push(`<text x="${num(x)}" y="${num(y + 22)}">0</text>`);
   parts.push(`<text x="${num(x + steps * w)}" y="${num(y + 22)}" text-anchor="end">1</text>`);
   parts.push(`<rect x="${num(x + steps * w + 14)}" y="${num(y)}" width="${w}" height="10" fill="${NO_DIRECTION_FILL}"/>`);
-  parts.push(`<text x="${num(x + steps * w + 34)}" y="${num(y + 9)}">no direction</text>`);
+  parts.push(`<text x="${num(x + steps * w + 34)}" y="${num(y + 9)}">${NO_DIRECTION_LABEL}</text>`);
   return parts.join('');
 }
 
@@ -157,14 +149,16 @@ export function heatmapSvg(table: ScoreTable, board: Leaderboard, title = 'Score
   const winX = right + GROUP_GAP;
   // Labels rise to the right at 60 degrees: leave room for the last ones to end inside the picture.
   const labelOverhang = Math.max(...columns.map((c) => c.x + CELL_W / 2 + labelOf(table.benchmarks[c.index]!).length * CHAR_W * 0.5), winX + CELL_W / 2 + WIN_LABEL.length * CHAR_W * 0.5);
-  const width = Math.max(winX + CELL_W, labelOverhang) + 12;
+  // The legend sits under the grid from `left`: a table of one or two columns is narrower than it.
+  const width = Math.max(winX + CELL_W, labelOverhang, left + LEGEND_WIDTH) + 12;
   const gridBottom = gridY + rows.length * CELL_H;
   const height = gridBottom + 52;
 
   const out: string[] = [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="${num(width)}" height="${num(height)}" viewBox="0 0 ${num(width)} ${num(height)}" font-family="Helvetica, Arial, sans-serif" font-size="${FONT}">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" version="1.1" role="img" width="${num(width)}" height="${num(height)}" viewBox="0 0 ${num(width)} ${num(height)}" font-family="Helvetica, Arial, sans-serif" font-size="${FONT}">`,
     `<title>${xmlEscape(title)}</title>`,
+    `<desc>${xmlEscape(`${rows.length} model(s) by ${table.benchmarks.length} benchmark(s); cells are raw scores, coloured by the score mapped to 0-1 by range (darker is better); the last column is the mean win rate`)}</desc>`,
     `<rect width="100%" height="100%" fill="#ffffff"/>`,
     `<text x="12" y="${titleY}" font-size="14" font-weight="bold">${xmlEscape(title)}</text>`,
   ];
@@ -184,9 +178,10 @@ export function heatmapSvg(table: ScoreTable, board: Leaderboard, title = 'Score
     out.push(`<text x="${num(left - 8)}" y="${num(y + CELL_H / 2 + 4)}" text-anchor="end">${xmlEscape(table.models[m]!)}</text>`);
     for (const c of columns) out.push(cell(table, m, c.index, c.x, y));
     const win = board.models[r]!.meanWinRate;
+    const winFill = win === null ? MISSING_FILL : colourOf(win);
     out.push(
-      `<rect x="${num(winX)}" y="${num(y)}" width="${CELL_W}" height="${CELL_H}" fill="${win === null ? MISSING_FILL : colourOf(win)}" stroke="#ffffff"/>` +
-        `<text x="${num(winX + CELL_W / 2)}" y="${num(y + CELL_H / 2 + 4)}" text-anchor="middle" fill="${win !== null && win > 0.55 ? '#ffffff' : '#111111'}">${win === null ? '\u2013' : win.toFixed(2)}</text>`,
+      `<rect x="${num(winX)}" y="${num(y)}" width="${CELL_W}" height="${CELL_H}" fill="${winFill}" stroke="#ffffff"/>` +
+        `<text x="${num(winX + CELL_W / 2)}" y="${num(y + CELL_H / 2 + 4)}" text-anchor="middle" fill="${win === null ? '#555555' : inkOn(winFill)}">${win === null ? '\u2013' : win.toFixed(2)}</text>`,
     );
   });
   out.push(`<g>${legend(left, gridBottom + 22)}</g>`);

@@ -5,7 +5,7 @@
  * See README.md in this folder for the maths and every choice made where the paper is silent.
  */
 export { buildLeaderboard, compareRows, leaderboardOf, unrankedModels } from './build';
-export { heatmapSvg, xmlEscape } from './heatmap';
+export { heatmapSvg } from './heatmap';
 export { SCORES_SCHEMA, toScoreTable } from './input';
 export { normalizedScore } from './normalize';
 export type { BenchmarkSummary, CategoryRow, Leaderboard, LeaderboardBenchmark, LeaderboardInput, LeaderboardRow, ScoreTable } from './types';

@@ -1,12 +1,15 @@
 /**
- * What `pki issue` and `pki sign` share once a certificate is prepared: the principal mapped to the
- * site CA in principals.json, that mapping's policy.change event, and the audited failure of an
- * issuance whose files or mapping could not be written.
+ * What `pki issue`, `pki sign` and POST /v1/certificates share once a certificate is prepared: the
+ * principal mapped to the site CA in principals.json, that mapping's policy.change event, and the
+ * audited failure of an issuance whose files or mapping could not be written.
  */
-import type { Principal, PrincipalRole } from '../../access';
-import type { App } from '../../app';
-import { UserError } from '../../errors';
-import type { Actor } from '../../identity';
+import type { Principal, PrincipalRole } from '../access';
+import type { App } from '../app';
+import { UserError } from '../errors';
+import type { Actor } from '../identity';
+
+/** The rule of a mapping's policy.change event: who changed principals.json, and how. */
+export type MappingRule = 'policy.principals.host-operator' | 'policy.principals.api';
 
 /** An error's code for a message and the trail: a system error code or ours, never a foreign message. */
 export function safeCode(err: unknown): string {
@@ -30,14 +33,14 @@ export function mapToSiteCa(principals: Principal[], principalId: string, role: 
 }
 
 /** The mapping's policy.change event, recorded before principals.json is written. */
-export function recordMapping(app: App, operator: Actor, target: Principal): Promise<void> {
+export function recordMapping(app: App, actor: Actor, target: Principal, rule: MappingRule = 'policy.principals.host-operator'): Promise<void> {
   return app.audit.record({
     type: 'policy.change',
     action: 'U',
     outcome: 'success',
-    rule: 'policy.principals.host-operator',
+    rule,
     reason: `principal ${target.id} mapped to a certificate of the site CA`,
-    actor: operator,
+    actor,
     detail: { principal: target.id, roles: target.roles.join('+') },
   });
 }
@@ -46,7 +49,7 @@ export function recordMapping(app: App, operator: Actor, target: Principal): Pro
  * An issuance that could not be written: its failure recorded (its files are already removed), then
  * one line for the operator, `where` naming the file or folder and `left` what remains.
  */
-export async function issuanceFailed(app: App, operator: Actor, issuance: { principal: string; serial: string; where: string; left: string }, step: string, err: unknown): Promise<never> {
+export async function issuanceFailed(app: App, actor: Actor, issuance: { principal: string; serial: string; where: string; left: string }, step: string, err: unknown): Promise<never> {
   const code = safeCode(err);
   await app.audit.record({
     type: 'pki.issue',
@@ -54,7 +57,7 @@ export async function issuanceFailed(app: App, operator: Actor, issuance: { prin
     outcome: 'failed',
     rule: 'pki.write-failed',
     reason: `${step} for principal ${issuance.principal} failed (${code}); no file of this issuance was left`,
-    actor: operator,
+    actor,
     detail: { principal: issuance.principal, serial: issuance.serial, errorCode: code },
   });
   throw new UserError('pki.write-failed', `${issuance.where}: ${step} for principal ${issuance.principal} failed (${code}); ${issuance.left}`);

@@ -1,0 +1,100 @@
+/** Home: what needs my attention (my runs, the queues of my roles) and the daemon's health. */
+import type { Session } from '../api';
+import { get } from '../api';
+import type { ExportView, Run } from '../types';
+import { holds, Loading, Page, Problem, Status, useLoad, when } from '../ui';
+
+const ACTIVE = ['requested', 'approved', 'running'];
+
+export function HomePage({ session }: { session: Session }) {
+  const researcher = holds(session, ['researcher']);
+  const officer = holds(session, ['compliance']);
+  const runs = useLoad(() => (researcher || officer ? get<Run[]>('/v1/runs?limit=200') : Promise.resolve([] as Run[])), [], { ms: 3000, while: (d) => !!d?.some((r) => ACTIVE.includes(r.status)) });
+  const exports = useLoad(() => (officer ? get<ExportView[]>('/v1/exports?limit=200') : Promise.resolve([] as ExportView[])), []);
+  const health = useLoad(() => get<{ status: string; rule?: string }>('/health'), []);
+  const mine = (runs.data ?? []).filter((r) => r.requestedBy === session.principal);
+  const awaiting = (runs.data ?? []).filter((r) => r.status === 'requested' && r.requestedBy !== session.principal);
+  const toRelease = (exports.data ?? []).filter((e) => e.state === 'requested' && e.requestedBy !== session.principal);
+  return (
+    <Page title="What needs my attention">
+      <Problem error={runs.error ?? exports.error} />
+      <div class="cards">
+        {researcher ? (
+          <section class="card" aria-labelledby="my-runs">
+            <h2 id="my-runs">My runs</h2>
+            {runs.data ? (
+              <p>
+                <span class="big">{mine.filter((r) => ACTIVE.includes(r.status)).length}</span> active, {mine.length} in all. <a href="#/runs">See my runs</a>
+              </p>
+            ) : (
+              <Loading what="runs" />
+            )}
+          </section>
+        ) : null}
+        {officer ? (
+          <section class="card" aria-labelledby="approval-queue">
+            <h2 id="approval-queue">Runs awaiting approval</h2>
+            <p>
+              <span class="big" data-testid="approval-queue-count">
+                {runs.data ? awaiting.length : '…'}
+              </span>{' '}
+              <a href="#/queue/runs">Open the queue</a>
+            </p>
+          </section>
+        ) : null}
+        {officer ? (
+          <section class="card" aria-labelledby="release-queue">
+            <h2 id="release-queue">Exports awaiting release</h2>
+            <p>
+              <span class="big" data-testid="release-queue-count">
+                {exports.data ? toRelease.length : '…'}
+              </span>{' '}
+              <a href="#/queue/releases">Open the queue</a>
+            </p>
+          </section>
+        ) : null}
+        <section class="card" aria-labelledby="daemon-health">
+          <h2 id="daemon-health">Daemon</h2>
+          {health.data ? (
+            <p>
+              <Status value={health.data.status} />
+              {health.data.rule ? <> (rule {health.data.rule})</> : null} <a href="#/health">Details</a>
+            </p>
+          ) : (
+            <Problem error={health.error} />
+          )}
+        </section>
+      </div>
+      {researcher && mine.length ? (
+        <>
+          <h2>My latest runs</h2>
+          <table>
+            <caption class="sr-only">My five latest runs</caption>
+            <thead>
+              <tr>
+                <th scope="col">Run</th>
+                <th scope="col">Benchmark</th>
+                <th scope="col">Status</th>
+                <th scope="col">Requested</th>
+              </tr>
+            </thead>
+            <tbody>
+              {mine.slice(0, 5).map((r) => (
+                <tr key={r.runId}>
+                  <td>
+                    <a href={`#/runs/${r.runId}`}>{r.runId.slice(0, 8)}</a>
+                  </td>
+                  <td>{r.benchmarkId}</td>
+                  <td>
+                    <Status value={r.status} />
+                  </td>
+                  <td>{when(r.createdAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      ) : null}
+    </Page>
+  );
+}

@@ -1,0 +1,159 @@
+/** Small pieces every page uses: loading a resource, showing an API refusal, tables, times. */
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { ApiError, type Session } from './api';
+
+/** The viewer holds one of `roles` (no roles: everyone). Hiding a page is a convenience; the API decides. */
+export const holds = (s: Session, roles?: string[]) => !roles || roles.some((r) => s.roles.includes(r));
+
+export interface Loaded<T> {
+  data: T | undefined;
+  error: unknown;
+  reload: () => void;
+}
+
+/** Loads `fn` once (and again on reload, or every `pollMs` while `poll` says so). */
+export function useLoad<T>(fn: () => Promise<T>, deps: unknown[], poll?: { ms: number; while: (data: T | undefined) => boolean }): Loaded<T> {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  const [tick, setTick] = useState(0);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  useEffect(() => {
+    let live = true;
+    fn().then(
+      (d) => {
+        if (!live) return;
+        setData(d);
+        setError(undefined);
+      },
+      (e: unknown) => live && setError(e),
+    );
+    return () => {
+      live = false;
+    };
+  }, [...deps, tick]);
+  useEffect(() => {
+    if (!poll || !poll.while(data)) return undefined;
+    const t = setTimeout(reload, poll.ms);
+    return () => clearTimeout(t);
+  }, [data, tick]);
+  return { data, error, reload };
+}
+
+/** An API refusal as the API said it: the code, the rule it names, its one line. */
+export function Problem({ error }: { error: unknown }) {
+  if (error === undefined || error === null) return null;
+  if (error instanceof ApiError) {
+    return (
+      <div class="error" role="alert">
+        <strong>{error.status === 403 ? 'Refused' : 'Error'}</strong>: {error.message}
+        {error.rule ? (
+          <>
+            {' '}
+            (rule <code>{error.rule}</code>)
+          </>
+        ) : null}{' '}
+        <span class="muted">[{error.code}]</span>
+      </div>
+    );
+  }
+  return (
+    <div class="error" role="alert">
+      The daemon could not be reached; reload the page.
+    </div>
+  );
+}
+
+export function Loading({ what }: { what: string }) {
+  return (
+    <p class="muted" aria-live="polite">
+      Loading {what}…
+    </p>
+  );
+}
+
+export function Page({ title, children }: { title: string; children: ComponentChildren }) {
+  useEffect(() => {
+    document.title = `${title} · ehrbench console`;
+  }, [title]);
+  return (
+    <>
+      <h1>{title}</h1>
+      {children}
+    </>
+  );
+}
+
+export function when(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime())
+    ? iso
+    : d
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, 'Z');
+}
+
+export function score(value: number | null | undefined, digits = 3): string {
+  return value === null || value === undefined ? '—' : value.toFixed(digits);
+}
+
+export function usd(value: number | null | undefined): string {
+  return value === null || value === undefined ? 'no price' : `$${value.toFixed(2)}`;
+}
+
+const STATUS_CLASS: Record<string, string> = {
+  completed: 'status-ok',
+  released: 'status-ok',
+  active: 'status-ok',
+  ok: 'status-ok',
+  success: 'status-ok',
+  requested: 'status-warn',
+  approved: 'status-warn',
+  running: 'status-warn',
+  planning: 'status-warn',
+  suspended: 'status-warn',
+  failed: 'status-bad',
+  cancelled: 'status-bad',
+  denied: 'status-bad',
+  closed: 'status-bad',
+  expired: 'status-bad',
+};
+
+export function Status({ value }: { value: string }) {
+  return <span class={STATUS_CLASS[value] ?? ''}>{value}</span>;
+}
+
+export function Done({ message }: { message: string | undefined }) {
+  return message ? (
+    <div class="notice" role="status">
+      {message}
+    </div>
+  ) : null;
+}
+
+/** A labelled form control: the label names it alone; a hint describes it (aria-describedby). */
+export function Field({ id, label, hint, children }: { id: string; label: string; hint?: string; children: ComponentChildren }) {
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      {hint ? (
+        <span id={`${id}-hint`} class="hint">
+          {hint}
+        </span>
+      ) : null}
+      {children}
+    </div>
+  );
+}
+
+/** Saves `text` as a file named `name` (made in the page: nothing more is fetched). */
+export function download(name: string, text: string, type: string) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
