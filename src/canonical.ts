@@ -1,5 +1,5 @@
 /** RFC 8785 JSON canonicalisation (the `canonicalize` package, by the RFC's author) and its hash. */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import canonicalizeJson from 'canonicalize';
 
 export function canonicalJson(value: unknown): string {
@@ -9,7 +9,8 @@ export function canonicalJson(value: unknown): string {
 }
 
 export function sha256Hex(data: string | Buffer): string {
-  return createHash('sha256').update(data).digest('hex');
+  // One-shot: the same digest as createHash().update().digest(), without a Hash object per call.
+  return hash('sha256', data, 'hex');
 }
 
 export function canonicalHash(value: unknown): string {

@@ -74,9 +74,14 @@ type Hashed = Pick<
   | 'tier'
 >;
 
+/** Strings JSON.stringify leaves as they are: printable ASCII without a quote or a backslash. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
 /** RFC 8785 for one scalar: ECMAScript JSON serialisation of strings, finite numbers, booleans, null. */
 function j(v: unknown): string {
   if (v === null || v === undefined) return 'null';
+  // Most fields (ids, codes, hashes, times) need no escaping: quoted as they are, exactly as JSON.stringify would.
+  if (typeof v === 'string' && v.length <= 256 && PLAIN.test(v)) return `"${v}"`;
   if (typeof v === 'number' && !Number.isFinite(v)) throw new Error('non-finite number in an audit record');
   return JSON.stringify(v);
 }

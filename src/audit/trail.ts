@@ -69,6 +69,14 @@ export class AuditLog implements AuditTrail {
   private headChecked = false;
   /** The highest seq this process saw committed: the head never moves below it, unless rolled back. */
   private committedSeq = 0;
+  /** The head as this process's last append left it. */
+  private lastHead: { seq: number; hash: string } | undefined;
+  /**
+   * The last locked append found the head where this process had left it: no other writer is
+   * appending, so the next batch is chained onto `lastHead` in one statement that moves the head only
+   * from exactly there (appendAlone). Cleared as soon as another writer is seen.
+   */
+  private alone = false;
   /** Keys a witnessed checkpoint may carry: the given ones and always the current signing key. */
   private readonly trusted: Map<string, KeyObject>;
 
@@ -242,26 +250,65 @@ export class AuditLog implements AuditTrail {
 
   private async append(bodies: RecordBody[]): Promise<void[]> {
     const { checkpointEvery } = this.opts;
-    const { checkpoint, to } = await this.db.transaction(async (tx) => {
+    if (await this.appendAlone(bodies)) {
+      observeAuditBatch(bodies.length, bodies[0]?.recorded_at, this.clock());
+      return bodies.map(() => undefined);
+    }
+    const before = this.lastHead;
+    const { checkpoint, to, headHash, found } = await this.db.transaction(async (tx) => {
       const { from, to, headHash } = await this.appendIn(tx, bodies);
+      const found = before !== undefined && from === before.seq;
       const crossed = Math.floor(to / checkpointEvery) > Math.floor(from / checkpointEvery);
-      if (!crossed) return { to };
+      if (!crossed) return { to, headHash, found };
       await this.checkWitnessedHeads(tx);
-      return { checkpoint: await this.insertCheckpoint(tx, to, headHash), to };
+      return { checkpoint: await this.insertCheckpoint(tx, to, headHash), to, headHash, found };
     });
     this.committed(to);
+    // The head was where this process had left it: no other writer is appending, so the next batch
+    // may take the one-statement way. Otherwise (several daemons or workers on one store) it keeps
+    // locking the head first, and no batch pays for an attempt that would fail.
+    this.lastHead = { seq: to, hash: headHash };
+    this.alone = found;
     observeAuditBatch(bodies.length, bodies[0]?.recorded_at, this.clock());
     if (checkpoint) this.witness(checkpoint);
     return bodies.map(() => undefined);
   }
 
-  /** Chains `bodies` onto the locked head in `tx`; returns the head's seq before and after. */
-  private async appendIn(tx: Queryable, bodies: RecordBody[]): Promise<{ from: number; to: number; headHash: string }> {
+  /**
+   * The batch chained onto the head this process last committed, in one statement: the head moves
+   * (and the rows are inserted) only if it is still exactly there, seq and hash, which the UPDATE
+   * checks under the head's row lock; otherwise nothing is written and the batch takes the locked
+   * way (append). The same rows as appendIn would write from that head, the same atomicity: one
+   * statement commits or fails whole. Not taken before this process checked the witnesses, when
+   * another writer moved the head, or when the batch crosses a checkpoint (sealed in the locked way).
+   */
+  private async appendAlone(bodies: RecordBody[]): Promise<boolean> {
+    const head = this.lastHead;
+    if (!this.alone || !head || !this.headChecked || this.stopped) return false;
+    const every = this.opts.checkpointEvery;
+    if (Math.floor((head.seq + bodies.length) / every) > Math.floor(head.seq / every)) return false;
+    const { rows, seq, hash } = this.chain(bodies, head.seq, head.hash);
+    // A statement that fails leaves the head unknown here: the next batch locks it and looks.
+    this.alone = false;
+    const moved = await this.db.query<{ n: number }>(
+      `WITH moved AS (UPDATE audit_head SET seq = $2, row_hash = $3 WHERE singleton AND seq = $4 AND row_hash = $5 RETURNING 1),
+            written AS (INSERT INTO audit_events SELECT x.* FROM jsonb_to_recordset($1::jsonb) AS x(${RECORD_COLUMNS}) WHERE EXISTS (SELECT 1 FROM moved) RETURNING 1)
+       SELECT count(*)::integer AS n FROM written`,
+      [JSON.stringify(rows), seq, hash, head.seq, head.hash],
+    );
+    // Another writer moved the head (nothing was written): the locked way, which also checks it.
+    if (moved[0]?.n !== bodies.length) return false;
+    this.committed(seq);
+    this.lastHead = { seq, hash };
+    this.alone = true;
+    return true;
+  }
+
+  /** The records of `bodies` chained after (seq, hash), hashed and MACed; and the new head. */
+  private chain(bodies: RecordBody[], fromSeq: number, fromHash: string): { rows: AuditRecord[]; seq: number; hash: string } {
     const { macKey } = this.opts;
-    const head = await this.lockHead(tx);
-    if (!this.headChecked) await this.checkWitnessedHeads(tx);
-    let seq = head.seq;
-    let prev = head.row_hash;
+    let seq = fromSeq;
+    let prev = fromHash;
     const rows: AuditRecord[] = bodies.map((body) => {
       seq += 1;
       const unsigned = { ...body, seq, prev_hash: prev };
@@ -269,6 +316,14 @@ export class AuditLog implements AuditTrail {
       prev = hash;
       return { ...unsigned, row_hash: hash, mac_key_id: macKey.id, row_mac: rowMac(macKey.key, hash) };
     });
+    return { rows, seq, hash: prev };
+  }
+
+  /** Chains `bodies` onto the locked head in `tx`; returns the head's seq before and after. */
+  private async appendIn(tx: Queryable, bodies: RecordBody[]): Promise<{ from: number; to: number; headHash: string }> {
+    const head = await this.lockHead(tx);
+    if (!this.headChecked) await this.checkWitnessedHeads(tx);
+    const { rows, seq, hash: prev } = this.chain(bodies, head.seq, head.row_hash);
     await tx.query(`INSERT INTO audit_events SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${RECORD_COLUMNS})`, [JSON.stringify(rows)]);
     await tx.query('UPDATE audit_head SET seq = $1, row_hash = $2 WHERE singleton', [seq, prev]);
     return { from: head.seq, to: seq, headHash: prev };

@@ -15,6 +15,7 @@
 import type { KeyObject } from 'node:crypto';
 import { checkSignature, type SignedCheckpoint } from './checkpoint';
 import { type AuditRecord, GENESIS_HASH, rowHash, rowMac } from './record';
+import { type ParallelChain, verifySegments } from './verify-parallel';
 
 export interface Finding {
   seq: number | null;
@@ -44,7 +45,13 @@ const CLOCK_TOLERANCE_MS = 1000;
 
 export interface VerifyInput {
   /** The chain in seq order, a page of records at a time. */
-  records: AsyncIterable<AuditRecord[]>;
+  records?: AsyncIterable<AuditRecord[]>;
+  /**
+   * Instead of `records`: the chain of a PostgreSQL store, read and verified in segments by worker
+   * threads (each row's hash, MAC and link within its segment there; the links between segments and
+   * everything else here). The same findings, in the same order, as `records` over the same rows.
+   */
+  parallel?: ParallelChain;
   checkpoints: StoredCheckpoint[];
   /** Every checkpoint of every witness history; `file` groups them (default: `source`). */
   witnesses: { source: string; file?: string; checkpoint: SignedCheckpoint }[];
@@ -106,53 +113,55 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
     else find(null, f.problem);
   }
 
-  // The chain itself, streamed in seq order.
+  // The chain itself, in seq order: streamed here, or in segments verified by worker threads.
+  const chain: ChainState = { expectedSeq: null, prevHash: null };
+  const checks: RowChecks = { wanted, ...(input.macKeys ? { macKeys: input.macKeys } : {}) };
   let events = 0;
   let firstSeq: number | null = null;
-  let expectedSeq: number | null = null;
-  let prevHash: string | null = null;
   // The latest time stamped so far; processes sharing the trail stamp with their own clocks before the
   // store orders their rows, so only a step back of CLOCK_TOLERANCE_MS or more is a clock set back.
   let latestMs = -Infinity;
+  const stamped = (seq: number, recordedAt: string) => {
+    const at = Date.parse(recordedAt);
+    if (latestMs - at >= CLOCK_TOLERANCE_MS) {
+      warnings.push({ seq, problem: `recorded_at ${recordedAt} is ${((latestMs - at) / 1000).toFixed(1)} s earlier than a row before (clock moved back)` });
+      // Said once per step back, not again for every row after it.
+      latestMs = at;
+    } else if (at > latestMs) latestMs = at;
+  };
+  /** The first row of the whole chain: where it starts, and what its prev_hash must be. */
+  const start = (seq: number, prev: string) => {
+    firstSeq = seq;
+    chain.expectedSeq = seq;
+    if (!input.partial && seq !== 1) find(seq, `chain starts at seq ${seq}: seq 1..${seq - 1} missing`);
+    chain.prevHash = input.partial && seq !== 1 ? prev : GENESIS_HASH;
+  };
   // Seqs a checkpoint or witness points at that were found in the chain (not every seq: memory stays flat).
   const found = new Set<number>();
-  for await (const page of input.records)
-    for (const r of page) {
-      events += 1;
-      if (firstSeq === null) {
-        firstSeq = r.seq;
-        expectedSeq = r.seq;
-        if (!input.partial && r.seq !== 1) find(r.seq, `chain starts at seq ${r.seq}: seq 1..${r.seq - 1} missing`);
-        prevHash = input.partial && r.seq !== 1 ? r.prev_hash : GENESIS_HASH;
-      }
-      if (r.seq !== expectedSeq) {
-        if (r.seq > (expectedSeq as number)) find(r.seq, `seq ${expectedSeq}..${r.seq - 1} missing (rows deleted)`);
-        else find(r.seq, `seq ${r.seq} out of order or duplicated after seq ${(expectedSeq as number) - 1}`);
-      }
-      if (r.prev_hash !== prevHash) find(r.seq, `prev_hash does not match the row before it (row deleted, inserted or moved)`);
-      const hash = rowHash(r);
-      if (hash !== r.row_hash) find(r.seq, `row_hash mismatch: a field of this row was changed`);
-      if (input.macKeys) {
-        const key = input.macKeys.get(r.mac_key_id);
-        if (!key) find(r.seq, `MAC key ${r.mac_key_id} unknown`);
-        else if (rowMac(key, r.row_hash) !== r.row_mac) find(r.seq, `row MAC invalid: row forged or altered by someone without the MAC key`);
-      }
-      const at = Date.parse(r.recorded_at);
-      if (latestMs - at >= CLOCK_TOLERANCE_MS) {
-        warnings.push({ seq: r.seq, problem: `recorded_at ${r.recorded_at} is ${((latestMs - at) / 1000).toFixed(1)} s earlier than a row before (clock moved back)` });
-        // Said once per step back, not again for every row after it.
-        latestMs = at;
-      } else if (at > latestMs) latestMs = at;
-      const covering = wanted.get(r.seq);
-      if (covering) {
-        found.add(r.seq);
-        for (const cp of covering) {
-          if (cp.statement.headHash !== r.row_hash) find(r.seq, `checkpoint ${cp.statement.checkpointId} signed head hash differs from the chain at seq ${r.seq}`);
-        }
-      }
-      prevHash = r.row_hash;
-      expectedSeq = r.seq + 1;
+  if (input.parallel) {
+    for (const segment of await verifySegments(input.parallel, checks, max)) {
+      if (!segment.first || !segment.last) continue;
+      if (firstSeq === null) start(segment.first.seq, segment.first.prev_hash);
+      // The link between this segment and the one before: the checks its first row missed in the worker.
+      checkLink(segment.first, chain, find);
+      for (const f of segment.findings) find(f.seq, f.problem);
+      dropped += segment.dropped;
+      for (const seq of segment.found) found.add(seq);
+      segment.seqs.forEach((seq, i) => stamped(seq, segment.stamps[i] as string));
+      events += segment.seqs.length;
+      chain.expectedSeq = segment.last.seq + 1;
+      chain.prevHash = segment.last.row_hash;
     }
+  } else {
+    for await (const page of input.records ?? [])
+      for (const r of page) {
+        events += 1;
+        if (firstSeq === null) start(r.seq, r.prev_hash);
+        checkRow(r, chain, checks, find, found);
+        stamped(r.seq, r.recorded_at);
+      }
+  }
+  const expectedSeq = chain.expectedSeq;
   const headSeq = expectedSeq === null ? null : expectedSeq - 1;
 
   // Checkpoints and witnesses pointing beyond the chain, or at rows that are gone.
@@ -191,6 +200,52 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
     findings,
     warnings,
   };
+}
+
+/** Where the chain walk stands: the seq and prev_hash the next row must have (null: not known yet). */
+export interface ChainState {
+  expectedSeq: number | null;
+  prevHash: string | null;
+}
+
+/** What every row is checked against: the MAC keys, and the checkpoints (and witnesses) by the seq they cover. */
+export interface RowChecks {
+  macKeys?: Map<string, Buffer>;
+  wanted: Map<number, { statement: { checkpointId: number; headHash: string } }[]>;
+}
+
+/** A row's place in the chain: its seq follows the one before, and its prev_hash is that row's hash. */
+export function checkLink(r: Pick<AuditRecord, 'seq' | 'prev_hash'>, chain: ChainState, find: (seq: number | null, problem: string) => void): void {
+  const expectedSeq = chain.expectedSeq;
+  if (expectedSeq !== null && r.seq !== expectedSeq) {
+    if (r.seq > expectedSeq) find(r.seq, `seq ${expectedSeq}..${r.seq - 1} missing (rows deleted)`);
+    else find(r.seq, `seq ${r.seq} out of order or duplicated after seq ${expectedSeq - 1}`);
+  }
+  if (chain.prevHash !== null && r.prev_hash !== chain.prevHash) find(r.seq, `prev_hash does not match the row before it (row deleted, inserted or moved)`);
+}
+
+/**
+ * Every check of one row, in this order: its link to the row before (unless that row is not known
+ * here: the first row of a segment), its hash, its MAC, the checkpoints at its seq. Moves `chain` on.
+ */
+export function checkRow(r: AuditRecord, chain: ChainState, checks: RowChecks, find: (seq: number | null, problem: string) => void, found: Set<number>): void {
+  checkLink(r, chain, find);
+  const hash = rowHash(r);
+  if (hash !== r.row_hash) find(r.seq, `row_hash mismatch: a field of this row was changed`);
+  if (checks.macKeys) {
+    const key = checks.macKeys.get(r.mac_key_id);
+    if (!key) find(r.seq, `MAC key ${r.mac_key_id} unknown`);
+    else if (rowMac(key, r.row_hash) !== r.row_mac) find(r.seq, `row MAC invalid: row forged or altered by someone without the MAC key`);
+  }
+  const covering = checks.wanted.get(r.seq);
+  if (covering) {
+    found.add(r.seq);
+    for (const cp of covering) {
+      if (cp.statement.headHash !== r.row_hash) find(r.seq, `checkpoint ${cp.statement.checkpointId} signed head hash differs from the chain at seq ${r.seq}`);
+    }
+  }
+  chain.prevHash = r.row_hash;
+  chain.expectedSeq = r.seq + 1;
 }
 
 /**

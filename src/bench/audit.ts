@@ -3,14 +3,16 @@
  * Audit trail throughput on PostgreSQL (a fresh database on $BENCH_DATABASE_URL, default the local
  * server's `test` database's cluster): appended events/s with W concurrent writers (each its own
  * connection pool and group commit, as separate daemon processes would be, 32 callers each), and
- * verification events/s over the whole chain (hash, MAC, signatures, read from the database).
+ * verification events/s over the whole chain (hash, MAC, signatures, read from the database): as
+ * `ehrbench audit verify` does on this host (postgres_verify_events_per_s), and both ways it can: in
+ * parallel segments (worker threads, every link still checked) and streamed by one thread.
  * Also the same on the embedded PGlite with one writer. A measurement, not a test.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { AuditLog, type AuditEventInput, loadCheckpoints, loadMacKeys, loadSigningKey, streamRecordPages, trustedKeys, verifyAudit } from '../audit';
+import { AuditLog, type AuditEventInput, chainOf, loadCheckpoints, loadMacKeys, loadSigningKey, streamRecordPages, trustedKeys, verifyAudit } from '../audit';
 import { type Database, openDatabase } from '../db';
 import { silentLogger } from '../log';
 import { argFlag, argNumber, benchHome } from './harness';
@@ -54,10 +56,14 @@ async function append(dbs: Database[], keysDir: string, witnessDir: string, even
   return events / seconds;
 }
 
-async function verifyRate(db: Database, keysDir: string): Promise<{ events: number; perSecond: number; ok: boolean }> {
+/**
+ * `how`: as `ehrbench audit verify` reads this store on this host (chainOf), in parallel segments
+ * whatever the cores, or streamed by one thread.
+ */
+async function verifyRate(db: Database, keysDir: string, how: 'as-verify' | 'parallel' | 'sequential' = 'as-verify'): Promise<{ events: number; perSecond: number; ok: boolean }> {
   const t0 = performance.now();
   const report = await verifyAudit({
-    records: streamRecordPages(db),
+    ...(how === 'sequential' ? { records: streamRecordPages(db) } : chainOf(db, how === 'parallel' ? Number.POSITIVE_INFINITY : undefined)),
     checkpoints: await loadCheckpoints(db),
     witnesses: [],
     trustedKeys: trustedKeys(keysDir),
@@ -67,7 +73,7 @@ async function verifyRate(db: Database, keysDir: string): Promise<{ events: numb
 }
 
 async function bench(): Promise<void> {
-  const events = argNumber('events', 50_000);
+  const events = argNumber('events', 100_000);
   const writers = argNumber('writers', 8);
   const json = argFlag('json');
   const home = await benchHome('bench-audit');
@@ -89,6 +95,8 @@ async function bench(): Promise<void> {
       const v = await verifyRate(first, keysDir);
       figures.postgres_verify_events_per_s = Math.round(v.perSecond);
       figures.postgres_verified_ok = v.ok;
+      figures.postgres_verify_parallel_events_per_s = Math.round((await verifyRate(first, keysDir, 'parallel')).perSecond);
+      figures.postgres_verify_sequential_events_per_s = Math.round((await verifyRate(first, keysDir, 'sequential')).perSecond);
     } finally {
       await Promise.all([first, ...rest].map((d) => d.close()));
       await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
@@ -101,7 +109,8 @@ async function bench(): Promise<void> {
 
   const embedded = await openDatabase({ embeddedDir: join(home.home, 'db') });
   try {
-    figures.pglite_append_events_per_s = Math.round(await append([embedded], keysDir, join(home.home, 'audit'), Math.min(events, 20_000)));
+    // Its own witness folder: the PostgreSQL chain's witnessed checkpoints are not this chain's (it would stop as rolled back).
+    figures.pglite_append_events_per_s = Math.round(await append([embedded], keysDir, join(home.home, 'audit-embedded'), Math.min(events, 20_000)));
     const v = await verifyRate(embedded, keysDir);
     figures.pglite_verify_events_per_s = Math.round(v.perSecond);
     figures.pglite_verified_ok = v.ok;

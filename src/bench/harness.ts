@@ -73,10 +73,10 @@ export interface ServerProcess {
 }
 
 /** Starts dist/demo/model-server-main.js in a child process and waits until it listens. */
-export function startServerProcess(home: string, port: number, latencyMs: number): Promise<ServerProcess> {
+export function startServerProcess(home: string, port: number, latencyMs: number, mode?: 'faults' | 'jury'): Promise<ServerProcess> {
   const child = fork(
     join(__dirname, '..', 'demo', 'model-server-main.js'),
-    [join(home, 'keys', 'demo-model-server.pem'), join(home, 'keys', 'demo-model-server.key.pem'), String(port), String(latencyMs)],
+    [join(home, 'keys', 'demo-model-server.pem'), join(home, 'keys', 'demo-model-server.key.pem'), String(port), String(latencyMs), ...(mode ? [mode] : [])],
     { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] },
   );
   return new Promise((resolve, reject) => {

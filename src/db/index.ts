@@ -23,6 +23,11 @@ export interface Database extends Queryable {
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+  /**
+   * PostgreSQL: the URL this store was opened with, for worker threads that open their own
+   * connections (the parallel audit verification). Not enumerable; never logged or printed.
+   */
+  readonly connectionUrl?: string;
 }
 
 export interface DatabaseOptions {

@@ -83,7 +83,7 @@ export async function openPostgres(url: string, poolSize: number, source = 'EHRB
     }
   };
 
-  return {
+  const db: Database = {
     backend: 'postgres',
     query: (sql, params) => standalone(sql, params),
     exec: async (sql) => {
@@ -122,4 +122,7 @@ export async function openPostgres(url: string, poolSize: number, source = 'EHRB
     },
     close: () => pool.end(),
   };
+  // Not enumerable: a store object that is logged or serialised does not carry the URL (it may hold a password).
+  Object.defineProperty(db, 'connectionUrl', { value: url, enumerable: false });
+  return db;
 }

@@ -24,7 +24,11 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
   // configured default); the gateway holds calls in flight to that share.
   const total = Math.max(1, ctx.endpoint.limits?.concurrency ?? settings.concurrency);
   const perWorker = Math.max(1, Math.min(total, settings.concurrency));
-  const loops = perWorker * PIPELINE_DEPTH;
+  // An instance of an LLM-jury benchmark makes its model call and then one call per judge, one after
+  // the other: its loop holds a slot of one endpoint at a time, so there are loops enough for every
+  // endpoint's share (each judge endpoint has its own capacity, which the gateway still enforces).
+  const calls = ctx.benchmark.definition.jury ? 1 + (ctx.benchmark.judges?.length ?? 0) : 1;
+  const loops = perWorker * PIPELINE_DEPTH * calls;
   const batchSize = Math.max(settings.claimBatch, loops);
   // Result writes handed off by the loops; awaited before the worker returns (and bounded).
   const writes = new Set<Promise<void>>();
@@ -52,7 +56,11 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
       fatal ??= planning?.error;
       return;
     }
-    const items = await store.claim(ctx.runId, workerId, batchSize, settings.leaseSeconds, settings.maxAttempts, { plannedOnly: ctx.deidentify });
+    // Enough to keep every loop busy and one round of calls queued, never more than a batch: a worker
+    // holding many more instances than it can start leaves them waiting at the end of a run while
+    // other workers, with nothing left to claim, sit idle (the tail of bench:scale).
+    const want = Math.max(1, Math.min(batchSize, loops + perWorker - queue.length - inFlight));
+    const items = await store.claim(ctx.runId, workerId, want, settings.leaseSeconds, settings.maxAttempts, { plannedOnly: ctx.deidentify });
     if (items.length === 0) exhausted = true;
     queue.push(...items);
   };
