@@ -56,11 +56,9 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
       fatal ??= planning?.error;
       return;
     }
-    // Enough to keep every loop busy and one round of calls queued, never more than a batch: a worker
-    // holding many more instances than it can start leaves them waiting at the end of a run while
-    // other workers, with nothing left to claim, sit idle (the tail of bench:scale).
-    const want = Math.max(1, Math.min(batchSize, loops + perWorker - queue.length - inFlight));
-    const items = await store.claim(ctx.runId, workerId, want, settings.leaseSeconds, settings.maxAttempts, { plannedOnly: ctx.deidentify });
+    // A whole batch: claiming only what the loops can start (tried for the tail of bench:scale) cost a
+    // single-process run more round trips than it saved four workers (measured on a quiet machine).
+    const items = await store.claim(ctx.runId, workerId, batchSize, settings.leaseSeconds, settings.maxAttempts, { plannedOnly: ctx.deidentify });
     if (items.length === 0) exhausted = true;
     queue.push(...items);
   };
