@@ -16,7 +16,9 @@ import { Agent, fetch } from 'undici';
 import { tempDir } from '../helpers/db';
 import { ROOT } from '../helpers/paths';
 
-jest.setTimeout(120_000);
+// About 45 processes of the real binary one after another: 60-90 s on two busy cores, more when the
+// other jest worker is heavy too.
+jest.setTimeout(300_000);
 
 const BIN = join(ROOT, 'bin', 'ehrbench.js');
 /** The text of the private benchmark's records: nothing printed may hold any of it. */
