@@ -28,7 +28,7 @@ import type { Caller } from '../operations';
 import type { RuleId } from '../policy';
 import { decideBrowserRequest, needsToken, ownOrigins } from './guard';
 
-export { decideBrowserRequest, isBrowserRequest, needsToken, ownOrigins, type BrowserHeaders, type GuardDecision } from './guard';
+export { decideBrowserRequest, isBrowserRequest, needsToken, ownOrigins, type BrowserHeaders, type GuardDecision, type RequestTarget } from './guard';
 
 /** Where `npm run build` puts the pages (src/console/build.ts). */
 export const CONSOLE_ASSETS = join(PACKAGE_ROOT, 'dist', 'console-pages');
@@ -113,9 +113,11 @@ export async function registerBrowserSecurity(server: FastifyInstance, app: App,
       {
         origin: typeof h.origin === 'string' ? h.origin : undefined,
         secFetchSite: typeof h['sec-fetch-site'] === 'string' ? h['sec-fetch-site'] : undefined,
+        secFetchMode: typeof h['sec-fetch-mode'] === 'string' ? h['sec-fetch-mode'] : undefined,
         cookie: typeof h.cookie === 'string' ? h.cookie : undefined,
       },
       own(),
+      { method: req.method, path: req.url },
     );
     if (!decision.allowed) return refuse(req, decision.rule, decision.reason);
     if (!needsToken(req.method, decision.browser)) return;

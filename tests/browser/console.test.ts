@@ -259,8 +259,10 @@ describeBrowser('the console in Chromium', () => {
 
   it('refuses a forged cross-site POST that carries the certificate, and audits the refusal', async () => {
     // Another site the researcher visits: its page posts to the daemon; the browser sends the certificate.
-    const evil: Server = createServer((_req, res) => {
+    const evil: Server = createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });
+      // A link to the console is fine (the hospital's intranet has one): it opens the page, nothing else.
+      if (req.url === '/link') return void res.end(`<!doctype html><html><body><a href="${origin}/console/#/runs">the console</a></body></html>`);
       res.end(`<!doctype html><html><body><form id="f" method="POST" action="${origin}/v1/runs" enctype="text/plain">
         <input name='{"benchmarkId":"site_gated","endpointId":"vpc-gated","x":"' value='"}'></form>
         <script>fetch("${origin}/v1/runs", { method: "POST", mode: "no-cors", credentials: "include", headers: { "content-type": "text/plain" },
@@ -274,6 +276,9 @@ describeBrowser('the console in Chromium', () => {
     const refused = await refusals;
     expect(refused.status()).toBe(403);
     await alice.waitForTimeout(500);
+    await alice.goto(`http://127.0.0.1:${(evil.address() as { port: number }).port}/link`);
+    await alice.getByRole('link', { name: 'the console' }).click();
+    await alice.getByRole('heading', { level: 1, name: /my runs/i }).waitFor();
     evil.close();
     expect(await storeRuns()).toBe(before);
     const denied = await t.app.db.query<{ rule: string }>("SELECT rule FROM audit_events WHERE event_type = 'access.denied' AND actor_principal = 'alice' AND rule LIKE 'console.%'");

@@ -30,6 +30,17 @@ describe('a browser request', () => {
     expect(decideBrowserRequest({ secFetchSite: site, origin: 'https://localhost:8443' }, own)).toMatchObject({ allowed: false, rule: 'console.cross-site' });
   });
 
+  it("opened from a link on another site reaches the console's page only: never an API route, never a POST", () => {
+    const link = { secFetchSite: 'cross-site', secFetchMode: 'navigate' };
+    expect(decideBrowserRequest(link, own, { method: 'GET', path: '/console/' })).toEqual({ allowed: true, browser: true });
+    expect(decideBrowserRequest({ ...link, secFetchSite: 'same-site' }, own, { method: 'GET', path: '/' })).toEqual({ allowed: true, browser: true });
+    expect(decideBrowserRequest(link, own, { method: 'GET', path: '/v1/audit/export?format=csv' })).toMatchObject({ allowed: false, rule: 'console.cross-site' });
+    expect(decideBrowserRequest(link, own, { method: 'GET', path: '/console/app.js' })).toMatchObject({ allowed: false, rule: 'console.cross-site' });
+    expect(decideBrowserRequest(link, own, { method: 'POST', path: '/console/' })).toMatchObject({ allowed: false, rule: 'console.cross-site' });
+    expect(decideBrowserRequest({ ...link, secFetchMode: 'no-cors' }, own, { method: 'GET', path: '/console/' })).toMatchObject({ allowed: false, rule: 'console.cross-site' });
+    expect(decideBrowserRequest({ ...link, origin: 'https://evil.example' }, own, { method: 'GET', path: '/console/' })).toMatchObject({ allowed: false, rule: 'console.cross-site' });
+  });
+
   it('from a foreign origin is refused, whatever the case of its spelling', () => {
     expect(decideBrowserRequest({ origin: 'https://evil.example' }, own)).toMatchObject({ allowed: false, rule: 'console.origin-mismatch' });
     expect(decideBrowserRequest({ origin: 'https://localhost:9443' }, own)).toMatchObject({ allowed: false, rule: 'console.origin-mismatch' });
