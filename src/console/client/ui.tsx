@@ -157,3 +157,37 @@ export function download(name: string, text: string, type: string) {
   a.click();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
+
+/**
+ * One page's actions and what became of the last: the API's refusal (shown by Problem) or what was
+ * done (shown by Done). An action returns the words for what it did, or nothing to say.
+ */
+export function useAction(): { problem: unknown; done: string | undefined; act: (what: () => Promise<string | undefined>) => Promise<void> } {
+  const [problem, setProblem] = useState<unknown>(undefined);
+  const [done, setDone] = useState<string | undefined>(undefined);
+  const act = async (what: () => Promise<string | undefined>) => {
+    setProblem(undefined);
+    setDone(undefined);
+    try {
+      setDone(await what());
+    } catch (e) {
+      setProblem(e);
+    }
+  };
+  return { problem, done, act };
+}
+
+/** What the API's own schema (checked in the page) says of a form, before anything is sent. */
+export function SchemaProblems({ what, problems }: { what: string; problems: string[] }) {
+  if (!problems.length) return null;
+  return (
+    <div class="error" role="alert">
+      <strong>The {what} does not match the API's schema:</strong>
+      <ul>
+        {problems.map((p) => (
+          <li key={p}>{p}</li>
+        ))}
+      </ul>
+    </div>
+  );
+}

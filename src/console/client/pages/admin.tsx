@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { type Session, get, post } from '../api';
 import type { Endpoint, PrincipalView, SignedCertificate } from '../types';
-import { Done, download, Field, holds, Loading, Page, Problem, Status, useLoad, when } from '../ui';
+import { Done, download, Field, holds, Loading, Page, Problem, SchemaProblems, Status, useAction, useLoad, when } from '../ui';
 import { validateCertificateRequest } from '../validators';
 
 const yes = (b: boolean) => (b ? 'yes' : 'no');
@@ -105,16 +105,7 @@ function SignRequest({ onSigned }: { onSigned: () => void }) {
         its public key is used: the certificate's name is the principal id below, whatever the request asks for.
       </p>
       <Problem error={refusal} />
-      {problems.length ? (
-        <div class="error" role="alert">
-          <strong>The request does not match the API's schema:</strong>
-          <ul>
-            {problems.map((p) => (
-              <li key={p}>{p}</li>
-            ))}
-          </ul>
-        </div>
-      ) : null}
+      <SchemaProblems what="request" problems={problems} />
       <form class="stack" onSubmit={submit} noValidate>
         <Field id="sign-principal" label="Principal" hint="principal id: the certificate's common name">
           <input id="sign-principal" aria-describedby="sign-principal-hint" name="principal" value={form.principal} onInput={set('principal')} autocomplete="off" />
@@ -163,19 +154,13 @@ function SignRequest({ onSigned }: { onSigned: () => void }) {
 export function PrincipalsPage() {
   const principals = useLoad(() => get<PrincipalView[]>('/v1/principals'), []);
   const [reason, setReason] = useState('');
-  const [problem, setProblem] = useState<unknown>(undefined);
-  const [done, setDone] = useState<string | undefined>(undefined);
-  const revoke = async (id: string) => {
-    setProblem(undefined);
-    setDone(undefined);
-    try {
+  const { problem, done, act } = useAction();
+  const revoke = (id: string) =>
+    act(async () => {
       const r = await post<{ principal: string; revoked: number }>(`/v1/principals/${id}/revoke`, { reason: reason || 'revoked from the console' });
-      setDone(`every certificate of ${r.principal} issued until now is revoked (${r.revoked} issuer${r.revoked === 1 ? '' : 's'})`);
       principals.reload();
-    } catch (e) {
-      setProblem(e);
-    }
-  };
+      return `every certificate of ${r.principal} issued until now is revoked (${r.revoked} issuer${r.revoked === 1 ? '' : 's'})`;
+    });
   return (
     <Page title="Principals and certificates">
       <p class="muted">

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { type Session, get, post } from '../api';
 import type { Approval, ApprovalDetail } from '../types';
-import { Done, Field, holds, Loading, Page, Problem, Status, useLoad, when } from '../ui';
+import { Done, Field, holds, Loading, Page, Problem, SchemaProblems, Status, useAction, useLoad, when } from '../ui';
 import { validateApproval } from '../validators';
 
 const list = (text: string) =>
@@ -58,16 +58,7 @@ function RecordApproval({ onRecorded }: { onRecorded: () => void }) {
       <h2 id="record">Record an IRB approval</h2>
       <Problem error={refusal} />
       <Done message={done} />
-      {problems.length ? (
-        <div class="error" role="alert">
-          <strong>The approval does not match the API's schema:</strong>
-          <ul>
-            {problems.map((p) => (
-              <li key={p}>{p}</li>
-            ))}
-          </ul>
-        </div>
-      ) : null}
+      <SchemaProblems what="approval" problems={problems} />
       <form class="stack" onSubmit={submit} noValidate>
         {field('protocolNumber', 'Protocol number')}
         {field('title', 'Title', 'optional; no patient information')}
@@ -148,19 +139,13 @@ export function ApprovalsPage({ session }: { session: Session }) {
 export function ApprovalDetailPage({ id, session }: { id: string; session: Session }) {
   const detail = useLoad(() => get<ApprovalDetail>(`/v1/approvals/${id}`), [id]);
   const [reason, setReason] = useState('');
-  const [problem, setProblem] = useState<unknown>(undefined);
-  const [done, setDone] = useState<string | undefined>(undefined);
-  const change = async (what: 'suspend' | 'reinstate' | 'close') => {
-    setProblem(undefined);
-    setDone(undefined);
-    try {
+  const { problem, done, act } = useAction();
+  const change = (what: 'suspend' | 'reinstate' | 'close') =>
+    act(async () => {
       await post(`/v1/approvals/${id}/${what}`, { reason });
-      setDone(`approval ${what === 'close' ? 'closed' : `${what}ed`}`);
       detail.reload();
-    } catch (e) {
-      setProblem(e);
-    }
-  };
+      return `approval ${what === 'close' ? 'closed' : `${what}ed`}`;
+    });
   const a = detail.data?.approval;
   return (
     <Page title={a ? `IRB approval ${a.protocolNumber}` : 'IRB approval'}>

@@ -2,10 +2,9 @@
  * Exports: the release queue and one export. The preview is the canonical content a release signs,
  * shown as tables (suppressed cells marked with their reason) and as the exact text.
  */
-import { useState } from 'preact/hooks';
 import { type Session, get, post } from '../api';
 import type { ExportView } from '../types';
-import { Done, download, holds, Loading, Page, Problem, Status, usd, useLoad, when } from '../ui';
+import { Done, download, holds, Loading, Page, Problem, Status, usd, useAction, useLoad, when } from '../ui';
 
 type Range = { low: number; high: number };
 type Count = Range | { suppressed: string };
@@ -179,8 +178,7 @@ export function ReleaseQueuePage({ session }: { session: Session }) {
 
 export function ExportPage({ id, session }: { id: string; session: Session }) {
   const view = useLoad(() => get<ExportView>(`/v1/exports/${id}`), [id]);
-  const [problem, setProblem] = useState<unknown>(undefined);
-  const [done, setDone] = useState<string | undefined>(undefined);
+  const { problem, done, act } = useAction();
   const e = view.data;
   let preview: Preview | undefined;
   try {
@@ -188,26 +186,18 @@ export function ExportPage({ id, session }: { id: string; session: Session }) {
   } catch {
     preview = undefined;
   }
-  const release = async () => {
-    setProblem(undefined);
-    setDone(undefined);
-    try {
+  const release = () =>
+    act(async () => {
       await post(`/v1/exports/${id}/release`, { format: 'bundle' });
-      setDone('export released: signed and written');
       view.reload();
-    } catch (err) {
-      setProblem(err);
-    }
-  };
-  const fetchBundle = async () => {
-    setProblem(undefined);
-    try {
+      return 'export released: signed and written';
+    });
+  const fetchBundle = () =>
+    act(async () => {
       const files = await get<{ bundle: string }>(`/v1/exports/${id}/files`);
       download(`export-${id}.json`, files.bundle, 'application/json');
-    } catch (err) {
-      setProblem(err);
-    }
-  };
+      return undefined;
+    });
   return (
     <Page title={`Export ${id.slice(0, 8)}`}>
       <Problem error={view.error ?? problem} />

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { type Session, get, post } from '../api';
 import type { Approval, Benchmark, Endpoint, ExportView, Run } from '../types';
-import { Done, Field, holds, Loading, Page, Problem, Status, score, usd, useLoad, when } from '../ui';
+import { Done, Field, holds, Loading, Page, Problem, SchemaProblems, Status, score, usd, useAction, useLoad, when } from '../ui';
 import { validateRunRequest } from '../validators';
 
 const ACTIVE = ['requested', 'approved', 'running'];
@@ -109,25 +109,21 @@ export function RunsPage({ session }: { session: Session }) {
 
 export function RunPage({ runId, session }: { runId: string; session: Session }) {
   const run = useLoad(() => get<Run>(`/v1/runs/${runId}`), [runId], { ms: 2000, while: isActive });
-  const [problem, setProblem] = useState<unknown>(undefined);
-  const [done, setDone] = useState<string | undefined>(undefined);
+  const { problem, done, act } = useAction();
   const r = run.data;
-  const act = async (what: () => Promise<unknown>, said: string) => {
-    setProblem(undefined);
-    setDone(undefined);
-    try {
-      await what();
-      setDone(said);
+  /** Posts, shows `said` and reloads the run. */
+  const change = (path: string, body: unknown, said: string) =>
+    act(async () => {
+      await post(path, body);
       run.reload();
-    } catch (e) {
-      setProblem(e);
-    }
-  };
+      return said;
+    });
   const requestExport = () =>
     act(async () => {
       const e = await post<ExportView>('/v1/exports', { runIds: [runId] });
       location.hash = `#/exports/${e.exportId}`;
-    }, 'export requested');
+      return 'export requested';
+    });
   return (
     <Page title={`Run ${runId.slice(0, 8)}`}>
       <Problem error={run.error ?? problem} />
@@ -180,12 +176,12 @@ export function RunPage({ runId, session }: { runId: string; session: Session })
           </table>
           <div class="actions">
             {r.status === 'requested' && holds(session, ['compliance']) ? (
-              <button type="button" onClick={() => act(() => post(`/v1/runs/${runId}/approve`, {}), 'run approved')}>
+              <button type="button" onClick={() => change(`/v1/runs/${runId}/approve`, {}, 'run approved')}>
                 Approve this run
               </button>
             ) : null}
             {isActive(r) ? (
-              <button type="button" class="secondary" onClick={() => act(() => post(`/v1/runs/${runId}/cancel`, { reason: 'cancelled from the console' }), 'cancelling; calls in flight will finish')}>
+              <button type="button" class="secondary" onClick={() => change(`/v1/runs/${runId}/cancel`, { reason: 'cancelled from the console' }, 'cancelling; calls in flight will finish')}>
                 Cancel this run
               </button>
             ) : null}
@@ -310,16 +306,7 @@ export function RequestRunPage() {
   return (
     <Page title="Request a run">
       <Problem error={choices.error ?? refusal} />
-      {problems.length ? (
-        <div class="error" role="alert">
-          <strong>The request does not match the API's schema:</strong>
-          <ul>
-            {problems.map((p) => (
-              <li key={p}>{p}</li>
-            ))}
-          </ul>
-        </div>
-      ) : null}
+      <SchemaProblems what="request" problems={problems} />
       {!c ? (
         <Loading what="benchmarks and endpoints" />
       ) : (
@@ -374,20 +361,14 @@ export function RequestRunPage() {
 
 export function RunApprovalQueuePage({ session }: { session: Session }) {
   const runs = useLoad(() => get<Run[]>('/v1/runs?limit=500'), [], { ms: 3000, while: () => true });
-  const [problem, setProblem] = useState<unknown>(undefined);
-  const [done, setDone] = useState<string | undefined>(undefined);
+  const { problem, done, act } = useAction();
   const waiting = (runs.data ?? []).filter((r) => r.status === 'requested');
-  const approve = async (r: Run) => {
-    setProblem(undefined);
-    setDone(undefined);
-    try {
+  const approve = (r: Run) =>
+    act(async () => {
       await post(`/v1/runs/${r.runId}/approve`, {});
-      setDone(`run ${r.runId.slice(0, 8)} approved`);
       runs.reload();
-    } catch (e) {
-      setProblem(e);
-    }
-  };
+      return `run ${r.runId.slice(0, 8)} approved`;
+    });
   return (
     <Page title="Runs awaiting approval">
       <Problem error={runs.error ?? problem} />
