@@ -38,15 +38,18 @@ function peakRssBytes(): number {
   }
 }
 
-/** CPU time of the main thread (the event loop) in ms, from /proc (clock ticks of 10 ms); NaN elsewhere. */
-function mainThreadCpuMs(): number {
+/** CPU time (user + system) of a thread or process from its /proc stat file, in ms (clock ticks of 10 ms); NaN elsewhere. */
+function procCpuMs(statFile: string): number {
   try {
-    const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    const fields = readFileSync(statFile, 'utf8').split(') ')[1]?.split(' ') ?? [];
     return (Number(fields[11]) + Number(fields[12])) * 10;
   } catch {
     return Number.NaN;
   }
 }
+
+/** CPU time of the main thread (the event loop) in ms. */
+const mainThreadCpuMs = () => procCpuMs(`/proc/self/task/${process.pid}/stat`);
 
 /**
  * A copy of a shipped benchmark whose dataset is its records repeated to `n` under new ids, in the
@@ -111,8 +114,8 @@ async function bench(): Promise<void> {
   const server = await startServerProcess(home.home, home.port, latencyMs, jury ? 'jury' : undefined);
   const app = await openApp({ file: configFile });
   app.engine.settings.concurrency = concurrency;
-  let sampled = process.memoryUsage().rss;
-  const sampler = setInterval(() => (sampled = Math.max(sampled, process.memoryUsage().rss)), 20);
+  let sampled = process.memoryUsage.rss();
+  const sampler = setInterval(() => (sampled = Math.max(sampled, process.memoryUsage.rss())), 20);
   const callsPerInstance = jury ? 1 + JUDGES.length : 1;
   const endpoints = callsPerInstance;
   // Every call of the run at its endpoint's concurrency, each taking the model latency.
@@ -128,22 +131,24 @@ async function bench(): Promise<void> {
       }
       const cpu0 = process.cpuUsage();
       const main0 = mainThreadCpuMs();
+      const server0 = procCpuMs(`/proc/${server.child.pid}/stat`);
       const t0 = performance.now();
       const summary = await executeRun(app.engine, run.run_id);
       const wallS = (performance.now() - t0) / 1000;
       const cpu = process.cpuUsage(cpu0);
       const mainMs = mainThreadCpuMs() - main0;
+      const serverMs = procCpuMs(`/proc/${server.child.pid}/stat`) - server0;
       if (session && profile) {
         await new Promise<void>((r, j) => session.post('Profiler.stop', (err, res) => (err ? j(err) : (writeFileSync(profile, JSON.stringify(res.profile)), r()))));
         session.disconnect();
       }
       if (summary.counts.done !== n) throw new Error(`expected ${n} results, got ${summary.counts.done}`);
-      return { wallS, cpuMsPerInstance: (cpu.user + cpu.system) / 1000 / n, mainMsPerInstance: mainMs / n };
+      return { wallS, cpuMsPerInstance: (cpu.user + cpu.system) / 1000 / n, mainMsPerInstance: mainMs / n, serverMsPerInstance: serverMs / n };
     };
     const cold = warmup > 0 ? await measure(warmup) : undefined;
     const warm = await measure(instances, profileAt);
     clearInterval(sampler);
-    const peakRss = Math.max(sampled, process.memoryUsage().rss, peakRssBytes());
+    const peakRss = Math.max(sampled, process.memoryUsage.rss(), peakRssBytes());
     const boundS = boundOf(instances);
     const figures = {
       benchmark: benchmarkId,
@@ -157,6 +162,8 @@ async function bench(): Promise<void> {
       ratio: Number((warm.wallS / boundS).toFixed(2)),
       cpu_ms_per_instance: Number(warm.cpuMsPerInstance.toFixed(3)),
       main_thread_cpu_ms_per_instance: Number(warm.mainMsPerInstance.toFixed(3)),
+      // The loopback model server's own CPU (not the daemon's), which shares the machine's cores.
+      model_server_cpu_ms_per_instance: Number(warm.serverMsPerInstance.toFixed(3)),
       peak_rss_mb: Number((peakRss / 1024 / 1024).toFixed(1)),
       ...(cold
         ? {
@@ -171,7 +178,7 @@ async function bench(): Promise<void> {
       process.stdout.write(
         `bench:run  ${benchmarkId}: ${instances} instances x ${callsPerInstance} call(s), concurrency ${concurrency} per endpoint, model latency ${latencyMs} ms, store ${figures.store}\n` +
           `  wall ${figures.wall_s} s vs bound ${figures.bound_s} s: ratio ${figures.ratio} (after a ${warmup}-instance warm-up run)\n` +
-          `  cpu ${figures.cpu_ms_per_instance} ms/instance (main thread ${figures.main_thread_cpu_ms_per_instance}), peak RSS ${figures.peak_rss_mb} MB\n` +
+          `  cpu ${figures.cpu_ms_per_instance} ms/instance (main thread ${figures.main_thread_cpu_ms_per_instance}; the model server ${figures.model_server_cpu_ms_per_instance}), peak RSS ${figures.peak_rss_mb} MB\n` +
           (cold ? `  cold (the warm-up run itself): ratio ${figures.cold_ratio}, cpu ${figures.cold_cpu_ms_per_instance} ms/instance\n` : '') +
           (profileAt ? `  CPU profile of the measured run: ${profileAt}\n` : ''),
       );
