@@ -3,7 +3,7 @@
  * previous record and MACed with a key kept outside the database. `canonicalRecord` is the single
  * definition of what a row hash covers; the writer and the verifier both use it.
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import { sha256Hex } from '../canonical';
 import type { AuditAction, AuditEventInput, AuditOutcome } from './types';
 
@@ -119,8 +119,13 @@ export function rowHash(r: Hashed): string {
   return sha256Hex(canonicalRecord(r));
 }
 
+/** Each MAC key's KeyObject, made once: an HMAC keyed by a KeyObject skips copying the key into a new one per row. */
+const secretKeys = new WeakMap<Buffer, KeyObject>();
+
 export function rowMac(macKey: Buffer, hash: string): string {
-  return createHmac('sha256', macKey).update(hash).digest('hex');
+  let key = secretKeys.get(macKey);
+  if (!key) secretKeys.set(macKey, (key = createSecretKey(macKey)));
+  return createHmac('sha256', key).update(hash).digest('hex');
 }
 
 /** The event fields of a record, before ordering and chaining. */

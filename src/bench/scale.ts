@@ -108,9 +108,12 @@ async function bench(): Promise<void> {
   const env = { ...process.env, EHRBENCH_DATABASE_URL: dbUrl };
   let server = await startServerProcess(home.home, home.port, latencyMs);
   const app = await openApp({ file: configFile, env });
+  // Every worker started, stopped on the way out too: a failed measurement must not leave them polling.
+  const started: ChildProcess[] = [];
   try {
     for (const w of workerCounts) {
       const workers = Array.from({ length: w }, () => startWorker(home.home, dbUrl));
+      started.push(...workers);
       await new Promise((r) => setTimeout(r, 1500));
       const { seconds, done } = await timeRun(app, instances, workers);
       await Promise.all(workers.map(stopWorker));
@@ -124,6 +127,7 @@ async function bench(): Promise<void> {
       await server.stop();
       server = await startServerProcess(home.home, home.port, 2);
       const worker = startWorker(home.home, dbUrl);
+      started.push(worker);
       let peak = 0;
       const sampler = setInterval(() => {
         try {
@@ -143,6 +147,7 @@ async function bench(): Promise<void> {
       say(`memory: one worker through ${done} instances in ${seconds.toFixed(0)} s, peak RSS ${peak.toFixed(1)} MB`);
     }
   } finally {
+    await Promise.all(started.map(stopWorker));
     await app.close();
     await server.stop();
     await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);

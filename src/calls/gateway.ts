@@ -71,6 +71,8 @@ export interface GatewayOptions {
 /** A run's use of its endpoints' capacities, from `join` to `leave`. */
 export interface CapacityLease {
   leave(): Promise<void>;
+  /** Worker processes sharing the run's model endpoint (this one included), as its slots last counted them. */
+  workers(): number;
 }
 
 /**
@@ -127,6 +129,7 @@ export class Gateway {
     const ids = [...new Set([run.endpoint.id, ...(run.benchmark.judges ?? [])])].filter((id) => this.opts.ports().endpoints.endpoints.some((e) => e.id === id));
     const mine = new Map<string, EndpointCapacity>();
     const slots: SharedSlots[] = [];
+    let modelSlots: SharedSlots | undefined;
     for (const id of ids) {
       const endpoint = this.opts.ports().endpoints.get(id);
       const total = Math.max(1, endpoint.limits?.concurrency ?? this.opts.concurrency());
@@ -134,6 +137,7 @@ export class Gateway {
       const entry = this.opts.capacities.for(id, total, perWorker);
       await entry.slots.join();
       slots.push(entry.slots);
+      if (id === run.endpoint.id) modelSlots = entry.slots;
       mine.set(id, entry.capacity);
     }
     this.joined.set(run.runId, { capacities: mine, gate, inFlight: 0 });
@@ -142,6 +146,7 @@ export class Gateway {
         this.joined.delete(run.runId);
         await Promise.all(slots.map((s) => s.leave().catch(() => undefined)));
       },
+      workers: () => modelSlots?.workers ?? 1,
     };
   }
 

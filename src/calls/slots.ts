@@ -20,6 +20,8 @@ export interface SlotOptions {
 
 export class SharedSlots {
   private held = 0;
+  /** Workers sharing the endpoint at the last balance (this one included). */
+  private present = 1;
   private timer: NodeJS.Timeout | undefined;
   private users = 0;
   private running: Promise<void> = Promise.resolve();
@@ -80,7 +82,8 @@ export class SharedSlots {
       endpointId,
       leaseSeconds,
     ]);
-    const share = Math.min(this.opts.perWorker, Math.ceil(total / Math.max(1, active?.n ?? 1)));
+    this.present = Math.max(1, active?.n ?? 1);
+    const share = Math.min(this.opts.perWorker, Math.ceil(total / this.present));
     await this.db.query('INSERT INTO endpoint_slots (endpoint_id, slot_no) SELECT $1, g FROM generate_series(0, $2 - 1) AS g ON CONFLICT DO NOTHING', [endpointId, total]);
     const renewed = await this.db.query<{ slot_no: number }>(
       `UPDATE endpoint_slots SET expires_at = now() + make_interval(secs => $3)
@@ -112,5 +115,10 @@ export class SharedSlots {
 
   get slots(): number {
     return this.held;
+  }
+
+  /** How many worker processes share the endpoint, as the last balance counted them. */
+  get workers(): number {
+    return this.present;
   }
 }

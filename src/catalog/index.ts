@@ -6,7 +6,7 @@
  * site data file (site-data.ts), and reading them without a binding is an error saying what to supply.
  */
 import { commandPrefix } from '../command-prefix';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { canonicalHash, sha256Hex } from '../canonical';
 import { readJsonFile, validateOrThrow } from '../config';
@@ -314,8 +314,13 @@ export async function* streamInstances(b: Benchmark, opts: StreamOptions = {}): 
     yield* adapted(b, opts, limit);
     return;
   }
-  let population = 0;
-  for await (const _ of adapted(b, opts.env ? { env: opts.env } : {})) population += 1;
+  const key = populationKey(b);
+  let population = key === undefined ? undefined : populations.get(key);
+  if (population === undefined) {
+    population = 0;
+    for await (const _ of adapted(b, opts.env ? { env: opts.env } : {})) population += 1;
+    if (key !== undefined) rememberPopulation(key, population);
+  }
   const chosen = new Set(helmSample(population, limit));
   let position = 0;
   for await (const instance of adapted(b, opts)) {
@@ -324,8 +329,38 @@ export async function* streamInstances(b: Benchmark, opts: StreamOptions = {}): 
   }
   // The sample is of the dataset as counted: one that changed in between would give another selection.
   if (position !== population) {
+    if (key !== undefined) populations.delete(key);
     throw new UserError('dataset.changed', `benchmark ${b.definition.id}: the dataset changed while the run was planned (${population} then ${position} instances); plan again once it is stable`);
   }
+}
+
+/**
+ * Populations counted for HELM's sample in this process, by the benchmark and the identity of its files
+ * (path, size, modification time, inode): a daemon that runs a benchmark again reads its dataset once,
+ * not twice. A wrong entry cannot choose a wrong sample unnoticed: the selection pass counts the
+ * instances again and refuses the run when they differ (dataset.changed), dropping the entry.
+ * OMOP sources, which have no file identity, are always counted.
+ */
+const populations = new Map<string, number>();
+const MAX_POPULATIONS = 256;
+
+function populationKey(b: Benchmark): string | undefined {
+  const source = b.source;
+  if (!source || source.kind !== 'files') return undefined;
+  try {
+    const files = source.files.map((f) => {
+      const st = statSync(f.path);
+      return [f.path, st.size, st.mtimeMs, st.ino];
+    });
+    return JSON.stringify([b.definitionHash, b.site?.columns ?? null, source.format, source.arrayField ?? null, source.encoding ?? null, files]);
+  } catch {
+    return undefined;
+  }
+}
+
+function rememberPopulation(key: string, population: number): void {
+  if (populations.size >= MAX_POPULATIONS) populations.clear();
+  populations.set(key, population);
 }
 
 /** The adapted instances of the benchmark's records, counting the records the adapter leaves out. */

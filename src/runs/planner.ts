@@ -58,7 +58,8 @@ export async function planningFor(engine: Engine, run: RunRow, ctx: RunContext, 
   return watchPlanning(engine, run, ctx, workerId);
 }
 
-const WATCH_MS = 250;
+/** How often a worker that does not plan looks again while the run's queue is still filling. */
+const WATCH_MS = 100;
 
 /** Another worker plans: poll until the run is planned (or stops), and take over a dead planner. */
 function watchPlanning(engine: Engine, run: RunRow, ctx: RunContext, workerId: string): Planning {

@@ -30,6 +30,9 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
   const calls = ctx.benchmark.definition.jury ? 1 + (ctx.benchmark.judges?.length ?? 0) : 1;
   const loops = perWorker * PIPELINE_DEPTH * calls;
   const batchSize = Math.max(settings.claimBatch, loops);
+  // Set once the worker has joined the endpoint's capacity (below), before any loop claims.
+  let sharing = () => false;
+  const claimSize = () => (sharing() ? perWorker * calls : batchSize);
   // Result writes handed off by the loops; awaited before the worker returns (and bounded).
   const writes = new Set<Promise<void>>();
   const queue: ClaimedItem[] = [];
@@ -56,9 +59,11 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
       fatal ??= planning?.error;
       return;
     }
-    // A whole batch: claiming only what the loops can start (tried for the tail of bench:scale) cost a
-    // single-process run more round trips than it saved four workers (measured on a quiet machine).
-    const items = await store.claim(ctx.runId, workerId, batchSize, settings.leaseSeconds, settings.maxAttempts, { plannedOnly: ctx.deidentify });
+    // Alone on the endpoint, a whole batch: fewer round trips. Sharing it with other worker processes,
+    // only a round of calls: a worker holding instances it cannot start yet would leave them waiting at
+    // the end of the run while the others sit idle (measured on bench:scale; capping a single process
+    // too cost it more round trips than it saved).
+    const items = await store.claim(ctx.runId, workerId, claimSize(), settings.leaseSeconds, settings.maxAttempts, { plannedOnly: ctx.deidentify });
     if (items.length === 0) exhausted = true;
     queue.push(...items);
   };
@@ -77,7 +82,7 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
       if (fatal !== undefined || opts.signal?.aborted || watch.stopped) return undefined;
       const item = queue.shift();
       if (item) {
-        if (queue.length < loops && !exhausted) void startClaim();
+        if (queue.length < (sharing() ? perWorker * calls : loops) && !exhausted) void startClaim();
         return item;
       }
       if (exhausted) {
@@ -118,6 +123,7 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
     }
   };
   const capacity = await engine.calls.join(ctx, watch);
+  sharing = () => capacity.workers() > 1;
   // Heartbeat: this worker's claimed instances keep their leases while it is alive; a worker that
   // dies stops renewing, and its instances are claimed again once their leases expire.
   // Each beat is independent: a failed renewal (the database restarting) is retried at the next one.

@@ -1,7 +1,9 @@
 /**
- * How many loops a worker runs on an LLM-jury benchmark: loops for every judge endpoint's share too
- * (an instance holds one endpoint's slot at a time, model first, then each judge). Every instance is
- * still done exactly once.
+ * How much a worker claims at once: alone on its endpoint, a whole batch (fewer round trips); sharing
+ * it with other worker processes, one round of calls, so that no worker ends a run holding instances it
+ * cannot start while the others sit idle. How many loops a worker runs on an LLM-jury benchmark: loops
+ * for every judge endpoint's share too (an instance holds one endpoint's slot at a time, model first,
+ * then each judge). Every instance is still done exactly once.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +13,7 @@ import { type ModelServer, startModelServer } from '../../src/demo/model-server'
 import { executeRun, requestRun } from '../../src/runs/engine';
 import { PIPELINE_DEPTH } from '../../src/runs/worker';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
-import { researcher } from '../helpers/app';
+import { researcher, startTestApp } from '../helpers/app';
 import { makeHome, type TestHome } from '../helpers/home';
 
 jest.setTimeout(120_000);
@@ -28,6 +30,30 @@ function recordClaims(app: App): number[] {
 }
 
 describe('worker claims', () => {
+  it.each([
+    ['alone on the endpoint, a whole batch', 0],
+    ['beside another worker process, one round of calls', 1],
+  ])('claims %s, and does every instance exactly once', async (_what, others) => {
+    const concurrency = 3;
+    const t = await startTestApp({ settings: { concurrency, claimBatch: 20 } });
+    try {
+      // Another worker process on the same endpoint, as its heartbeat would have registered it.
+      if (others) await t.app.db.query(`INSERT INTO endpoint_workers (endpoint_id, worker_id, seen_at) VALUES ($1, 'other-host:4242', now())`, [DEMO_ENDPOINT_ID]);
+      const limits = recordClaims(t.app);
+      const run = await requestRun(t.app.engine, { benchmarkId: 'pubmed_qa', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 40 });
+      const summary = await executeRun(t.app.engine, run.run_id);
+      expect(summary.counts).toMatchObject({ done: 40, pending: 0, claimed: 0, failed: 0 });
+      expect(new Set(limits)).toEqual(new Set([others ? concurrency : 20]));
+      const rows = await t.app.db.query<{ n: number; keys: number }>(
+        `SELECT count(*)::integer AS n, count(DISTINCT item_key)::integer AS keys FROM run_items WHERE run_id = $1::uuid AND state = 'done'`,
+        [run.run_id],
+      );
+      expect(rows[0]).toEqual({ n: 40, keys: 40 });
+    } finally {
+      await t.close();
+    }
+  });
+
   describe('on an LLM-jury benchmark', () => {
     let home: TestHome;
     let server: ModelServer;
