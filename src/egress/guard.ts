@@ -357,9 +357,7 @@ function requestHeaders(headers: unknown): Record<string, string> {
   const out: Record<string, string> = {};
   if (headers === undefined || headers === null) return out;
   const pairs: Iterable<[string, string]> =
-    typeof (headers as { [Symbol.iterator]?: unknown })[Symbol.iterator] === 'function'
-      ? (headers as Iterable<[string, string]>)
-      : Object.entries(headers as Record<string, string>);
+    typeof (headers as { [Symbol.iterator]?: unknown })[Symbol.iterator] === 'function' ? (headers as Iterable<[string, string]>) : Object.entries(headers as Record<string, string>);
   for (const [name, value] of pairs) if (value !== undefined && value !== null) out[String(name).toLowerCase()] = String(value);
   return out;
 }
@@ -403,7 +401,10 @@ const DECODERS: Record<string, (buf: Buffer, opts: zlib.ZlibOptions | zlib.Brotl
  */
 async function decodedBody(raw: Buffer, encoding: string | undefined, maxBytes: number, endpointId: string): Promise<Buffer> {
   let bytes = raw;
-  const codings = (encoding ?? '').split(',').map((c) => c.trim().toLowerCase()).filter((c) => c && c !== 'identity');
+  const codings = (encoding ?? '')
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c && c !== 'identity');
   for (const coding of codings.reverse()) {
     const decode = DECODERS[coding];
     if (!decode) return raw;
