@@ -359,6 +359,9 @@ function requestHeaders(headers: unknown): Record<string, string> {
   const pairs: Iterable<[string, string]> =
     typeof (headers as { [Symbol.iterator]?: unknown })[Symbol.iterator] === 'function' ? (headers as Iterable<[string, string]>) : Object.entries(headers as Record<string, string>);
   for (const [name, value] of pairs) if (value !== undefined && value !== null) out[String(name).toLowerCase()] = String(value);
+  // The Host header is the endpoint's, from the checked URL: a caller's own would name another virtual
+  // host behind the same checked address and certificate. (undici refuses the connection-level ones.)
+  if ('host' in out) throw new TypeError('egress guard: a request may not set its own Host header');
   return out;
 }
 

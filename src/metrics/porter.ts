@@ -197,8 +197,24 @@ function step5b(word: string): string {
   return applyRules(word, [['ll', 'l', () => measure(word.slice(0, -1)) > 1]]);
 }
 
+/**
+ * Stems already computed: ROUGE stems every token of every prediction and reference, and a note's
+ * vocabulary repeats (a jury run spent a quarter of its CPU here). Bounded: emptied when full.
+ */
+const stems = new Map<string, string>();
+const MAX_STEMS = 50_000;
+
 /** NLTK's PorterStemmer().stem(word): lower-cased, irregular forms looked up, words of 1-2 letters kept. */
 export function porterStem(word: string): string {
+  let stem = stems.get(word);
+  if (stem === undefined) {
+    if (stems.size >= MAX_STEMS) stems.clear();
+    stems.set(word, (stem = stemOnce(word)));
+  }
+  return stem;
+}
+
+function stemOnce(word: string): string {
   const lower = word.toLowerCase();
   const irregular = Object.prototype.hasOwnProperty.call(IRREGULAR, word) ? IRREGULAR[word] : undefined;
   if (irregular !== undefined) return irregular;

@@ -266,6 +266,31 @@ describe('responses', () => {
     expect(err.message).toBe('endpoint test-model: call timed out');
   });
 
+  it('refuses a caller-set Host header and a streamed body before opening any connection', async () => {
+    const s = await server({ cert: testPki().server });
+    const { transport } = clientFor(loopbackEndpoint(s.port));
+    await expect(transport.fetch(`https://model.test:${s.port}/v1/models`, { headers: { Host: 'other.test' } })).rejects.toThrow(/may not set its own Host header/);
+    const streamed = { method: 'POST', body: new ReadableStream(), duplex: 'half' } as unknown as RequestInit;
+    await expect(transport.fetch(`https://model.test:${s.port}/v1/chat/completions`, streamed)).rejects.toThrow(/string or byte bodies only/);
+    expect(s.connections()).toBe(0);
+  });
+
+  it('asks for no compression, and decodes a compressed answer under the cap all the same', async () => {
+    const seen: (string | undefined)[] = [];
+    const handler: Handler = (req, res) => {
+      seen.push(req.headers['accept-encoding'] as string | undefined);
+      const body = gzipSync(JSON.stringify({ object: 'list', data: [] }));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(body.length) });
+      res.end(body);
+    };
+    const s = await server({ cert: testPki().server, handler });
+    const { transport } = clientFor(loopbackEndpoint(s.port));
+    const answer = await transport.fetch(`https://model.test:${s.port}/v1/models`);
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toEqual({ object: 'list', data: [] });
+    expect(seen).toEqual([undefined]);
+  });
+
   it('refuses a request URL outside the endpoint before opening any connection', async () => {
     const s = await server({ cert: testPki().server });
     const { transport } = clientFor(loopbackEndpoint(s.port));
