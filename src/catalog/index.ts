@@ -352,7 +352,8 @@ function populationKey(b: Benchmark): string | undefined {
       const st = statSync(f.path);
       return [f.path, st.size, st.mtimeMs, st.ino];
     });
-    return JSON.stringify([b.definitionHash, b.site?.columns ?? null, source.format, source.arrayField ?? null, source.encoding ?? null, files]);
+    // The limits too: a lowered one must refuse the dataset in the count, before any instance is queued.
+    return JSON.stringify([b.definitionHash, b.site?.columns ?? null, source.format, source.arrayField ?? null, source.encoding ?? null, limitsOf(b), files]);
   } catch {
     return undefined;
   }

@@ -310,9 +310,11 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
     // The whole body is read here, under the cap and the deadline, before the caller sees any of it:
     // the model API answers are single JSON documents, and a body the guard has not finished
     // checking never reaches the SDK.
+    let received: Buffer;
     let bytes: Buffer;
     try {
-      bytes = await decodedBody(await readCapped(response.body, maxBytes, endpoint.id), header('content-encoding'), maxBytes, endpoint.id);
+      received = await readCapped(response.body, maxBytes, endpoint.id);
+      bytes = await decodedBody(received, header('content-encoding'), maxBytes, endpoint.id);
     } catch (err) {
       finish();
       discard(response.body);
@@ -321,9 +323,11 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
     } finally {
       finish();
     }
+    // A decoded body no longer has the encoding or the length its headers declared.
+    const decoded = bytes !== received;
     return new UndiciResponse(response.statusCode === 204 || response.statusCode === 304 || bytes.length === 0 ? null : bytes, {
       status: response.statusCode,
-      headers: responseHeaders(response.headers),
+      headers: responseHeaders(response.headers, decoded ? ['content-encoding', 'content-length'] : []),
     }) as unknown as Response;
   };
 
@@ -424,9 +428,10 @@ async function decodedBody(raw: Buffer, encoding: string | undefined, maxBytes: 
 }
 
 /** Response headers from undici's record (arrays for repeated headers) as pairs for a Response. */
-function responseHeaders(headers: Record<string, string | string[] | undefined>): [string, string][] {
+function responseHeaders(headers: Record<string, string | string[] | undefined>, drop: string[]): [string, string][] {
   const pairs: [string, string][] = [];
   for (const [name, value] of Object.entries(headers)) {
+    if (drop.includes(name)) continue;
     if (Array.isArray(value)) for (const v of value) pairs.push([name, v]);
     else if (value !== undefined) pairs.push([name, value]);
   }

@@ -288,6 +288,9 @@ describe('responses', () => {
     const answer = await transport.fetch(`https://model.test:${s.port}/v1/models`);
     expect(answer.status).toBe(200);
     expect(await answer.json()).toEqual({ object: 'list', data: [] });
+    // Handed on decoded: the encoding and the length of the compressed body no longer apply.
+    expect(answer.headers.get('content-encoding')).toBeNull();
+    expect(answer.headers.get('content-length')).toBeNull();
     expect(seen).toEqual([undefined]);
   });
 
