@@ -1,6 +1,6 @@
 /** Shared pieces of the bench:* scripts: a throwaway data directory and an out-of-process model server. */
 import { type ChildProcess, fork } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -95,6 +95,16 @@ export function startServerProcess(home: string, port: number, latencyMs: number
       }
     });
   });
+}
+
+/** Peak resident memory of a process so far (the kernel's VmHWM), in bytes; 0 where /proc is not there or the process is gone. */
+export function peakRssBytes(pid: number | 'self' = 'self'): number {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
 }
 
 export function argFlag(name: string): boolean {

@@ -25,19 +25,9 @@ import { localCaller, Operations } from '../operations';
 import { BUILTIN_BENCHMARK_DIR } from '../paths';
 import { executeRun, requestRun } from '../runs';
 import { DEMO_ENDPOINT_ID } from '../setup';
-import { argFlag, argNumber, benchHome, startServerProcess } from './harness';
+import { argFlag, argNumber, benchHome, peakRssBytes, startServerProcess } from './harness';
 
 const JUDGES = ['judge-gpt', 'judge-llama', 'judge-claude'];
-
-/** Peak resident memory of this process so far (VmHWM), in bytes; 0 where /proc is not there. */
-function peakRssBytes(): number {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
 
 /** CPU time (user + system) of a thread or process from its /proc stat file, in ms (clock ticks of 10 ms); NaN elsewhere. */
 function procCpuMs(statFile: string): number {

@@ -15,7 +15,7 @@ import { openApp, type App } from '../app';
 import { localCaller, Operations } from '../operations';
 import { PACKAGE_ROOT } from '../paths';
 import { requestRun } from '../runs';
-import { argFlag, argNumber, benchHome, startServerProcess, writeSyntheticDefinition } from './harness';
+import { argFlag, argNumber, benchHome, peakRssBytes, startServerProcess, writeSyntheticDefinition } from './harness';
 
 const PER_WORKER = 16;
 const BENCHMARK = 'scale_synthetic';
@@ -46,12 +46,6 @@ function stopWorker(w: ChildProcess): Promise<void> {
     w.once('exit', () => resolve());
     w.kill('SIGTERM');
   });
-}
-
-/** Peak resident memory of a process (VmHWM), in MB. */
-function peakRssMb(pid: number): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : Number.NaN;
 }
 
 /** Times one run to its end; a worker that exits before then fails the measurement instead of hanging it. */
@@ -129,16 +123,11 @@ async function bench(): Promise<void> {
       const worker = startWorker(home.home, dbUrl);
       started.push(worker);
       let peak = 0;
-      const sampler = setInterval(() => {
-        try {
-          peak = Math.max(peak, peakRssMb(worker.pid as number));
-        } catch {
-          // the process may be gone
-        }
-      }, 500);
+      // 0 once the process is gone.
+      const sampler = setInterval(() => (peak = Math.max(peak, peakRssBytes(worker.pid as number) / 1024 / 1024)), 500);
       await new Promise((r) => setTimeout(r, 1500));
       const { seconds, done } = await timeRun(app, memoryInstances, [worker]);
-      peak = Math.max(peak, peakRssMb(worker.pid as number));
+      peak = Math.max(peak, peakRssBytes(worker.pid as number) / 1024 / 1024);
       clearInterval(sampler);
       await stopWorker(worker);
       figures.memory_run_instances = done;

@@ -316,7 +316,6 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
       received = await readCapped(response.body, maxBytes, endpoint.id);
       bytes = await decodedBody(received, header('content-encoding'), maxBytes, endpoint.id);
     } catch (err) {
-      finish();
       discard(response.body);
       if (deadline.signal.aborted) throw deadline.signal.reason;
       throw err;

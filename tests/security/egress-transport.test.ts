@@ -3,7 +3,7 @@
  * certificates. Every refusal must happen before any HTTP request reaches the server; the
  * legitimate endpoint must work end to end through the official SDK.
  */
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { createEndpointTransport, EgressDenied, type Endpoint, type EgressEvent, type Resolver, spkiSha256 } from '../../src/egress';
 import { ModelCallError, ModelClient } from '../../src/models';
 import { loopbackEndpoint, openAiHandler, startTlsServer, testPki, type Handler, type TlsServer } from '../helpers/tls';
@@ -234,6 +234,14 @@ describe('responses', () => {
       ((_req, res) => {
         const bomb = gzipSync(Buffer.alloc(50 * 1024 * 1024, 0x20));
         res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(bomb.length) });
+        res.end(bomb);
+      }) as Handler,
+    ],
+    [
+      'a brotli bomb, unasked for and without a length (50 MB inflated)',
+      ((_req, res) => {
+        const bomb = brotliCompressSync(Buffer.alloc(50 * 1024 * 1024, 0x20));
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'br' });
         res.end(bomb);
       }) as Handler,
     ],

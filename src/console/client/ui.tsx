@@ -121,6 +121,26 @@ const STATUS_CLASS: Record<string, string> = {
   expired: 'status-bad',
 };
 
+/** The head of a table of metrics: a run's scores, or an export's released figures. */
+export function MetricsHead() {
+  return (
+    <thead>
+      <tr>
+        <th scope="col">Metric</th>
+        <th scope="col" class="num">
+          Value
+        </th>
+        <th scope="col" class="num">
+          95% interval
+        </th>
+        <th scope="col" class="num">
+          Instances
+        </th>
+      </tr>
+    </thead>
+  );
+}
+
 export function Status({ value }: { value: string }) {
   return <span class={STATUS_CLASS[value] ?? ''}>{value}</span>;
 }

@@ -4,7 +4,7 @@
  */
 import { type Session, get, post } from '../api';
 import type { ExportView } from '../types';
-import { Done, download, holds, Loading, Page, Problem, Status, usd, useAction, useLoad, when } from '../ui';
+import { Done, download, holds, Loading, MetricsHead, Page, Problem, Status, usd, useAction, useLoad, when } from '../ui';
 
 type Range = { low: number; high: number };
 type Count = Range | { suppressed: string };
@@ -80,20 +80,7 @@ export function PreviewTables({ preview }: { preview: Preview }) {
           </h3>
           <table>
             <caption class="sr-only">Metrics as released</caption>
-            <thead>
-              <tr>
-                <th scope="col">Metric</th>
-                <th scope="col" class="num">
-                  Value
-                </th>
-                <th scope="col" class="num">
-                  95% interval
-                </th>
-                <th scope="col" class="num">
-                  Instances
-                </th>
-              </tr>
-            </thead>
+            <MetricsHead />
             <tbody>
               <MetricRows metrics={r.metrics} main={r.mainMetric} />
             </tbody>

@@ -31,28 +31,8 @@ export function HomePage({ session }: { session: Session }) {
             )}
           </section>
         ) : null}
-        {officer ? (
-          <section class="card" aria-labelledby="approval-queue">
-            <h2 id="approval-queue">Runs awaiting approval</h2>
-            <p>
-              <span class="big" data-testid="approval-queue-count">
-                {runs.data ? awaiting.length : '…'}
-              </span>{' '}
-              <a href="#/queue/runs">Open the queue</a>
-            </p>
-          </section>
-        ) : null}
-        {officer ? (
-          <section class="card" aria-labelledby="release-queue">
-            <h2 id="release-queue">Exports awaiting release</h2>
-            <p>
-              <span class="big" data-testid="release-queue-count">
-                {exports.data ? toRelease.length : '…'}
-              </span>{' '}
-              <a href="#/queue/releases">Open the queue</a>
-            </p>
-          </section>
-        ) : null}
+        {officer ? <QueueCard id="approval-queue" title="Runs awaiting approval" count={runs.data ? awaiting.length : undefined} href="#/queue/runs" /> : null}
+        {officer ? <QueueCard id="release-queue" title="Exports awaiting release" count={exports.data ? toRelease.length : undefined} href="#/queue/releases" /> : null}
         <section class="card" aria-labelledby="daemon-health">
           <h2 id="daemon-health">Daemon</h2>
           {health.data ? (
@@ -96,5 +76,20 @@ export function HomePage({ session }: { session: Session }) {
         </>
       ) : null}
     </Page>
+  );
+}
+
+/** A compliance queue on the home page: how many wait (… while loading) and the way to it. */
+function QueueCard({ id, title, count, href }: { id: string; title: string; count: number | undefined; href: string }) {
+  return (
+    <section class="card" aria-labelledby={id}>
+      <h2 id={id}>{title}</h2>
+      <p>
+        <span class="big" data-testid={`${id}-count`}>
+          {count ?? '…'}
+        </span>{' '}
+        <a href={href}>Open the queue</a>
+      </p>
+    </section>
   );
 }

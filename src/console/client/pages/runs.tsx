@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { type Session, get, post } from '../api';
 import type { Approval, Benchmark, Endpoint, ExportView, Run } from '../types';
-import { Done, Field, holds, Loading, Page, Problem, SchemaProblems, Status, score, usd, useAction, useLoad, when } from '../ui';
+import { Done, Field, holds, Loading, MetricsHead, Page, Problem, SchemaProblems, Status, score, usd, useAction, useLoad, when } from '../ui';
 import { validateRunRequest } from '../validators';
 
 const ACTIVE = ['requested', 'approved', 'running'];
@@ -225,20 +225,7 @@ export function RunPage({ runId, session }: { runId: string; session: Session })
               <h2>Scores</h2>
               <table>
                 <caption class="sr-only">Scores per metric</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Metric</th>
-                    <th scope="col" class="num">
-                      Value
-                    </th>
-                    <th scope="col" class="num">
-                      95% interval
-                    </th>
-                    <th scope="col" class="num">
-                      Instances
-                    </th>
-                  </tr>
-                </thead>
+                <MetricsHead />
                 <tbody>
                   {(r.aggregates ?? []).map((a) => (
                     <tr key={a.metric}>
