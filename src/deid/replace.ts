@@ -14,6 +14,20 @@ import { tokenize } from './text';
 import type { DateParts, Detection } from './types';
 
 const DAY_MS = 86_400_000;
+const MAX_SHIFT_DRAWS = 1000;
+
+/**
+ * Whether moving some date by this many days (either way) lands on the same month and day: k years of
+ * 365 days plus the 29 Februaries the span holds, which is k/4 rounded either way, or one fewer where
+ * it crosses 1900 or 2100 (not leap years).
+ */
+export function keepsCalendarDay(magnitude: number): boolean {
+  for (let years = 1; 365 * years <= magnitude; years++) {
+    const leapDays = magnitude - 365 * years;
+    if (leapDays >= Math.max(0, Math.floor(years / 4) - 1) && leapDays <= Math.ceil(years / 4)) return true;
+  }
+  return false;
+}
 
 /** Words of places and facilities that stay as they are: they say what kind of place, not which. */
 const KEEP_PLACE_WORDS = new Set(
@@ -44,10 +58,24 @@ export class SubjectSurrogates {
 
   constructor(secret: Buffer, subject: string, settings: DeidSettings, avoid: Iterable<string>) {
     this.key = createHmac('sha256', secret).update(`subject\u0000${subject}`).digest();
-    const h = this.hmac('date-shift');
-    const magnitude = 1 + (h.readUInt32BE(0) % Math.max(1, settings.maxShiftDays));
-    this.shiftDays = h[4]! & 1 ? magnitude : -magnitude;
+    this.shiftDays = this.drawShift(settings.maxShiftDays);
     this.avoid = new Set([...avoid].map((a) => a.toLowerCase()));
+  }
+
+  /**
+   * The subject's shift: 1..maxShiftDays days, back or forward, never a whole number of years (a shift
+   * of 365 days would leave "12/2" as "12/2" and a birthday on its day). A draw that would is drawn
+   * again under the next label; the first label is the one earlier versions used, so other subjects
+   * keep their shift.
+   */
+  private drawShift(maxShiftDays: number): number {
+    for (let attempt = 0; attempt < MAX_SHIFT_DRAWS; attempt++) {
+      const h = this.hmac(attempt === 0 ? 'date-shift' : `date-shift\u0000${attempt}`);
+      const magnitude = 1 + (h.readUInt32BE(0) % Math.max(1, maxShiftDays));
+      if (!keepsCalendarDay(magnitude)) return h[4]! & 1 ? magnitude : -magnitude;
+    }
+    // Unreachable: at most 1 magnitude in 100 is refused, and 1 never is.
+    throw new Error(`no date shift found in ${MAX_SHIFT_DRAWS} draws`);
   }
 
   private hmac(label: string): Buffer {

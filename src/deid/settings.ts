@@ -14,7 +14,7 @@ import { lexicons } from './lexicons';
 import { SITE_LEXICON_KINDS, type SiteLexiconFiles } from './site-lexicons';
 
 /** Bump when detection or replacement changes in a way the configuration does not show. */
-export const DEID_ALGORITHM = 'ehrbench-deid/4';
+export const DEID_ALGORITHM = 'ehrbench-deid/5';
 
 /**
  * Three-digit ZIP prefixes whose area held 20,000 people or fewer in the 2000 Census, which Safe Harbor

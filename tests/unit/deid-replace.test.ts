@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { Benchmark, Instance } from '../../src/catalog';
 import { createDeidStage, Deidentifier, defaultSettings, type DeidSettings, loadSecret, RESIDUAL_RULE, settingsVersion, withinOneEdit } from '../../src/deid';
 import type { RunContext } from '../../src/runs/stages';
+import { keepsCalendarDay } from '../../src/deid/replace';
 import { tempDir } from '../helpers/db';
 
 const SECRET = Buffer.alloc(32, 9);
@@ -115,6 +116,35 @@ describe('surrogates', () => {
     const other = deid().run({ text: 'Seen 1/1/2090.', subject: 'p-1' }).text;
     const o = /Seen (\d+)\/(\d+)\/(\d{4})/.exec(other) as RegExpExecArray;
     expect(day(o[3] as string, Number(o[1]), o[2] as string) - day('2090', 1, '1')).toBe(shift);
+  });
+
+  it('never moves a date onto its own month and day, for any subject or shift range', () => {
+    // A shift of a whole number of years would leave "admitted 12/2" as "12/2" and a birthday on its day.
+    for (const maxShiftDays of [365, 3650]) {
+      for (let i = 0; i < 1500; i++) {
+        const out = deid({ maxShiftDays }).run({ text: 'ADMITTED 12/2 W/ UROSEPSIS. DOB 4/9/1994.', subject: `p-${i}` }).text;
+        const m = /ADMITTED (\d+)\/(\d+) W\/ UROSEPSIS\. DOB (\d+)\/(\d+)\/(\d{4})\./.exec(out) as RegExpExecArray;
+        expect(m).not.toBeNull();
+        expect({ subject: i, admitted: `${m[1]}/${m[2]}` }).not.toEqual({ subject: i, admitted: '12/2' });
+        expect({ subject: i, born: `${m[3]}/${m[4]}` }).not.toEqual({ subject: i, born: '4/9' });
+      }
+    }
+  });
+
+  it('refuses exactly the shifts that keep some date of 1800-2199 on its month and day', () => {
+    const keeping = new Set<number>();
+    for (let year = 1800; year < 2190; year++) {
+      for (let t = Date.UTC(year, 0, 1); t < Date.UTC(year + 1, 0, 1); t += 86_400_000) {
+        const d = new Date(t);
+        for (let k = 1; k <= 10; k++) {
+          const later = Date.UTC(year + k, d.getUTCMonth(), d.getUTCDate());
+          if (new Date(later).getUTCDate() === d.getUTCDate()) keeping.add((later - t) / 86_400_000); // no 29 February that year
+        }
+      }
+    }
+    const refused = new Set<number>();
+    for (let m = 1; m <= 3650; m++) if (keepsCalendarDay(m)) refused.add(m);
+    expect([...refused].sort((a, b) => a - b)).toEqual([...keeping].filter((m) => m <= 3650).sort((a, b) => a - b));
   });
 
   it('writes ages over 89 as 90+ and keeps younger ages', () => {
