@@ -417,6 +417,21 @@ describe('the daemon and its workers on one host (systemd)', () => {
   });
 });
 
+describe('the benches measure the daemon as it is deployed', () => {
+  it('bench:run runs with the Node flags the units and the image start the daemon with', () => {
+    const flagsOf = (command: string) => command.split(/\s+/).filter((w) => w.startsWith('--'));
+    const units = ['ehrbench.service', 'ehrbench-worker@.service'].map((u) => flagsOf(serviceSection(u).find(([k]) => k === 'ExecStart')?.[1] ?? ''));
+    const image = /^ENTRYPOINT (\[.*\])$/m.exec(read('container', 'Containerfile'))?.[1];
+    const entry = (JSON.parse(image ?? '[]') as string[]).filter((w) => w.startsWith('--'));
+    const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    const benchRun = flagsOf((scripts['bench:run'] ?? '').replace(/ dist\/bench\/run\.js.*$/, ''));
+    expect(units[0]).toEqual(['--max-old-space-size=256']);
+    expect(units[1]).toEqual(units[0]);
+    expect(entry).toEqual(units[0]);
+    expect(benchRun).toEqual(units[0]);
+  });
+});
+
 /** A copy of a unit under another name (verify wants a concrete instance name for a template unit). */
 function copyAs(file: string, name: string): string {
   const tmp = join(tmpdir(), `ehrbench-unit-${process.pid}`, name);
