@@ -15,16 +15,16 @@ import type { Database, Queryable } from './index';
 export const EMBEDDED_SHARED_BUFFERS = '16MB';
 
 /**
- * The young generation of the store's thread, in MB. V8's default (48 MB on 64-bit hosts) fills with
+ * The young generation of the store's thread, in MB. V8's default (up to 48 MB on 64-bit hosts) fills with
  * the short-lived copies of rows the thread hands over; 8 MB collects them sooner at no measured cost
  * (bench:run: 8 MB less peak RSS, CPU per instance within the noise).
  */
 export const EMBEDDED_THREAD_YOUNG_GENERATION_MB = 8;
 
 /**
- * V8 compiles PGlite's 9 MB WebAssembly module on as many background tasks as it has threads, each
- * with its own compiler memory that the allocator keeps afterwards: about 50 MB of resident memory
- * for the life of the process. With one task an existing store opened as fast here (0.36-0.58 s
+ * V8 compiles PGlite's 9 MB WebAssembly module on several background tasks (one per thread of Node's
+ * V8 platform, four by default), each with its own compiler memory that the allocator keeps
+ * afterwards: about 50 MB of resident memory for the life of the process. With one task an existing store opened as fast here (0.36-0.58 s
  * either way) and the process kept 40-55 MB less. Process-wide, and set before the store's thread
  * starts, which is when the module is compiled; the only other WebAssembly in the daemon is undici's
  * HTTP parser, a few hundred kB.
