@@ -160,7 +160,9 @@ describe('four roles on the daemon, through the real binary', () => {
     const browser = new Agent({ connect: { ca: readFileSync(join(home, 'pki', 'ca.pem'), 'utf8'), cert: readFileSync(issued.ivan!.certFile), key: readFileSync(issued.ivan!.keyFile) } });
     const page = await fetch(`https://localhost:${daemonPort}/console/`, { dispatcher: browser });
     expect([page.status, await page.text()]).toEqual([200, expect.stringContaining('<script type="module" src="/console/app.js"></script>')]);
-    expect((await fetch(`https://localhost:${daemonPort}/console/app.js`, { dispatcher: browser })).status).toBe(200);
+    // Read to its end: an unread body holds its connection, and close() waits for it.
+    const app = await fetch(`https://localhost:${daemonPort}/console/app.js`, { dispatcher: browser });
+    expect([app.status, (await app.arrayBuffer()).byteLength > 0]).toEqual([200, true]);
     await browser.close();
 
     // ---- The compliance officer records the IRB approval (naming the test endpoint, as test endpoints need).
