@@ -12,7 +12,7 @@ import { accessSync, constants, existsSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { type PrincipalRole, loadPrincipals, savePrincipals } from '../access';
 import type { App } from '../app';
-import { UserError } from '../errors';
+import { PolicyDenied, UserError } from '../errors';
 import { type Actor, csrPublicKey, IssuedCertificates, type PreparedSignedClient, prepareCsrCertificate, writeSignedCertificate } from '../identity';
 import { issuanceFailed, mapToSiteCa, recordMapping, safeCode } from './mapping';
 
@@ -67,6 +67,8 @@ interface Signer {
   mappingRule: 'policy.principals.host-operator' | 'policy.principals.api';
   /** The refusal of a new principal without a role, in the words of the command or of the API. */
   missingRole: (principal: string) => UserError;
+  /** The roles this signer may give or sign for (default: every role); checked on the file as read for the signing. */
+  roles?: readonly PrincipalRole[];
   /** The CA, its key or the certificate could not be made (not the request's fault). */
   caFault?: (err: unknown) => unknown;
   /** After the certificate is prepared, before anything is recorded (the CLI: its file must not exist). */
@@ -84,6 +86,7 @@ async function sign(app: App, input: SignInput, by: Signer): Promise<PreparedSig
     const principals = loadPrincipals(file).principals.map((p) => ({ ...p }));
     const existing = principals.find((p) => p.id === input.principal);
     if (!existing && !input.role) throw by.missingRole(input.principal);
+    await refuseReservedRoles(app, by, input.principal, [...(existing?.roles ?? []), ...(input.role ? [input.role] : [])]);
     // Checked and made in memory first: a refused request leaves no trace but its one line.
     const unit = input.role ?? existing?.roles[0] ?? 'researcher';
     let prepared: PreparedSignedClient;
@@ -129,6 +132,24 @@ async function sign(app: App, input: SignInput, by: Signer): Promise<PreparedSig
   });
 }
 
+/**
+ * The roles an admin may sign for through the daemon: a certificate for a compliance officer or an
+ * admin (a new one, an existing one, or such a role added) would let the admin act as one, approve
+ * runs and release exports under another name, or give themselves the role; those are signed on the
+ * host (`ehrbench pki sign`) by its operator.
+ */
+export const API_SIGNABLE_ROLES: readonly PrincipalRole[] = ['researcher', 'auditor'];
+
+/** Refuses, audited, a certificate that would carry a role the signer may not give (before anything is made). */
+async function refuseReservedRoles(app: App, by: Signer, principal: string, roles: PrincipalRole[]): Promise<void> {
+  const reserved = [...new Set(roles.filter((r) => by.roles && !by.roles.includes(r)))];
+  if (reserved.length === 0) return;
+  const rule = 'pki.sign.api.role-on-host';
+  const reason = `a certificate for principal ${principal} would carry the ${reserved.join(' and ')} role, which is signed on the host (ehrbench pki sign --csr FILE --principal ${principal}), not through the daemon`;
+  await app.audit.record({ type: 'access.denied', action: 'E', outcome: 'denied', rule, reason, actor: by.actor, detail: { principal, roles: reserved.join('+') } });
+  throw new PolicyDenied(rule, reason);
+}
+
 /** `ehrbench pki sign`: the certificate written to `out` (or pki/clients), never over a file. */
 export async function signOnHost(app: App, input: SignInput, operator: Actor): Promise<SignedCertificate> {
   const prepared = await sign(app, input, {
@@ -169,6 +190,7 @@ export async function signForCaller(app: App, input: SignInput, actor: Actor): P
     rule: 'pki.sign.api',
     mappingRule: 'policy.principals.api',
     missingRole: (principal) => new UserError('request.invalid', `role: principal ${principal} is new; give its role`),
+    roles: API_SIGNABLE_ROLES,
     caFault: (err) => new UserError('pki.signing-unavailable', `the daemon cannot read the site CA or its key, or sign with it (${safeCode(err)}); ${onHost}`),
     where: () => 'principals.json',
     left: 'the certificate was not returned and principals.json is unchanged; sign the request again once the daemon can write principals.json',

@@ -133,6 +133,40 @@ describe.each(backends())('signing a certification request through the API (%s)'
     expect(readFileSync(principalsFile, 'utf8')).toBe(before);
   });
 
+  it('will not give an admin a compliance officer or an admin to act as: those are signed on the host, audited, nothing made', async () => {
+    const before = readFileSync(principalsFile, 'utf8');
+    const carolBefore = await issuedFor('carol');
+    const ivanBefore = await issuedFor('ivan');
+    const bobBefore = await issuedFor('bob');
+    const cases: [string, Record<string, unknown>, string][] = [
+      ['a new compliance officer', { principal: 'cora', role: 'compliance' }, 'compliance'],
+      ['a new admin', { principal: 'adam', role: 'admin' }, 'admin'],
+      // An existing officer's name with the admin's own key: the admin could approve and release as carol.
+      ['an existing compliance officer', { principal: 'carol' }, 'compliance'],
+      ['the compliance role added to a researcher', { principal: 'bob', role: 'compliance' }, 'compliance'],
+      ['the compliance role added to the admin', { principal: 'ivan', role: 'compliance' }, 'admin and compliance'],
+    ];
+    for (const [what, fields, roles] of cases) {
+      const principal = fields.principal as string;
+      const r = await t.call('ivan', 'POST', '/v1/certificates', { ...fields, days: 30, csr: holderRequest(principal).csrPem });
+      expect({ what, status: r.status }).toEqual({ what, status: 403 });
+      expect(r.json).toMatchObject({ error: 'policy.denied', rule: 'pki.sign.api.role-on-host' });
+      expect((r.json as { message: string }).message).toContain(`carry the ${roles} role`);
+      expect((r.json as { message: string }).message).toContain(`ehrbench pki sign --csr FILE --principal ${principal}`);
+    }
+    const denied = await t.app.db.query<{ actor: string; principal: string }>(
+      "SELECT actor_principal AS actor, detail->>'principal' AS principal FROM audit_events WHERE event_type = 'access.denied' AND rule = 'pki.sign.api.role-on-host' ORDER BY seq",
+    );
+    expect(denied).toEqual(cases.map(([, f]) => ({ actor: 'ivan', principal: f.principal })));
+    expect(await issuedFor('cora')).toEqual([]);
+    expect(await issuedFor('adam')).toEqual([]);
+    expect(await issuedFor('carol')).toEqual(carolBefore);
+    expect(await issuedFor('ivan')).toEqual(ivanBefore);
+    expect(await issuedFor('bob')).toEqual(bobBefore);
+    expect(await eventsFor('cora')).toEqual([]);
+    expect(readFileSync(principalsFile, 'utf8')).toBe(before);
+  });
+
   it('refuses anyone but an admin with rbac.admin-required, audited, and records or maps nothing', async () => {
     const before = readFileSync(principalsFile, 'utf8');
     for (const who of ['alice', 'carol', 'erin', 'rita']) {

@@ -65,7 +65,8 @@ export function EndpointsPage() {
   );
 }
 
-const ROLES = ['researcher', 'compliance', 'auditor', 'admin'] as const;
+/** The roles the daemon signs for (src/certificates API_SIGNABLE_ROLES); compliance officers and admins are signed on the host. */
+const ROLES = ['researcher', 'auditor'] as const;
 const SIGN_EMPTY = { principal: '', role: '', days: '365', csr: '' };
 
 /**
@@ -110,7 +111,7 @@ function SignRequest({ onSigned }: { onSigned: () => void }) {
         <Field id="sign-principal" label="Principal" hint="principal id: the certificate's common name">
           <input id="sign-principal" aria-describedby="sign-principal-hint" name="principal" value={form.principal} onInput={set('principal')} autocomplete="off" />
         </Field>
-        <Field id="sign-role" label="Role" hint="required for a new principal; added to an existing one">
+        <Field id="sign-role" label="Role" hint="required for a new principal; added to an existing one. Compliance officers and admins: ehrbench pki sign on the host">
           <select id="sign-role" aria-describedby="sign-role-hint" name="role" value={form.role} onChange={set('role')}>
             <option value="">none (existing principal)</option>
             {ROLES.map((r) => (
