@@ -5,22 +5,15 @@
  * (`awaiting approval`, `starting`, `planning`), then the counts and an ETA. Counts only, never data.
  */
 import { Format, type Options, type Params, SingleBar } from 'cli-progress';
-import type { RunProgress } from '../runs';
+import { runPhase, type RunProgress } from '../runs';
 import { type Io, processIo } from './output';
 
 /** Outside a terminal, a line at most this often while the run moves (EHRBENCH_PROGRESS_SECONDS). */
 export const DEFAULT_LINE_SECONDS = 10;
 
-const PHASES: Record<string, string> = {
-  requested: 'awaiting approval',
-  approved: 'starting',
-};
-
-/** What the run is doing, in words: a status, or `planning` while the planned count is unknown. */
+/** What the run is doing, in words (the same words as its picture and report). */
 export function phaseOf(p: RunProgress): string {
-  // Counts withheld from the caller say nothing of planning either.
-  if (p.status === 'running') return p.instanceCount === null && p.counts !== null ? 'planning' : 'running';
-  return PHASES[p.status] ?? p.status;
+  return runPhase(p);
 }
 
 function finished(p: RunProgress): number {

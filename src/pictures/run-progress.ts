@@ -3,6 +3,7 @@
  * pending), the status in words and every count. A caller from whom policy/visibility withholds the
  * run's figures gets the picture of the rule, never a number.
  */
+import { runPhase } from '../runs';
 import { INK, MUTED, noDataSvg, num, svgDocument, text, textWidth, xmlEscape } from './svg';
 
 /** Instances per state, as operations' RunView `counts` (schemas/api/run.schema.json). */
@@ -39,12 +40,9 @@ export const PROGRESS_STATES: { state: State; label: string; fill: string }[] = 
   { state: 'pending', label: 'pending', fill: '#6e6e6e' },
 ];
 
-const PHASES: Record<string, string> = { requested: 'awaiting approval', approved: 'starting' };
-
-/** The status in words, as the CLI's progress line says it: `planning` while the planned count is unknown. */
+/** The status in words, as the CLI's progress line says it (runPhase). */
 export function statusLabel(run: Pick<RunProgressInput, 'status' | 'instanceCount' | 'counts'>): string {
-  if (run.status === 'running') return (run.instanceCount ?? null) === null && run.counts !== null ? 'planning' : 'running';
-  return PHASES[run.status] ?? run.status;
+  return runPhase(run);
 }
 
 const WIDTH = 600;

@@ -15,4 +15,4 @@ export { requestRun } from './engine';
 export { summarize } from './engine';
 export type { DeidStage } from './stages';
 export { tokensUnderApproval } from './store';
-export { readProgress, type RunProgress } from './progress';
+export { readProgress, runPhase, type RunProgress } from './progress';
