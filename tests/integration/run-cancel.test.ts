@@ -68,9 +68,10 @@ describe.each(backends())('cancelling a run the daemon executes (%s)', (backend)
     const receivedAtCancel = t.server.received.length;
     expect(cancelled.stderr).toBe('');
     expect(cancelled.code).toBe(0);
-    const said = /^run ([0-9a-f-]{36}) cancelling; (\d+) calls? in flight will finish\n$/.exec(cancelled.stdout);
-    expect(said).not.toBeNull();
-    const inFlight = Number(said?.[2]);
+    // A loaded machine can catch the worker between two rounds of calls: then none was in flight.
+    const said = /^run ([0-9a-f-]{36}) (?:cancelling; (\d+) calls? in flight will finish|cancelled; no call was in flight)\n$/.exec(cancelled.stdout);
+    expect({ stdout: cancelled.stdout, matched: said !== null }).toEqual({ stdout: cancelled.stdout, matched: true });
+    const inFlight = Number(said?.[2] ?? 0);
     // At most the worker's share of the endpoint's capacity (concurrency 4) is ever in flight.
     expect(inFlight).toBeLessThanOrEqual(4);
 
