@@ -11,11 +11,6 @@ import { type Io, processIo } from './output';
 /** Outside a terminal, a line at most this often while the run moves (EHRBENCH_PROGRESS_SECONDS). */
 export const DEFAULT_LINE_SECONDS = 10;
 
-/** What the run is doing, in words (the same words as its picture and report). */
-export function phaseOf(p: RunProgress): string {
-  return runPhase(p);
-}
-
 function finished(p: RunProgress): number {
   const c = p.counts;
   return c ? c.done + c.blocked + c.failed : 0;
@@ -81,7 +76,7 @@ export class ProgressDisplay {
     this.latest = p;
     const now = this.clock();
     if (p.instanceCount !== null && p.status === 'running') this.from ??= { at: now, finished: finished(p) };
-    const phase = phaseOf(p);
+    const phase = runPhase(p);
     const text = `${this.opts.label}: ${phase}${countsText(p, formatEta(this.eta(p, now)))}`;
     if (this.tty) return this.draw(p, phase, text);
     const changed = this.last?.phase !== phase;
@@ -98,7 +93,7 @@ export class ProgressDisplay {
     }
     const p = this.latest;
     if (!p || this.tty) return;
-    const phase = phaseOf(p);
+    const phase = runPhase(p);
     const text = `${this.opts.label}: ${phase}${countsText(p, '-')}`;
     if (this.last?.text !== text) this.line(phase, text, this.clock());
   }

@@ -25,7 +25,7 @@
  *     records; a range of more than MAX_BUCKETS buckets is a UserError (picture.range-invalid).
  */
 export { xmlEscape, contrastRatio, inkOn, SERIES } from './svg';
-export { runProgressSvg, statusLabel, PROGRESS_STATES, type RunProgressInput, type RunCounts } from './run-progress';
+export { runProgressSvg, PROGRESS_STATES, type RunProgressInput, type RunCounts } from './run-progress';
 export { categoryScoresSvg, type CategoryModel, type CategoryScore, type CategoryMeasure, type CategoryScoresOptions } from './category-scores';
 export { costWinRateSvg, costPerModel, costWinRatePoints, type CostPoint, type CostWinRateOptions, type RunCost } from './cost-win-rate';
 export { callsOverTimeSvg, bucketCalls, bucketCallsAsync, CallBucketer, MAX_BUCKETS, type CallRecord, type CallBucket, type CallBuckets, type CallBucketOptions } from './calls-over-time';

@@ -40,11 +40,6 @@ export const PROGRESS_STATES: { state: State; label: string; fill: string }[] = 
   { state: 'pending', label: 'pending', fill: '#6e6e6e' },
 ];
 
-/** The status in words, as the CLI's progress line says it (runPhase). */
-export function statusLabel(run: Pick<RunProgressInput, 'status' | 'instanceCount' | 'counts'>): string {
-  return runPhase(run);
-}
-
 const WIDTH = 600;
 const LEFT = 12;
 const BAR_W = WIDTH - 2 * LEFT;
@@ -57,7 +52,7 @@ function count(n: number | undefined): number {
 
 export function runProgressSvg(run: RunProgressInput): string {
   const title = `Run ${run.runId}: ${run.benchmarkId}${run.endpointId ? ` on ${run.endpointId}` : ''}`;
-  const status = statusLabel(run);
+  const status = runPhase(run);
   if (run.counts === null) {
     const why = `counts withheld (rule ${run.withheld ?? 'visibility.run-figures.withheld'})`;
     return svgDocument({ width: Math.max(WIDTH, textWidth(title, 14) + 24), height: 110, title, desc: `Run ${run.runId} is ${status}; its ${why}.` }, [

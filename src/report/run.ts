@@ -5,7 +5,8 @@
  * Instance data is never part of a RunView, so it cannot reach the report.
  */
 import type { RunView } from '../operations';
-import { runProgressSvg, statusLabel } from '../pictures';
+import { runProgressSvg } from '../pictures';
+import { runPhase } from '../runs';
 import { esc, facts, figure, page, score, table } from './html';
 
 export interface RunReportOptions {
@@ -39,7 +40,7 @@ export function runReportHtml(run: RunView, opts: RunReportOptions = {}): string
       ['Benchmark', `${esc(run.benchmarkId)} v${esc(run.benchmarkVersion)}`],
       ['Tier', esc(run.tier)],
       ['Endpoint', esc(run.endpointId)],
-      ['Status', `${esc(statusLabel(run))}${run.errorCode ? ` (${esc(run.errorCode)})` : ''}`],
+      ['Status', `${esc(runPhase(run))}${run.errorCode ? ` (${esc(run.errorCode)})` : ''}`],
       ['Requested by', `${esc(run.requestedBy)} at ${esc(run.createdAt)}`],
       ['Approved by', run.approvedBy ? esc(run.approvedBy) : null],
       ['IRB protocol', run.irbProtocol ? esc(run.irbProtocol) : null],

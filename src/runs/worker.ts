@@ -30,9 +30,11 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
   const calls = ctx.benchmark.definition.jury ? 1 + (ctx.benchmark.judges?.length ?? 0) : 1;
   const loops = perWorker * PIPELINE_DEPTH * calls;
   const batchSize = Math.max(settings.claimBatch, loops);
+  /** One round of calls: what this worker can start at once. */
+  const round = perWorker * calls;
   // Set once the worker has joined the endpoint's capacity (below), before any loop claims.
   let sharing = () => false;
-  const claimSize = () => (sharing() ? perWorker * calls : batchSize);
+  const claimSize = () => (sharing() ? round : batchSize);
   // Result writes handed off by the loops; awaited before the worker returns (and bounded).
   const writes = new Set<Promise<void>>();
   const queue: ClaimedItem[] = [];
@@ -82,7 +84,7 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
       if (fatal !== undefined || opts.signal?.aborted || watch.stopped) return undefined;
       const item = queue.shift();
       if (item) {
-        if (queue.length < (sharing() ? perWorker * calls : loops) && !exhausted) void startClaim();
+        if (queue.length < (sharing() ? round : loops) && !exhausted) void startClaim();
         return item;
       }
       if (exhausted) {

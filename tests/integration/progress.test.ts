@@ -7,7 +7,8 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { countsText, formatEta, phaseOf, ProgressDisplay } from '../../src/cli/progress';
+import { countsText, formatEta, ProgressDisplay } from '../../src/cli/progress';
+import { runPhase } from '../../src/runs';
 import { startModelServer } from '../../src/demo/model-server';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
@@ -35,12 +36,12 @@ describe('the progress display outside a terminal', () => {
   const counts = (done: number, pending: number) => ({ pending, claimed: 0, done, blocked: 0, failed: 0 });
 
   it('names what the run does before there is anything to count', () => {
-    expect(phaseOf({ status: 'requested', instanceCount: null, counts: counts(0, 0) })).toBe('awaiting approval');
-    expect(phaseOf({ status: 'approved', instanceCount: null, counts: counts(0, 0) })).toBe('starting');
-    expect(phaseOf({ status: 'running', instanceCount: null, counts: counts(3, 40) })).toBe('planning');
-    expect(phaseOf({ status: 'running', instanceCount: 43, counts: counts(3, 40) })).toBe('running');
+    expect(runPhase({ status: 'requested', instanceCount: null, counts: counts(0, 0) })).toBe('awaiting approval');
+    expect(runPhase({ status: 'approved', instanceCount: null, counts: counts(0, 0) })).toBe('starting');
+    expect(runPhase({ status: 'running', instanceCount: null, counts: counts(3, 40) })).toBe('planning');
+    expect(runPhase({ status: 'running', instanceCount: 43, counts: counts(3, 40) })).toBe('running');
     // Figures withheld from the caller: nothing is said about planning either.
-    expect(phaseOf({ status: 'running', instanceCount: null, counts: null })).toBe('running');
+    expect(runPhase({ status: 'running', instanceCount: null, counts: null })).toBe('running');
     expect(countsText({ status: 'running', instanceCount: null, counts: counts(3, 40) }, '-')).toBe(': done 3, blocked 0, failed 0 (43 queued so far)');
     expect(formatEta(75)).toBe('1m15s');
     expect(formatEta(undefined)).toBe('-');

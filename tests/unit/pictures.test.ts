@@ -18,9 +18,9 @@ import {
   costWinRatePoints,
   costWinRateSvg,
   runProgressSvg,
-  statusLabel,
   xmlEscape,
 } from '../../src/pictures';
+import { runPhase } from '../../src/runs';
 import { ROOT } from '../helpers/paths';
 
 const HOSTILE = `<script>alert("x")</script> & 'co' ]]> \u0001\u0007\u001b end`;
@@ -104,11 +104,11 @@ describe('runProgressSvg', () => {
   });
 
   it('says the status in words: awaiting approval, starting, planning', () => {
-    expect(statusLabel({ status: 'requested', counts: null })).toBe('awaiting approval');
-    expect(statusLabel({ status: 'approved', counts: { pending: 0 } })).toBe('starting');
-    expect(statusLabel({ status: 'running', instanceCount: null, counts: { pending: 3 } })).toBe('planning');
-    expect(statusLabel({ status: 'running', instanceCount: 3, counts: { pending: 3 } })).toBe('running');
-    expect(statusLabel({ status: 'completed', instanceCount: 3, counts: { done: 3 } })).toBe('completed');
+    expect(runPhase({ status: 'requested', counts: null })).toBe('awaiting approval');
+    expect(runPhase({ status: 'approved', counts: { pending: 0 } })).toBe('starting');
+    expect(runPhase({ status: 'running', instanceCount: null, counts: { pending: 3 } })).toBe('planning');
+    expect(runPhase({ status: 'running', instanceCount: 3, counts: { pending: 3 } })).toBe('running');
+    expect(runPhase({ status: 'completed', instanceCount: 3, counts: { done: 3 } })).toBe('completed');
   });
 
   it('shows the rule, and no number, when the figures are withheld', () => {
