@@ -1,5 +1,5 @@
 /** Reading the audit trail from the database: streamed in seq order, searched, tailed. */
-import type { Queryable } from '../db';
+import type { Database, Queryable } from '../db';
 import type { SignedCheckpoint, CheckpointStatement } from './checkpoint';
 import type { AuditRecord } from './record';
 import type { StoredCheckpoint } from './verify';
@@ -59,12 +59,92 @@ export async function* streamRecordPages(db: Queryable, filter: RecordFilter = {
   }
 }
 
+/** One row of audit_events as `queryArrays` returns it, in the order of COLUMNS. */
+type RecordColumns = [
+  number,
+  string,
+  number,
+  string,
+  string,
+  AuditRecord['action'],
+  AuditRecord['outcome'],
+  string | null,
+  string | null,
+  string,
+  string,
+  string,
+  string | null,
+  string | null,
+  string | null,
+  string | null,
+  string | null,
+  string | null,
+  string | null,
+  string | null,
+  string | null,
+  AuditRecord['detail'],
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+];
+
+/** A record from its columns: one object of a fixed shape, built once (not key by key, as the driver does). */
+function recordOf(c: RecordColumns): AuditRecord {
+  return {
+    seq: c[0],
+    event_id: c[1],
+    schema_version: c[2],
+    recorded_at: c[3],
+    event_type: c[4],
+    action: c[5],
+    outcome: c[6],
+    rule: c[7],
+    reason: c[8],
+    actor_principal: c[9],
+    actor_role: c[10],
+    actor_auth: c[11],
+    purpose: c[12],
+    irb_protocol: c[13],
+    run_id: c[14],
+    benchmark_id: c[15],
+    tier: c[16],
+    endpoint_id: c[17],
+    export_id: c[18],
+    approval_id: c[19],
+    address: c[20],
+    detail: c[21],
+    site_id: c[22],
+    host: c[23],
+    daemon_version: c[24],
+    prev_hash: c[25],
+    row_hash: c[26],
+    mac_key_id: c[27],
+    row_mac: c[28],
+  };
+}
+
 /**
- * The records with lo <= seq < hi, in seq order, a page at a time (the next page requested while the
- * caller works on the current one): one segment of the parallel verification.
+ * The chain for verification: every record with lo <= seq < hi (without bounds: every record there
+ * is), in seq order, a page at a time, the next page requested while the caller works on the current
+ * one. Rows are read as arrays (queryArrays): a verification reads every column of every row.
  */
-export async function* streamSeqRange(db: Queryable, lo: number, hi: number, pageSize = 5000): AsyncGenerator<AuditRecord[]> {
-  const page = (from: number) => db.query<AuditRecord>(`SELECT ${COLUMNS} FROM audit_events WHERE seq >= $1 AND seq < $2 ORDER BY seq LIMIT $3`, [from, hi, pageSize]);
+export async function* streamChain(db: Database, lo?: number, hi?: number, pageSize = 5000): AsyncGenerator<AuditRecord[]> {
+  const bounds = (from: number | undefined): [string, unknown[]] => {
+    const clauses: string[] = [];
+    const params: unknown[] = [];
+    if (from !== undefined) clauses.push(`seq >= $${params.push(from)}`);
+    if (hi !== undefined) clauses.push(`seq < $${params.push(hi)}`);
+    return [clauses.length ? clauses.join(' AND ') : 'true', params];
+  };
+  const page = async (from: number | undefined) => {
+    const [cond, params] = bounds(from);
+    const rows = await db.queryArrays<RecordColumns>(`SELECT ${COLUMNS} FROM audit_events WHERE ${cond} ORDER BY seq LIMIT $${params.push(pageSize)}`, params);
+    return rows.map(recordOf);
+  };
   let pending = page(lo);
   for (;;) {
     const rows = await pending;

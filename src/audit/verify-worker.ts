@@ -5,7 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { openDatabase } from '../db';
 import { describeError } from '../errors';
-import { streamSeqRange } from './store';
+import { streamChain } from './store';
 import { checkRow, type ChainState, type Finding } from './verify';
 import type { SegmentReply, SegmentRequest, SegmentResult, WorkerSetup } from './verify-parallel';
 
@@ -29,7 +29,7 @@ async function main(): Promise<void> {
         const chain: ChainState = { expectedSeq: null, prevHash: null };
         const found = new Set<number>();
         const result: SegmentResult = { first: null, last: null, findings, dropped: 0, found: [], seqs: [], stamps: [] };
-        for await (const page of streamSeqRange(db, m.lo, m.hi, setup.pageSize)) {
+        for await (const page of streamChain(db, m.lo, m.hi, setup.pageSize)) {
           for (const r of page) {
             result.first ??= { seq: r.seq, prev_hash: r.prev_hash };
             checkRow(r, chain, setup.checks, find, found);

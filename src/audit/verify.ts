@@ -133,7 +133,9 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
   const start = (seq: number, prev: string) => {
     firstSeq = seq;
     chain.expectedSeq = seq;
-    if (!input.partial && seq !== 1) find(seq, `chain starts at seq ${seq}: seq 1..${seq - 1} missing`);
+    if (!input.partial && seq > 1) find(seq, `chain starts at seq ${seq}: seq 1..${seq - 1} missing`);
+    // seq is positive in the table (a CHECK): a row before seq 1 was put there by someone who removed the check.
+    if (seq < 1) find(seq, `chain starts at seq ${seq}, before seq 1: row inserted`);
     chain.prevHash = input.partial && seq !== 1 ? prev : GENESIS_HASH;
   };
   // Seqs a checkpoint or witness points at that were found in the chain (not every seq: memory stays flat).

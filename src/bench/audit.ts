@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { AuditLog, type AuditEventInput, chainOf, loadCheckpoints, loadMacKeys, loadSigningKey, streamRecordPages, trustedKeys, verifyAudit } from '../audit';
+import { AuditLog, type AuditEventInput, chainOf, loadCheckpoints, loadMacKeys, loadSigningKey, streamChain, trustedKeys, verifyAudit } from '../audit';
 import { type Database, openDatabase } from '../db';
 import { silentLogger } from '../log';
 import { argFlag, argNumber, benchHome } from './harness';
@@ -63,7 +63,7 @@ async function append(dbs: Database[], keysDir: string, witnessDir: string, even
 async function verifyRate(db: Database, keysDir: string, how: 'as-verify' | 'parallel' | 'sequential' = 'as-verify'): Promise<{ events: number; perSecond: number; ok: boolean }> {
   const t0 = performance.now();
   const report = await verifyAudit({
-    ...(how === 'sequential' ? { records: streamRecordPages(db) } : chainOf(db, how === 'parallel' ? Number.POSITIVE_INFINITY : undefined)),
+    ...(how === 'sequential' ? { records: streamChain(db) } : chainOf(db, how === 'parallel' ? Number.POSITIVE_INFINITY : undefined)),
     checkpoints: await loadCheckpoints(db),
     witnesses: [],
     trustedKeys: trustedKeys(keysDir),

@@ -20,6 +20,12 @@ export interface Queryable {
 
 export interface Database extends Queryable {
   readonly backend: 'postgres' | 'pglite';
+  /**
+   * Rows as arrays of their column values in the SELECT's order, without an object per row: for
+   * bulk reads of whole rows (the audit chain, verified), where building objects is most of the cost.
+   * Values are parsed as `query` parses them.
+   */
+  queryArrays<R extends unknown[] = unknown[]>(sql: string, params?: readonly unknown[]): Promise<R[]>;
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;

@@ -125,7 +125,7 @@ parentPort.on('message', (m) => {
     case 'exec': {
       const target = m.tx === undefined ? db : txs.get(m.tx) && txs.get(m.tx).tx;
       if (!target) return refuse(m.id, new Error('transaction is not open'));
-      const p = m.op === 'query' ? target.query(m.sql, m.params).then((r) => r.rows) : target.exec(m.sql).then(() => undefined);
+      const p = m.op === 'query' ? target.query(m.sql, m.params, m.arrays ? { rowMode: 'array' } : undefined).then((r) => r.rows) : target.exec(m.sql).then(() => undefined);
       return void p.then((v) => reply(m.id, v), (err) => refuse(m.id, err));
     }
     case 'begin': {
@@ -292,6 +292,7 @@ export async function openPglite(dataDir: string): Promise<Database> {
   return {
     backend: 'pglite',
     ...db.queryable(),
+    queryArrays: <R>(sql: string, params?: readonly unknown[]) => db.call<R[]>({ op: 'query', sql, params: params ?? [], arrays: true }),
     transaction: (fn) => db.transaction(fn),
     close: async () => {
       await db.close();

@@ -53,9 +53,10 @@ export async function openPostgres(url: string, poolSize: number, source = 'EHRB
     const lost = connectionLossCode(err);
     return lost ? new DatabaseUnavailable(where, lost) : err;
   };
-  const run = async <R>(q: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]): Promise<R[]> => {
+  const run = async <R>(q: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[], arrays = false): Promise<R[]> => {
     try {
-      return (await q.query(sql, params as unknown[])).rows as R[];
+      const result = arrays ? await q.query({ text: sql, values: params as unknown[], rowMode: 'array' }) : await q.query(sql, params as unknown[]);
+      return result.rows as R[];
     } catch (err) {
       throw classify(err);
     }
@@ -73,10 +74,10 @@ export async function openPostgres(url: string, poolSize: number, source = 'EHRB
    * nothing and is simply run again; a few times at most. Inside a transaction only the caller can
    * retry, so `transaction` does not.
    */
-  const standalone = async <R>(sql: string, params?: readonly unknown[]): Promise<R[]> => {
+  const standalone = async <R>(sql: string, params?: readonly unknown[], arrays = false): Promise<R[]> => {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await run<R>(pool, sql, params);
+        return await run<R>(pool, sql, params, arrays);
       } catch (err) {
         if ((err as { code?: unknown }).code !== DEADLOCK_DETECTED || attempt >= DEADLOCK_RETRIES) throw err;
       }
@@ -86,6 +87,7 @@ export async function openPostgres(url: string, poolSize: number, source = 'EHRB
   const db: Database = {
     backend: 'postgres',
     query: (sql, params) => standalone(sql, params),
+    queryArrays: (sql, params) => standalone(sql, params, true),
     exec: async (sql) => {
       await run(pool, sql);
     },

@@ -7,7 +7,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { openApp, type App } from '../../src/app';
-import { type AuditEventInput, chainOf, loadCheckpoints, loadMacKeysIfPresent, loadWitnesses, streamRecordPages, trustedKeys, verifyAudit, type VerifyReport } from '../../src/audit';
+import { type AuditEventInput, chainOf, loadCheckpoints, loadMacKeysIfPresent, loadWitnesses, streamChain, streamRecordPages, trustedKeys, verifyAudit, type VerifyReport } from '../../src/audit';
 import { type AuditRecord, rowHash } from '../../src/audit/record';
 import { PARALLEL_MIN_CORES } from '../../src/audit/verify-parallel';
 import { backends } from '../helpers/db';
@@ -53,7 +53,7 @@ async function verify(app: App, sequential: boolean): Promise<VerifyReport> {
   // PostgreSQL: segments whatever the host's cores; the embedded store: streamed (chainOf's choice).
   const chain = chainOf(app.db, PARALLEL_MIN_CORES);
   return verifyAudit({
-    ...(sequential ? { records: streamRecordPages(app.db) } : 'parallel' in chain ? { parallel: { ...chain.parallel, segmentSize: 7, workers: 3 } } : chain),
+    ...(sequential ? { records: streamChain(app.db) } : 'parallel' in chain ? { parallel: { ...chain.parallel, segmentSize: 7, workers: 3 } } : chain),
     checkpoints: await loadCheckpoints(app.db),
     witnesses,
     witnessProblems,
@@ -89,7 +89,26 @@ describe.each(backends())('audit verification of the store chain on %s', (backen
 
   it('reads a PostgreSQL chain in parallel segments on a host with cores to spare, any other streamed', () => {
     expect('parallel' in chainOf(app.db, PARALLEL_MIN_CORES)).toBe(backend === 'postgres');
-    expect('parallel' in chainOf(app.db, 2)).toBe(false);
+    expect('parallel' in chainOf(app.db, 1)).toBe(false);
+  });
+
+  it('reads for verification exactly the records the trail shows its readers (rows as arrays, not objects)', async () => {
+    // Values that decode differently if a column is taken for another: quotes, non-ASCII, a null, a
+    // nested detail. Written over seq 40 directly (no event takes them): the read is the point here.
+    const awkward = { reason: 'refus\u00e9 "sans" appel\\\u2028', detail: { note: 'caf\u00e9 \ud83d\ude00', n: 1.5, ok: true, list: [1, 'x'] } };
+    await asSuperuser(app, [['UPDATE audit_events SET reason = $2, detail = $3, purpose = NULL WHERE seq = $1', [40, awkward.reason, JSON.stringify(awkward.detail)]]]);
+    const flat = async (pages: AsyncIterable<AuditRecord[]>) => {
+      const out: AuditRecord[] = [];
+      for await (const page of pages) out.push(...page);
+      return out;
+    };
+    const read = await flat(streamChain(app.db));
+    expect(read).toEqual(await flat(streamRecordPages(app.db)));
+    expect(read.map((r) => r.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+    expect(read.at(-1)).toMatchObject({ ...awkward, purpose: null });
+    // Bounded reads are the segments: [lo, hi), a page at a time.
+    expect((await flat(streamChain(app.db, 8, 15, 3))).map((r) => r.seq)).toEqual([8, 9, 10, 11, 12, 13, 14]);
+    expect(await both()).toEqual(['40: row_hash mismatch: a field of this row was changed']);
   });
 
   it('verifies the untouched chain in segments', async () => {
@@ -123,6 +142,23 @@ describe.each(backends())('audit verification of the store chain on %s', (backen
     await asSuperuser(app, [['DELETE FROM audit_events WHERE seq = 8', []]]);
     const found = await both();
     expect(found).toEqual(expect.arrayContaining(['9: seq 8..8 missing (rows deleted)', '9: prev_hash does not match the row before it (row deleted, inserted or moved)']));
+  });
+
+  it("finds a row put before seq 1 by someone who dropped the table's check (the chain is read whole, both ways)", async () => {
+    const constraint = await app.db.query<{ name: string }>(
+      "SELECT conname AS name FROM pg_constraint WHERE conrelid = 'audit_events'::regclass AND contype = 'c' AND pg_get_constraintdef(oid) LIKE '%seq > 0%'",
+    );
+    expect(constraint).toHaveLength(1);
+    await asSuperuser(app, [
+      [`ALTER TABLE audit_events DROP CONSTRAINT ${constraint[0]?.name}`, []],
+      [
+        'INSERT INTO audit_events SELECT 0, gen_random_uuid(), schema_version, recorded_at, event_type, action, outcome, rule, reason, actor_principal, actor_role, actor_auth, purpose, irb_protocol, run_id, benchmark_id, tier, endpoint_id, export_id, approval_id, address, detail, site_id, host, daemon_version, prev_hash, row_hash, mac_key_id, row_mac FROM audit_events WHERE seq = 1',
+        [],
+      ],
+    ]);
+    const found = await both();
+    expect(found[0]).toBe('0: chain starts at seq 0, before seq 1: row inserted');
+    expect(found).toContain('1: prev_hash does not match the row before it (row deleted, inserted or moved)');
   });
 
   it('finds a field changed inside a segment', async () => {
