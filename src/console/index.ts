@@ -9,12 +9,13 @@
  *   no caching of API answers;
  * - cross-site request forgery (./guard.ts): fetch metadata and Origin checks on every browser
  *   request, and a per-session token (@fastify/csrf, bound to the principal and its certificate) on
- *   every state-changing one; refusals are audited and name their rule;
+ *   every state-changing one, signed with a key every daemon of the site derives alike (tokenKey);
+ *   refusals are audited and name their rule;
  * - the pages' assets, built by esbuild at build time into dist/console-pages (no other origin at run time).
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomBytes, X509Certificate } from 'node:crypto';
+import { hkdfSync, X509Certificate } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import CSRF from '@fastify/csrf';
 import cookie from '@fastify/cookie';
@@ -22,6 +23,7 @@ import helmet from '@fastify/helmet';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../app';
+import { loadMacKeys } from '../audit';
 import { PolicyDenied, UserError } from '../errors';
 import { PACKAGE_ROOT } from '../paths';
 import type { Caller } from '../operations';
@@ -66,6 +68,17 @@ function certificateFingerprint(req: FastifyRequest): string {
   return cert?.fingerprint256 ?? '';
 }
 
+/**
+ * The key the session tokens are signed with: derived (HKDF-SHA256) from the current audit MAC key,
+ * which every daemon writing the site's trail holds. So two API replicas behind one address accept
+ * each other's tokens, and a restart does not end the console's sessions; the MAC key cannot be had
+ * back from it. A MAC key rotated under one replica only gives "reload the console" until the others
+ * restart with it.
+ */
+function tokenKey(app: App): Buffer {
+  return Buffer.from(hkdfSync('sha256', loadMacKeys(app.config.keysDir).current.key, Buffer.alloc(0), 'ehrbench console session token key v1', 32));
+}
+
 /** The token is bound to who (principal) and with what (this certificate): another's cookie is no use. */
 const userInfo = (req: FastifyRequest) => `${(req.caller as Caller).principal.id}|${certificateFingerprint(req)}`;
 
@@ -76,8 +89,7 @@ export async function registerBrowserSecurity(server: FastifyInstance, app: App,
   const names = new X509Certificate(opts.serverCertPem).subjectAltName;
   let origins: Set<string> | undefined;
   const own = () => (origins ??= ownOrigins(names, opts.port()));
-  // One key per daemon process: a restart ends every console session (the page asks for a new one).
-  const tokens = new CSRF({ userInfo: true, hmacKey: randomBytes(32) });
+  const tokens = new CSRF({ userInfo: true, hmacKey: tokenKey(app) });
 
   await server.register(helmet, {
     global: true,

@@ -5,6 +5,7 @@
  * The CLI's requests (no Origin, no cookie) are not affected.
  */
 import { Agent, fetch } from 'undici';
+import { startDaemon } from '../../src/server';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 
 const APPROVAL = { principalInvestigator: 'alice', personnel: ['alice'], tiers: ['private'], purpose: 'csrf test' };
@@ -90,6 +91,34 @@ describe('the console on the daemon', () => {
     const ok = await send('carol', 'POST', '/v1/approvals', { ...browser, 'x-ehrbench-csrf': session.json.csrfToken }, { ...APPROVAL, protocolNumber: 'CONSOLE-OK' });
     expect(ok.status).toBe(200);
     expect(await approvals()).toBe(before + 1);
+  });
+
+  it('accepts a console session at another daemon of the same site (replicas behind one address), a restart too', async () => {
+    const session = await send('carol', 'GET', '/v1/console/session', { 'sec-fetch-site': 'same-origin' });
+    const cookie = (session.headers.get('set-cookie') ?? '').split(';')[0]!;
+    // A second daemon on the same configuration and keys, as a replica (or the same one restarted) is.
+    const replica = await startDaemon(t.app, { port: 0 });
+    try {
+      const agent = new Agent({ connect: { ca: t.ca, cert: t.ids.carol!.cert, key: t.ids.carol!.key, servername: 'localhost' } });
+      agents.push(agent);
+      const post = async (token: string, protocolNumber: string) =>
+        fetch(`https://localhost:${replica.port}/v1/approvals`, {
+          method: 'POST',
+          dispatcher: agent,
+          headers: { 'content-type': 'application/json', origin: `https://localhost:${replica.port}`, 'sec-fetch-site': 'same-origin', cookie, 'x-ehrbench-csrf': token },
+          body: JSON.stringify({ ...APPROVAL, protocolNumber }),
+        });
+      const before = await approvals();
+      expect((await post(session.json.csrfToken, 'REPLICA-OK')).status).toBe(200);
+      expect(await approvals()).toBe(before + 1);
+      // Still bound to its session: an altered token is refused there as here.
+      const wrong = await post(`${session.json.csrfToken}x`, 'REPLICA-BAD');
+      expect(wrong.status).toBe(403);
+      expect(await wrong.json()).toMatchObject({ rule: 'console.csrf-token' });
+      expect(await approvals()).toBe(before + 1);
+    } finally {
+      await replica.close();
+    }
   });
 
   it('answers with a strict policy: no inline script or style, no framing, no sniffing, API answers not cached', async () => {
