@@ -5,7 +5,9 @@
  * exactly as the sequential walk does (checkRow: hash, MAC, checkpoints, and the link to the row
  * before within the segment). The caller stitches the segments in seq order and checks the link
  * between each segment and the one before it, so that every link of the chain is still checked once;
- * the findings come out the same, in the same order, as a sequential walk over the same rows.
+ * the findings come out the same, in the same order, as a sequential walk over the same rows. It
+ * stitches them as they come, and the workers run only a few segments ahead of it: memory stays flat
+ * in the chain's length (it held every segment's result until the last was done).
  */
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -88,46 +90,74 @@ export function chainOf(db: Database, cores = availableParallelism()): { records
   return { records: streamChain(db) };
 }
 
-export async function verifySegments(p: ParallelChain, checks: RowChecks, max: number): Promise<SegmentResult[]> {
+/**
+ * The segments' results in seq order, as the workers finish them. A worker is given a new segment
+ * only while it is at most a window of segments ahead of the one the caller is at, so the results
+ * waiting here stay a few segments whatever the chain's length (memory flat, as when streaming).
+ */
+export async function* verifySegments(p: ParallelChain, checks: RowChecks, max: number): AsyncGenerator<SegmentResult> {
   const [bounds] = await p.db.query<{ lo: number | null; hi: number | null }>('SELECT min(seq) AS lo, max(seq) AS hi FROM audit_events');
-  if (!bounds || bounds.lo === null || bounds.hi === null) return [];
+  if (!bounds || bounds.lo === null || bounds.hi === null) return;
+  const first = Number(bounds.lo);
+  const end = Number(bounds.hi) + 1;
   const size = Math.max(1, p.segmentSize ?? 2_000);
-  const segments: { lo: number; hi: number }[] = [];
-  for (let lo = Number(bounds.lo); lo <= Number(bounds.hi); lo += size) segments.push({ lo, hi: Math.min(lo + size, Number(bounds.hi) + 1) });
-  const count = Math.max(1, Math.min(p.workers ?? Math.min(4, availableParallelism()), segments.length));
+  const total = Math.ceil((end - first) / size);
+  const count = Math.max(1, Math.min(p.workers ?? Math.min(4, availableParallelism()), total));
+  const window = 2 * count;
   const setup: WorkerSetup = { url: p.url, checks, max, pageSize: 5000 };
-  const results: SegmentResult[] = new Array(segments.length);
-  let next = 0;
+
+  const finished = new Map<number, SegmentResult>();
+  const idle: Worker[] = [];
+  let given = 0; // segments handed out
+  let taken = 0; // segments passed on to the caller
+  let failure: unknown;
+  let stopping = false;
+  let wake: (() => void) | undefined;
+  const notify = () => {
+    wake?.();
+    wake = undefined;
+  };
+  const give = (w: Worker) => {
+    if (given >= total || given >= taken + window) return void idle.push(w);
+    const index = given++;
+    const lo = first + index * size;
+    w.postMessage({ index, lo, hi: Math.min(lo + size, end) } satisfies SegmentRequest);
+  };
   const workers = Array.from({ length: count }, () => new Worker(workerScript(), { workerData: setup, execArgv: [] }));
+  for (const w of workers) {
+    w.on('message', (m: SegmentReply) => {
+      if ('error' in m) failure ??= new UserError('audit.unavailable', `the audit trail could not be read for verification (${m.error})`);
+      else {
+        finished.set(m.index, m.result);
+        give(w);
+      }
+      notify();
+    });
+    w.once('error', (err) => {
+      failure ??= err;
+      notify();
+    });
+    w.once('exit', (code) => {
+      if (!stopping) failure ??= new UserError('audit.unavailable', `an audit verification worker stopped (exit ${code})`);
+      notify();
+    });
+  }
   try {
-    await Promise.all(
-      workers.map(
-        (w) =>
-          new Promise<void>((resolve, reject) => {
-            let done = false;
-            const give = () => {
-              if (next >= segments.length) {
-                done = true;
-                return resolve();
-              }
-              const index = next++;
-              w.postMessage({ index, ...(segments[index] as { lo: number; hi: number }) } satisfies SegmentRequest);
-            };
-            w.on('message', (m: SegmentReply) => {
-              if ('error' in m) return reject(new UserError('audit.unavailable', `the audit trail could not be read for verification (${m.error})`));
-              results[m.index] = m.result;
-              give();
-            });
-            w.once('error', reject);
-            w.once('exit', (code) => {
-              if (!done) reject(new UserError('audit.unavailable', `an audit verification worker stopped (exit ${code})`));
-            });
-            give();
-          }),
-      ),
-    );
+    for (const w of workers) give(w);
+    while (taken < total) {
+      if (failure) throw failure;
+      const result = finished.get(taken);
+      if (!result) {
+        await new Promise<void>((resolve) => (wake = resolve));
+        continue;
+      }
+      finished.delete(taken);
+      taken += 1;
+      while (idle.length > 0 && given < total && given < taken + window) give(idle.pop() as Worker);
+      yield result;
+    }
   } finally {
+    stopping = true;
     await Promise.all(workers.map((w) => w.terminate()));
   }
-  return results;
 }

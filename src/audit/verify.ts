@@ -141,7 +141,7 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
   // Seqs a checkpoint or witness points at that were found in the chain (not every seq: memory stays flat).
   const found = new Set<number>();
   if (input.parallel) {
-    for (const segment of await verifySegments(input.parallel, checks, max)) {
+    for await (const segment of verifySegments(input.parallel, checks, max)) {
       if (!segment.first || !segment.last) continue;
       if (firstSeq === null) start(segment.first.seq, segment.first.prev_hash);
       // The link between this segment and the one before: the checks its first row missed in the worker.
