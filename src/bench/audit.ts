@@ -5,7 +5,8 @@
  * connection pool and group commit, as separate daemon processes would be, 32 callers each), and
  * verification events/s over the whole chain (hash, MAC, signatures, read from the database): as
  * `ehrbench audit verify` does on this host (postgres_verify_events_per_s), and both ways it can: in
- * parallel segments (worker threads, every link still checked) and streamed by one thread.
+ * parallel segments (worker threads, every link still checked) and streamed by one thread; and the
+ * process's peak resident memory during the first (sampled), which must not grow with --events.
  * Also the same on the embedded PGlite with one writer. A measurement, not a test.
  */
 import { randomBytes } from 'node:crypto';
@@ -60,16 +61,25 @@ async function append(dbs: Database[], keysDir: string, witnessDir: string, even
  * `how`: as `ehrbench audit verify` reads this store on this host (chainOf), in parallel segments
  * whatever the cores, or streamed by one thread.
  */
-async function verifyRate(db: Database, keysDir: string, how: 'as-verify' | 'parallel' | 'sequential' = 'as-verify'): Promise<{ events: number; perSecond: number; ok: boolean }> {
+async function verifyRate(db: Database, keysDir: string, how: 'as-verify' | 'parallel' | 'sequential' = 'as-verify'): Promise<{ events: number; perSecond: number; ok: boolean; rssMb: number }> {
+  // The process's resident memory through the verification, sampled (worker threads included): it must
+  // not grow with the chain (compare --events 100000 and 600000).
+  let rss = process.memoryUsage.rss();
+  const sampler = setInterval(() => (rss = Math.max(rss, process.memoryUsage.rss())), 100);
   const t0 = performance.now();
-  const report = await verifyAudit({
-    ...(how === 'sequential' ? { records: streamChain(db) } : chainOf(db, how === 'parallel' ? Number.POSITIVE_INFINITY : undefined)),
-    checkpoints: await loadCheckpoints(db),
-    witnesses: [],
-    trustedKeys: trustedKeys(keysDir),
-    macKeys: loadMacKeys(keysDir).all,
-  });
-  return { events: report.events, perSecond: report.events / ((performance.now() - t0) / 1000), ok: report.ok };
+  try {
+    const report = await verifyAudit({
+      ...(how === 'sequential' ? { records: streamChain(db) } : chainOf(db, how === 'parallel' ? Number.POSITIVE_INFINITY : undefined)),
+      checkpoints: await loadCheckpoints(db),
+      witnesses: [],
+      trustedKeys: trustedKeys(keysDir),
+      macKeys: loadMacKeys(keysDir).all,
+    });
+    const perSecond = report.events / ((performance.now() - t0) / 1000);
+    return { events: report.events, perSecond, ok: report.ok, rssMb: Math.round(Math.max(rss, process.memoryUsage.rss()) / 1024 / 1024) };
+  } finally {
+    clearInterval(sampler);
+  }
 }
 
 async function bench(): Promise<void> {
@@ -95,6 +105,7 @@ async function bench(): Promise<void> {
       const v = await verifyRate(first, keysDir);
       figures.postgres_verify_events_per_s = Math.round(v.perSecond);
       figures.postgres_verified_ok = v.ok;
+      figures.postgres_verify_peak_rss_mb = v.rssMb;
       figures.postgres_verify_parallel_events_per_s = Math.round((await verifyRate(first, keysDir, 'parallel')).perSecond);
       figures.postgres_verify_sequential_events_per_s = Math.round((await verifyRate(first, keysDir, 'sequential')).perSecond);
     } finally {
