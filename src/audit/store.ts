@@ -39,24 +39,30 @@ function where(f: RecordFilter, params: unknown[]): string {
 }
 
 /**
- * Every record matching the filter, in seq order, a page at a time so memory stays flat. The next
- * page is requested while the caller works on the current one.
+ * Pages of `pageSize` records in seq order from `page(from)` (the rows from seq `from` on; undefined:
+ * from the first), starting at `first`: memory stays flat, and the next page is requested while the
+ * caller works on the current one.
  */
-export async function* streamRecordPages(db: Queryable, filter: RecordFilter = {}, pageSize = 5000): AsyncGenerator<AuditRecord[]> {
-  const page = (after: number) => {
-    const params: unknown[] = [after];
-    const cond = where(filter, params);
-    params.push(pageSize);
-    return db.query<AuditRecord>(`SELECT ${COLUMNS} FROM audit_events WHERE seq > $1 AND ${cond} ORDER BY seq LIMIT $${params.length}`, params);
-  };
-  let pending = page(0);
+async function* prefetched(page: (from: number | undefined) => Promise<AuditRecord[]>, first: number | undefined, pageSize: number): AsyncGenerator<AuditRecord[]> {
+  let pending = page(first);
   for (;;) {
     const rows = await pending;
     const full = rows.length === pageSize;
-    if (full) pending = page((rows.at(-1) as AuditRecord).seq);
+    if (full) pending = page((rows.at(-1) as AuditRecord).seq + 1);
     if (rows.length) yield rows;
     if (!full) return;
   }
+}
+
+/** Every record matching the filter, in seq order, a page at a time. */
+export function streamRecordPages(db: Queryable, filter: RecordFilter = {}, pageSize = 5000): AsyncGenerator<AuditRecord[]> {
+  const page = (from: number | undefined) => {
+    const params: unknown[] = [from];
+    const cond = where(filter, params);
+    params.push(pageSize);
+    return db.query<AuditRecord>(`SELECT ${COLUMNS} FROM audit_events WHERE seq >= $1 AND ${cond} ORDER BY seq LIMIT $${params.length}`, params);
+  };
+  return prefetched(page, 1, pageSize);
 }
 
 /** One row of audit_events as `queryArrays` returns it, in the order of COLUMNS. */
@@ -129,30 +135,20 @@ function recordOf(c: RecordColumns): AuditRecord {
 
 /**
  * The chain for verification: every record with lo <= seq < hi (without bounds: every record there
- * is), in seq order, a page at a time, the next page requested while the caller works on the current
- * one. Rows are read as arrays (queryArrays): a verification reads every column of every row.
+ * is), in seq order, a page at a time. Rows are read as arrays (queryArrays): a verification reads
+ * every column of every row.
  */
-export async function* streamChain(db: Database, lo?: number, hi?: number, pageSize = 5000): AsyncGenerator<AuditRecord[]> {
-  const bounds = (from: number | undefined): [string, unknown[]] => {
+export function streamChain(db: Database, lo?: number, hi?: number, pageSize = 5000): AsyncGenerator<AuditRecord[]> {
+  const page = async (from: number | undefined) => {
     const clauses: string[] = [];
     const params: unknown[] = [];
     if (from !== undefined) clauses.push(`seq >= $${params.push(from)}`);
     if (hi !== undefined) clauses.push(`seq < $${params.push(hi)}`);
-    return [clauses.length ? clauses.join(' AND ') : 'true', params];
-  };
-  const page = async (from: number | undefined) => {
-    const [cond, params] = bounds(from);
+    const cond = clauses.length ? clauses.join(' AND ') : 'true';
     const rows = await db.queryArrays<RecordColumns>(`SELECT ${COLUMNS} FROM audit_events WHERE ${cond} ORDER BY seq LIMIT $${params.push(pageSize)}`, params);
     return rows.map(recordOf);
   };
-  let pending = page(lo);
-  for (;;) {
-    const rows = await pending;
-    const full = rows.length === pageSize;
-    if (full) pending = page((rows.at(-1) as AuditRecord).seq + 1);
-    if (rows.length) yield rows;
-    if (!full) return;
-  }
+  return prefetched(page, lo, pageSize);
 }
 
 export async function* streamRecords(db: Queryable, filter: RecordFilter = {}, pageSize = 5000): AsyncGenerator<AuditRecord> {
