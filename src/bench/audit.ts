@@ -9,14 +9,12 @@
  * process's peak resident memory during the first (sampled), which must not grow with --events.
  * Also the same on the embedded PGlite with one writer. A measurement, not a test.
  */
-import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { AuditLog, type AuditEventInput, chainOf, loadCheckpoints, loadMacKeys, loadSigningKey, streamChain, trustedKeys, verifyAudit } from '../audit';
 import { type Database, openDatabase } from '../db';
 import { silentLogger } from '../log';
-import { argFlag, argNumber, benchHome } from './harness';
+import { argFlag, argNumber, benchHome, type ScratchDatabase, scratchDatabase } from './harness';
 
 const actor = { principal: 'bench', role: 'service', authMethod: 'service' } as const;
 const event = (i: number): AuditEventInput => ({
@@ -91,15 +89,12 @@ async function bench(): Promise<void> {
   const figures: Record<string, unknown> = { events, writers };
 
   const admin = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const name = `ehrbench_bench_${randomBytes(4).toString('hex')}`;
-  const client = new pg.Client({ connectionString: admin });
+  let scratch: ScratchDatabase | undefined;
   try {
-    await client.connect();
-    await client.query(`CREATE DATABASE ${name}`);
-    const url = new URL(admin);
-    url.pathname = `/${name}`;
-    const first = await openDatabase({ url: url.toString(), embeddedDir: '', poolSize: 4 });
-    const rest = await Promise.all(Array.from({ length: writers - 1 }, () => openDatabase({ url: url.toString(), embeddedDir: '', poolSize: 4, migrate: false })));
+    scratch = await scratchDatabase(admin, 'bench');
+    const url = scratch.url;
+    const first = await openDatabase({ url, embeddedDir: '', poolSize: 4 });
+    const rest = await Promise.all(Array.from({ length: writers - 1 }, () => openDatabase({ url, embeddedDir: '', poolSize: 4, migrate: false })));
     try {
       figures.postgres_append_events_per_s = Math.round(await append([first, ...rest], keysDir, join(home.home, 'audit'), events));
       const v = await verifyRate(first, keysDir);
@@ -110,12 +105,11 @@ async function bench(): Promise<void> {
       figures.postgres_verify_sequential_events_per_s = Math.round((await verifyRate(first, keysDir, 'sequential')).perSecond);
     } finally {
       await Promise.all([first, ...rest].map((d) => d.close()));
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     }
   } catch (err) {
-    figures.postgres_error = `PostgreSQL at ${admin.replace(/\/\/[^@]*@/, '//')} unavailable (${(err as { code?: string }).code ?? 'error'})`;
+    figures.postgres_error = scratch ? `PostgreSQL at ${scratch.server} failed (${(err as { code?: string }).code ?? 'error'})` : (err as Error).message;
   } finally {
-    await client.end().catch(() => undefined);
+    await scratch?.drop().catch(() => undefined);
   }
 
   const embedded = await openDatabase({ embeddedDir: join(home.home, 'db') });

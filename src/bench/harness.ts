@@ -1,9 +1,11 @@
 /** Shared pieces of the bench:* scripts: a throwaway data directory and an out-of-process model server. */
 import { type ChildProcess, fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { initHome } from '../setup';
 
 export async function freePort(): Promise<number> {
@@ -29,6 +31,44 @@ export async function benchHome(prefix: string, database: 'embedded' | 'postgres
   const port = await freePort();
   initHome({ home, demoPort: port, siteId: 'bench', database });
   return { home, port, remove: () => rmSync(home, { recursive: true, force: true }) };
+}
+
+export interface ScratchDatabase {
+  /** The new database's URL. */
+  url: string;
+  /** The server's address without its credentials, for messages. */
+  server: string;
+  drop(): Promise<void>;
+}
+
+/**
+ * A new, empty database on the PostgreSQL server of `serverUrl`, for one measurement: a bench that
+ * reused one database would measure a store that grows with every run (its audit chain, its queue).
+ */
+export async function scratchDatabase(serverUrl: string, prefix: string): Promise<ScratchDatabase> {
+  const name = `ehrbench_${prefix}_${randomBytes(4).toString('hex')}`;
+  const server = serverUrl.replace(/\/\/[^@]*@/, '//');
+  const client = new pg.Client({ connectionString: serverUrl });
+  try {
+    await client.connect();
+    await client.query(`CREATE DATABASE ${name}`);
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw new Error(`PostgreSQL at ${server} unavailable (${(err as { code?: string }).code ?? 'error'})`);
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    server,
+    drop: async () => {
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+    },
+  };
 }
 
 /**

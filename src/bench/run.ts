@@ -3,7 +3,8 @@
  * N instances of PubMedQA through the whole pipeline (access check, prompt, de-identification stage,
  * audit event before every call, budget check, egress guard + TLS, official SDK, scoring,
  * persistence, aggregation) against the loopback model server in another process with a fixed
- * latency. Store: the embedded PGlite, or PostgreSQL when EHRBENCH_DATABASE_URL is set.
+ * latency. Store: the embedded PGlite, or PostgreSQL when EHRBENCH_DATABASE_URL is set (a new
+ * database on the server it names, dropped afterwards: every measurement starts from an empty store).
  *
  * More instances than PubMedQA has (1,000): its records repeated under new ids (same prompts, same
  * sizes), so that memory can be compared at 1,000 and 10,000. --jury: ACI-Bench (repeated to N) with
@@ -25,7 +26,7 @@ import { localCaller, Operations } from '../operations';
 import { BUILTIN_BENCHMARK_DIR } from '../paths';
 import { executeRun, requestRun } from '../runs';
 import { DEMO_ENDPOINT_ID } from '../setup';
-import { argFlag, argNumber, benchHome, peakRssBytes, startServerProcess } from './harness';
+import { argFlag, argNumber, benchHome, peakRssBytes, scratchDatabase, startServerProcess } from './harness';
 
 const JUDGES = ['judge-gpt', 'judge-llama', 'judge-claude'];
 
@@ -123,8 +124,10 @@ async function bench(): Promise<void> {
     writeFileSync(policyFile, JSON.stringify(policy, null, 2));
     writeFileSync(join(home.home, 'site-data.json'), JSON.stringify({ benchmarks: {}, jury: { judges: JUDGES } }));
   }
+  const serverUrl = process.env.EHRBENCH_DATABASE_URL?.trim();
+  const scratch = serverUrl ? await scratchDatabase(serverUrl, 'run') : undefined;
   const server = await startServerProcess(home.home, home.port, latencyMs, jury ? 'jury' : undefined);
-  const app = await openApp({ file: configFile });
+  const app = await openApp({ file: configFile, env: scratch ? { ...process.env, EHRBENCH_DATABASE_URL: scratch.url } : process.env });
   app.engine.settings.concurrency = concurrency;
   // The peak is the kernel's VmHWM where there is /proc (sampling RSS there cost the run itself up to
   // 0.3 ms a read on this VM); elsewhere, sampled.
@@ -201,6 +204,7 @@ async function bench(): Promise<void> {
     clearInterval(sampler);
     await app.close();
     await server.stop();
+    await scratch?.drop();
     home.remove();
   }
 }

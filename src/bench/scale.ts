@@ -7,15 +7,13 @@
  * (100,000 instances by default) whose memory must not grow with the run. A measurement, not a test.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { openApp, type App } from '../app';
 import { localCaller, Operations } from '../operations';
 import { PACKAGE_ROOT } from '../paths';
 import { requestRun } from '../runs';
-import { argFlag, argNumber, benchHome, peakRssBytes, startServerProcess, writeSyntheticDefinition } from './harness';
+import { argFlag, argNumber, benchHome, peakRssBytes, scratchDatabase, startServerProcess, writeSyntheticDefinition } from './harness';
 
 const PER_WORKER = 16;
 const BENCHMARK = 'scale_synthetic';
@@ -74,13 +72,8 @@ async function bench(): Promise<void> {
   const say = (line: string) => !json && process.stdout.write(line + '\n');
 
   const admin = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const name = `ehrbench_scale_${randomBytes(4).toString('hex')}`;
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
-  await client.query(`CREATE DATABASE ${name}`);
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  const dbUrl = url.toString();
+  const scratch = await scratchDatabase(admin, 'scale');
+  const dbUrl = scratch.url;
 
   const home = await benchHome('bench-scale', 'postgres');
   const maxWorkers = Math.max(...workerCounts);
@@ -139,8 +132,7 @@ async function bench(): Promise<void> {
     await Promise.all(started.map(stopWorker));
     await app.close();
     await server.stop();
-    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
-    await client.end();
+    await scratch.drop().catch(() => undefined);
     home.remove();
   }
   if (json) process.stdout.write(JSON.stringify(figures) + '\n');
