@@ -126,8 +126,20 @@ async function bench(): Promise<void> {
   }
   const serverUrl = process.env.EHRBENCH_DATABASE_URL?.trim();
   const scratch = serverUrl ? await scratchDatabase(serverUrl, 'run') : undefined;
-  const server = await startServerProcess(home.home, home.port, latencyMs, jury ? 'jury' : undefined);
-  const app = await openApp({ file: configFile, env: scratch ? { ...process.env, EHRBENCH_DATABASE_URL: scratch.url } : process.env });
+  // Whatever fails from here on, the new database does not outlive the bench (nor its data folder).
+  const cleanUp = async () => {
+    await scratch?.drop();
+    home.remove();
+  };
+  const server = await startServerProcess(home.home, home.port, latencyMs, jury ? 'jury' : undefined).catch(async (err: unknown) => {
+    await cleanUp();
+    throw err;
+  });
+  const app = await openApp({ file: configFile, env: scratch ? { ...process.env, EHRBENCH_DATABASE_URL: scratch.url } : process.env }).catch(async (err: unknown) => {
+    await server.stop();
+    await cleanUp();
+    throw err;
+  });
   app.engine.settings.concurrency = concurrency;
   // The peak is the kernel's VmHWM where there is /proc (sampling RSS there cost the run itself up to
   // 0.3 ms a read on this VM); elsewhere, sampled.
@@ -204,8 +216,7 @@ async function bench(): Promise<void> {
     clearInterval(sampler);
     await app.close();
     await server.stop();
-    await scratch?.drop();
-    home.remove();
+    await cleanUp();
   }
 }
 

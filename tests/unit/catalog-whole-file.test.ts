@@ -160,6 +160,11 @@ describe('a small dataset file read whole', () => {
       expect(await read(file, 'json-array', { arrayField: 'a.b' })).toEqual(await streamed(file, 'json-array', { arrayField: 'a.b' }));
     });
 
+    it('a device, whose size says nothing of what it holds (read whole, /dev/zero would never end)', async () => {
+      expect(await wholeFileRecords('/dev/zero', 'jsonl', {})).toBeUndefined();
+      expect((await failure(read('/dev/zero', 'jsonl'))).message).toContain('NUL');
+    });
+
     it('a file over the size for reading whole', async () => {
       const row = `{"q":"${'z'.repeat(1000)}"}\n`;
       const file = write('big.jsonl', row.repeat(Math.ceil(WHOLE_FILE_BYTES / row.length) + 1));

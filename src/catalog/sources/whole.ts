@@ -38,15 +38,26 @@ export async function wholeFileRecords(file: string, format: RecordFormat, opts:
   return records;
 }
 
-/** The file's bytes if it is no larger than WHOLE_FILE_BYTES; undefined otherwise or when it cannot be read (the streaming reader says why). */
+/**
+ * The bytes of a regular file no larger than WHOLE_FILE_BYTES, read into a buffer of that size and
+ * one byte more (a file growing meanwhile is seen, not followed); undefined otherwise or when it cannot
+ * be read (the streaming reader says why). A device or a pipe goes the streaming way: its size says
+ * nothing of how much it holds.
+ */
 async function smallFile(file: string): Promise<Buffer | undefined> {
   let handle;
   try {
     handle = await open(file, 'r');
-    if ((await handle.stat()).size > WHOLE_FILE_BYTES) return undefined;
-    const bytes = await handle.readFile();
-    // Grown since the size was read: bounded memory matters more than speed.
-    return bytes.length > WHOLE_FILE_BYTES ? undefined : bytes;
+    const st = await handle.stat();
+    if (!st.isFile() || st.size > WHOLE_FILE_BYTES) return undefined;
+    const buffer = Buffer.alloc(st.size + 1);
+    let filled = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, filled);
+      filled += bytesRead;
+      if (bytesRead === 0 || filled === buffer.length) break;
+    }
+    return filled > st.size ? undefined : buffer.subarray(0, filled);
   } catch {
     return undefined;
   } finally {
