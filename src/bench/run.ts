@@ -26,7 +26,7 @@ import { localCaller, Operations } from '../operations';
 import { BUILTIN_BENCHMARK_DIR } from '../paths';
 import { executeRun, requestRun } from '../runs';
 import { DEMO_ENDPOINT_ID } from '../setup';
-import { argFlag, argNumber, benchHome, peakRssBytes, scratchDatabase, startServerProcess } from './harness';
+import { argFlag, argNumber, type BenchHome, benchHome, peakRssBytes, scratchDatabase, startServerProcess } from './harness';
 
 const JUDGES = ['judge-gpt', 'judge-llama', 'judge-claude'];
 
@@ -96,6 +96,21 @@ function preparedInChild(dir: string, id: string, n: number): string {
 }
 
 async function bench(): Promise<void> {
+  const serverUrl = process.env.EHRBENCH_DATABASE_URL?.trim();
+  const scratch = serverUrl ? await scratchDatabase(serverUrl, 'run') : undefined;
+  // Whatever fails, neither the new database nor the data folder outlives the bench.
+  let home: BenchHome | undefined;
+  try {
+    home = await benchHome('bench-run');
+    await benchIn(home, scratch?.url);
+  } finally {
+    home?.remove();
+    await scratch?.drop();
+  }
+}
+
+/** The bench in `home`, on the new PostgreSQL database `databaseUrl` or else the embedded store. */
+async function benchIn(home: BenchHome, databaseUrl: string | undefined): Promise<void> {
   const jury = argFlag('jury');
   const instances = argNumber('instances', jury ? 480 : 1000);
   const concurrency = argNumber('concurrency', 16);
@@ -104,7 +119,6 @@ async function bench(): Promise<void> {
   const json = argFlag('json');
   const profileAt = process.argv.includes('--profile') ? process.argv[process.argv.indexOf('--profile') + 1] : undefined;
 
-  const home = await benchHome('bench-run');
   const shipped = jury ? 'aci_bench' : 'pubmed_qa';
   // PubMedQA up to its 1,000 records as shipped; beyond (and ACI-Bench's 120 always), repeated.
   const siteDir = join(home.home, 'site-benchmarks');
@@ -124,20 +138,9 @@ async function bench(): Promise<void> {
     writeFileSync(policyFile, JSON.stringify(policy, null, 2));
     writeFileSync(join(home.home, 'site-data.json'), JSON.stringify({ benchmarks: {}, jury: { judges: JUDGES } }));
   }
-  const serverUrl = process.env.EHRBENCH_DATABASE_URL?.trim();
-  const scratch = serverUrl ? await scratchDatabase(serverUrl, 'run') : undefined;
-  // Whatever fails from here on, the new database does not outlive the bench (nor its data folder).
-  const cleanUp = async () => {
-    await scratch?.drop();
-    home.remove();
-  };
-  const server = await startServerProcess(home.home, home.port, latencyMs, jury ? 'jury' : undefined).catch(async (err: unknown) => {
-    await cleanUp();
-    throw err;
-  });
-  const app = await openApp({ file: configFile, env: scratch ? { ...process.env, EHRBENCH_DATABASE_URL: scratch.url } : process.env }).catch(async (err: unknown) => {
+  const server = await startServerProcess(home.home, home.port, latencyMs, jury ? 'jury' : undefined);
+  const app = await openApp({ file: configFile, env: databaseUrl ? { ...process.env, EHRBENCH_DATABASE_URL: databaseUrl } : process.env }).catch(async (err: unknown) => {
     await server.stop();
-    await cleanUp();
     throw err;
   });
   app.engine.settings.concurrency = concurrency;
@@ -216,7 +219,6 @@ async function bench(): Promise<void> {
     clearInterval(sampler);
     await app.close();
     await server.stop();
-    await cleanUp();
   }
 }
 
