@@ -12,10 +12,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Catalog, instancesOf, type Instance } from '../../src/catalog';
-import { UserError } from '../../src/errors';
 import { initHome } from '../../src/setup/init';
 import { freshStore, tempDir, type TestStore } from '../helpers/db';
 import { ROOT } from '../helpers/paths';
+import { failure } from '../helpers/errors';
 
 jest.setTimeout(60_000);
 
@@ -25,16 +25,6 @@ async function collect(b: ReturnType<Catalog['get']>, env: NodeJS.ProcessEnv): P
   const out: Instance[] = [];
   for await (const i of instancesOf(b, undefined, env)) out.push(i);
   return out;
-}
-
-async function failure(p: Promise<unknown>): Promise<UserError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof UserError) return err;
-    throw err;
-  }
-  throw new Error('expected a UserError');
 }
 
 /** The known identifiers with each kind's values sorted, so assertions do not depend on join order. */

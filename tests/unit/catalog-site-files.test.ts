@@ -9,9 +9,9 @@ import fs, { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { Catalog, instancesOf, loadSiteData, type Instance } from '../../src/catalog';
-import { UserError } from '../../src/errors';
 import { tempDir } from '../helpers/db';
 import { ROOT } from '../helpers/paths';
+import { failure } from '../helpers/errors';
 
 const MEDEC = join(ROOT, 'datasets', 'medec', 'MEDEC-MS-TestSet-with-GroundTruth-and-ErrorType.csv');
 
@@ -19,16 +19,6 @@ async function all(b: ReturnType<Catalog['get']>): Promise<Instance[]> {
   const out: Instance[] = [];
   for await (const i of instancesOf(b)) out.push(i);
   return out;
-}
-
-async function failure(p: Promise<unknown>): Promise<UserError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof UserError) return err;
-    throw err;
-  }
-  throw new Error('expected a UserError');
 }
 
 /** A site data file binding `id` to `source` (paths relative to its folder). */

@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { Catalog, instancesOf, type Instance } from '../../src/catalog';
 import { type RawRecord, type ReadOptions, readRecords, type RecordFormat, streamRecords } from '../../src/catalog/sources/records';
 import { topLevelKeys, WHOLE_FILE_BYTES, wholeFileRecords } from '../../src/catalog/sources/whole';
-import { UserError } from '../../src/errors';
 import { tempDir } from '../helpers/db';
 import { ROOT } from '../helpers/paths';
+import { failure } from '../helpers/errors';
 
 async function streamed(file: string, format: RecordFormat, opts: ReadOptions = {}): Promise<RawRecord[]> {
   const out: RawRecord[] = [];
@@ -25,16 +25,6 @@ async function read(file: string, format: RecordFormat, opts: ReadOptions = {}):
   const out: RawRecord[] = [];
   for await (const r of readRecords(file, format, opts)) out.push(r);
   return out;
-}
-
-async function failure(p: Promise<unknown>): Promise<UserError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof UserError) return err;
-    throw err;
-  }
-  throw new Error('expected a UserError');
 }
 
 describe('a small dataset file read whole', () => {

@@ -2,24 +2,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Catalog, dataStatus, instancesOf, loadBenchmark, loadSiteData, OMOP_IDENTIFIER_TABLES, TAXONOMY, verifyDataset, type Instance } from '../../src/catalog';
 import { loadSchema } from '../../src/config/validate';
-import { UserError } from '../../src/errors';
 import { tempDir } from '../helpers/db';
 import { catalog, countInstances } from '../helpers/instances';
+import { failure } from '../helpers/errors';
 
 async function all(b: ReturnType<typeof loadBenchmark>): Promise<Instance[]> {
   const out: Instance[] = [];
   for await (const i of instancesOf(b)) out.push(i);
   return out;
-}
-
-async function failure(p: Promise<unknown>): Promise<UserError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof UserError) return err;
-    throw err;
-  }
-  throw new Error('expected a UserError');
 }
 
 describe('built-in catalog', () => {

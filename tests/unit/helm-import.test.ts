@@ -7,9 +7,9 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Catalog, importHelmBenchmark, instancesOf, loadBenchmark, mapHelmRunEntries, type Instance } from '../../src/catalog';
-import { UserError } from '../../src/errors';
 import { tempDir } from '../helpers/db';
 import { ROOT } from '../helpers/paths';
+import { failure } from '../helpers/errors';
 
 const FIXTURES = join(ROOT, 'tests', 'fixtures', 'helm');
 const DOC = readFileSync(join(FIXTURES, 'medhelm.md'), 'utf8');
@@ -41,16 +41,6 @@ function juryDemo(dataset: (csv: string) => string = (csv) => csv): string {
 }
 
 const placement = { category: 'Patient Communication and Education', subcategory: 'Delivering Personalized Care Instructions' };
-
-async function failure(p: Promise<unknown>): Promise<UserError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof UserError) return err;
-    throw err;
-  }
-  throw new Error('expected a UserError');
-}
 
 describe("import-helm on HELM's documented LLM-jury example", () => {
   it('imports the jury-only benchmark without a correct_answer column, as HELM allows', async () => {
