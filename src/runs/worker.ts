@@ -39,6 +39,9 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
   const writes = new Set<Promise<void>>();
   const queue: ClaimedItem[] = [];
   let exhausted = false;
+  // Whether the last claim that found nothing began once planning had finished. Only then does it
+  // mean the queue is drained: one that began earlier may have looked before the last batch was in.
+  let drained = false;
   let claiming: Promise<void> | undefined;
   let fatal: unknown;
   // Instances being processed here; one that fails transiently goes back to the store, so the run
@@ -65,8 +68,12 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
     // only a round of calls: a worker holding instances it cannot start yet would leave them waiting at
     // the end of the run while the others sit idle (measured on bench:scale; capping a single process
     // too cost it more round trips than it saved).
+    const planned = !planning || planning.done;
     const items = await store.claim(ctx.runId, workerId, claimSize(), settings.leaseSeconds, settings.maxAttempts, { plannedOnly: ctx.deidentify });
-    if (items.length === 0) exhausted = true;
+    if (items.length === 0) {
+      exhausted = true;
+      drained = planned;
+    }
     queue.push(...items);
   };
   const startClaim = () =>
@@ -89,6 +96,11 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
       }
       if (exhausted) {
         const planningDone = !planning || planning.done;
+        if (planningDone && !drained) {
+          // Planning finished while that claim was out: claim again before deciding anything.
+          exhausted = false;
+          continue;
+        }
         if (inFlight === 0 && planningDone) return undefined;
         try {
           await Promise.race([somethingChanged(), planningDone ? new Promise<void>(() => undefined) : planning.progressed()]);
