@@ -91,7 +91,7 @@ async function bench(): Promise<void> {
   const admin = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
   let scratch: ScratchDatabase | undefined;
   try {
-    scratch = await scratchDatabase(admin, 'bench');
+    scratch = await scratchDatabase(admin, 'BENCH_DATABASE_URL', 'bench');
     const url = scratch.url;
     const first = await openDatabase({ url, embeddedDir: '', poolSize: 4 });
     const rest = await Promise.all(Array.from({ length: writers - 1 }, () => openDatabase({ url, embeddedDir: '', poolSize: 4, migrate: false })));
@@ -107,7 +107,7 @@ async function bench(): Promise<void> {
       await Promise.all([first, ...rest].map((d) => d.close()));
     }
   } catch (err) {
-    figures.postgres_error = scratch ? `PostgreSQL at ${scratch.server} failed (${(err as { code?: string }).code ?? 'error'})` : (err as Error).message;
+    figures.postgres_error = scratch ? `${scratch.server} failed (${(err as { code?: string }).code ?? 'error'})` : (err as Error).message;
   } finally {
     await scratch?.drop().catch(() => undefined);
   }

@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { describeDatabase } from '../db';
 import { initHome } from '../setup';
 
 export async function freePort(): Promise<number> {
@@ -36,25 +37,26 @@ export async function benchHome(prefix: string, database: 'embedded' | 'postgres
 export interface ScratchDatabase {
   /** The new database's URL. */
   url: string;
-  /** The server's address without its credentials, for messages. */
+  /** The server as the daemon names a store (host, port, database; never the URL), for messages. */
   server: string;
   drop(): Promise<void>;
 }
 
 /**
- * A new, empty database on the PostgreSQL server of `serverUrl`, for one measurement: a bench that
- * reused one database would measure a store that grows with every run (its audit chain, its queue).
+ * A new, empty database on the PostgreSQL server of `serverUrl` (read from the variable `source`), for
+ * one measurement: a bench that reused one database would measure a store that grows with every run
+ * (its audit chain, its queue).
  */
-export async function scratchDatabase(serverUrl: string, prefix: string): Promise<ScratchDatabase> {
+export async function scratchDatabase(serverUrl: string, source: string, prefix: string): Promise<ScratchDatabase> {
   const name = `ehrbench_${prefix}_${randomBytes(4).toString('hex')}`;
-  const server = serverUrl.replace(/\/\/[^@]*@/, '//');
+  const server = describeDatabase({ url: serverUrl, source, embeddedDir: '' });
   const client = new pg.Client({ connectionString: serverUrl });
   try {
     await client.connect();
     await client.query(`CREATE DATABASE ${name}`);
   } catch (err) {
     await client.end().catch(() => undefined);
-    throw new Error(`PostgreSQL at ${server} unavailable (${(err as { code?: string }).code ?? 'error'})`);
+    throw new Error(`${server} unavailable (${(err as { code?: string }).code ?? 'error'})`);
   }
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;

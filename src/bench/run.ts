@@ -97,7 +97,7 @@ function preparedInChild(dir: string, id: string, n: number): string {
 
 async function bench(): Promise<void> {
   const serverUrl = process.env.EHRBENCH_DATABASE_URL?.trim();
-  const scratch = serverUrl ? await scratchDatabase(serverUrl, 'run') : undefined;
+  const scratch = serverUrl ? await scratchDatabase(serverUrl, 'EHRBENCH_DATABASE_URL', 'run') : undefined;
   // Whatever fails, neither the new database nor the data folder outlives the bench.
   let home: BenchHome | undefined;
   try {

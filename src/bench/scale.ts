@@ -77,7 +77,7 @@ async function bench(): Promise<void> {
   const say = (line: string) => !json && process.stdout.write(line + '\n');
 
   const admin = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const scratch = await scratchDatabase(admin, 'scale');
+  const scratch = await scratchDatabase(admin, 'BENCH_DATABASE_URL', 'scale');
   const dbUrl = scratch.url;
 
   const home = await benchHome('bench-scale', 'postgres');
