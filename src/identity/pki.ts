@@ -25,10 +25,15 @@ export interface IssueOptions {
 
 const pki = forge.pki;
 
-function serial(): string {
-  // Positive 16-byte serial: clear the top bit so DER does not read it as negative.
+/**
+ * A random 16-byte serial that is already a minimal positive DER INTEGER, since forge writes the hex
+ * as given: a first byte with the top bit set would read as negative, and a first byte 0x00 before one
+ * below 0x80 is padding OpenSSL refuses ("illegal padding"; 1 certificate in 256 when only the top bit
+ * was cleared). Fixing the first byte to 0x40-0x7f keeps 126 random bits.
+ */
+export function randomSerial(): string {
   const bytes = randomBytes(16);
-  bytes[0] = (bytes[0] ?? 0) & 0x7f;
+  bytes[0] = 0x40 | ((bytes[0] ?? 0) & 0x3f);
   return bytes.toString('hex');
 }
 
@@ -41,7 +46,7 @@ export function createCa(commonName: string, days = 3650): KeyAndCert {
   const keys = pki.rsa.generateKeyPair({ bits: 2048 });
   const cert = pki.createCertificate();
   cert.publicKey = keys.publicKey;
-  cert.serialNumber = serial();
+  cert.serialNumber = randomSerial();
   validity(cert, days);
   const subject = [
     { name: 'commonName', value: commonName },
@@ -68,7 +73,7 @@ export function certifyPublicKey(ca: KeyAndCert, publicKey: forge.pki.PublicKey,
   const caKey = pki.privateKeyFromPem(ca.keyPem);
   const cert = pki.createCertificate();
   cert.publicKey = publicKey;
-  cert.serialNumber = serial();
+  cert.serialNumber = randomSerial();
   validity(cert, opts.days, opts.notBefore);
   const subject: forge.pki.CertificateField[] = [{ name: 'commonName', value: opts.commonName }];
   if (opts.organizationalUnit) subject.push({ shortName: 'OU', value: opts.organizationalUnit });
