@@ -10,6 +10,7 @@ module.exports = {
   roots: ['<rootDir>/tests/reliability'],
   testPathIgnorePatterns: ['/node_modules/'],
   globalSetup: undefined,
+  globalTeardown: undefined,
   testTimeout: 15 * 60_000,
   maxWorkers: 1,
 };

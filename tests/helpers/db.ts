@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { type Database, openDatabase } from '../../src/db';
-import { pgliteTemplateDir } from './paths';
+import { pgliteTemplateDir, TEST_RUN_TMP } from './paths';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -26,8 +26,13 @@ export interface TestStore {
   drop(): Promise<void>;
 }
 
+/**
+ * A new folder for one test, inside this test run's own temporary folder (made by global-setup, removed
+ * by global-teardown), so that a run leaves nothing in the machine's /tmp; the machine's temporary folder
+ * when jest runs without them (the reliability suite).
+ */
 export function tempDir(prefix: string): string {
-  return mkdtempSync(join(tmpdir(), `ehrbench-${prefix}-`));
+  return mkdtempSync(join(process.env[TEST_RUN_TMP] ?? tmpdir(), `ehrbench-${prefix}-`));
 }
 
 /** A fresh, empty store on `backend` (no migrations applied yet). */

@@ -1,8 +1,7 @@
-import { writeFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { listMigrations, runMigrations } from '../../src/db';
-import { backends, freshStore } from '../helpers/db';
+import { backends, freshStore, tempDir } from '../helpers/db';
 
 describe.each(backends())('migrations on %s', (backend) => {
   it('apply every migration once to an empty store and are a no-op the second time', async () => {
@@ -25,7 +24,7 @@ describe.each(backends())('migrations on %s', (backend) => {
     const db = await store.open(false);
     try {
       await runMigrations(db);
-      const dir = mkdtempSync(join(tmpdir(), 'ehrbench-mig-'));
+      const dir = tempDir('mig');
       const [first] = listMigrations();
       writeFileSync(join(dir, `${first?.version}_${first?.name}.sql`), `${first?.sql}\n-- edited\n`);
       await expect(runMigrations(db, listMigrations(dir))).rejects.toThrow(/differs from the one applied to this database/);

@@ -7,13 +7,13 @@
  * and a Kubernetes API server are not available here: what they would add is noted in deploy/README.md.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
 import { validateOrThrow } from '../../src/config/validate';
 import { assertSafeEgressEnvironment } from '../../src/egress';
 import { registry, startLocalListener } from '../../src/observability';
+import { tempDir } from '../helpers/db';
 import { ROOT } from '../helpers/paths';
 
 const DEPLOY = join(ROOT, 'deploy');
@@ -434,8 +434,7 @@ describe('the benches measure the daemon as it is deployed', () => {
 
 /** A copy of a unit under another name (verify wants a concrete instance name for a template unit). */
 function copyAs(file: string, name: string): string {
-  const tmp = join(tmpdir(), `ehrbench-unit-${process.pid}`, name);
-  mkdirSync(join(tmpdir(), `ehrbench-unit-${process.pid}`), { recursive: true });
+  const tmp = join(tempDir('unit'), name);
   writeFileSync(tmp, read('systemd', file));
   return tmp;
 }
