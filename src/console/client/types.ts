@@ -1,15 +1,24 @@
-/** The API's answers as the console reads them (schemas/api/*.schema.json are the truth). */
+/**
+ * The API's answers as the console reads them. Generated from the response schemas in schemas/api by
+ * `npm run docs:console-types` (src/console/write-api-types.ts): do not edit; change the schema.
+ */
 
-export type Counts = { pending: number; claimed: number; done: number; blocked: number; failed: number };
-
+/** api/run.schema.json */
 export interface Run {
   runId: string;
   benchmarkId: string;
   benchmarkVersion: string;
   tier: string;
   endpointId: string;
+  /**
+   * The run went to a test endpoint (the loopback stand-in of ehrbench init --test-endpoints): its results mean nothing
+   */
   testEndpoint: boolean;
   status: string;
+  /**
+   * In the answer to a cancel or halt by the process that executes the run: its calls in flight then, which finish; no new call of the run starts
+   */
+  callsInFlight?: number;
   requestedBy: string;
   approvedBy: string | null;
   approvalId: string | null;
@@ -20,18 +29,63 @@ export interface Run {
   finishedAt: string | null;
   errorCode: string | null;
   instanceCount: number | null;
-  counts: Counts | null;
+  /**
+   * How a capped run picked its instances: HELM's seeded sample (seed recorded) or the first N; null without a cap
+   */
+  sample: {
+    method: 'helm' | 'first';
+    seed?: number;
+    maxInstances: number;
+  } | null;
+  /**
+   * Records the dataset left out when the run was planned, by rule (dataset.skip.*)
+   */
+  skipped: {
+    [k: string]: number | undefined;
+  } | null;
+  /**
+   * Instances per state; null when policy/visibility withholds the run's figures from the caller (see withheld)
+   */
+  counts: {
+    pending: number;
+    claimed: number;
+    done: number;
+    blocked: number;
+    failed: number;
+  } | null;
   mainMetric: string;
   mainScore: number | null;
-  aggregates: { metric: string; value: number | null; n: number; ci95?: { low: number; high: number } | null }[] | null;
+  aggregates:
+    | {
+        metric: string;
+        value: number | null;
+        n: number;
+        /**
+         * 95% Wilson interval, for a metric whose every score lies in [0, 1] (shown by runs show ID); null otherwise
+         */
+        ci95?: null | {
+          low: number;
+          high: number;
+        };
+      }[]
+    | null;
   promptTokens: number | null;
   completionTokens: number | null;
+  /**
+   * Of the completion tokens, those a reasoning model spent reasoning (counted in the cost too; the reasoning text is never stored)
+   */
   reasoningTokens: number | null;
+  /**
+   * From the price table in the config (export.prices); null when the endpoint has no price
+   */
   estimatedCostUsd: number | null;
+  /**
+   * The rule that withheld the run's exact figures (counts, scores, aggregates, tokens, cost: null) from the caller, or null when they are shown
+   */
   withheld: string | null;
-  skipped: Record<string, number> | null;
 }
 
+/** api/approval.schema.json */
 export interface Approval {
   approvalId: string;
   protocolNumber: string;
@@ -49,34 +103,97 @@ export interface Approval {
   expiresAt: string | null;
   version: number;
   createdBy: string;
+  createdAt: string;
   updatedBy: string;
   updatedAt: string;
 }
 
+/** api/approval-detail.schema.json */
 export interface ApprovalDetail {
-  approval: Approval;
-  history: { version: number; change: string; changedBy: string; changedAt: string }[];
+  approval: {
+    approvalId: string;
+    protocolNumber: string;
+    title: string | null;
+    principalInvestigator: string;
+    personnel: string[];
+    benchmarks: string[];
+    tiers: string[];
+    endpoints: string[];
+    purpose: string;
+    duaId: string | null;
+    budgetUsd: number | null;
+    status: string;
+    startsAt: string;
+    expiresAt: string | null;
+    version: number;
+    createdBy: string;
+    createdAt: string;
+    updatedBy: string;
+    updatedAt: string;
+  };
+  history: {
+    version: number;
+    change: string;
+    changedBy: string;
+    changedAt: string;
+    snapshot: {
+      approvalId?: string;
+      protocolNumber?: string;
+      title?: string | null;
+      principalInvestigator?: string;
+      personnel?: string[];
+      benchmarks?: string[];
+      tiers?: string[];
+      endpoints?: string[];
+      purpose?: string;
+      duaId?: string | null;
+      budgetUsd?: number | null;
+      status?: string;
+      startsAt?: string;
+      expiresAt?: string | null;
+      version?: number;
+      createdBy?: string;
+      createdAt?: string;
+      updatedBy?: string;
+      updatedAt?: string;
+    };
+  }[];
 }
 
+/** api/benchmark-summary.schema.json */
 export interface Benchmark {
   id: string;
+  version: string;
   displayName: string;
   category: string;
   subcategory: string;
   tier: string;
   mainMetric: string;
+  lowerIsBetter: boolean | null;
+  definitionHash: string;
+  templateHash: string;
 }
 
+/** api/endpoint-summary.schema.json */
 export interface Endpoint {
   id: string;
   provider: string;
   url: string;
   deployment: string | null;
   model: string | null;
-  classification: { inVpc: boolean; baa: boolean; maxTier: string; development: boolean };
-  lastProbe?: { at: string; outcome: string; rule: string | null } | null;
+  classification: {
+    inVpc: boolean;
+    baa: boolean;
+    maxTier: string;
+    development?: boolean;
+  };
+  /**
+   * When the endpoint was last probed (ehrbench endpoints probe), from the audit trail; null if never
+   */
+  lastProbeAt: string | null;
 }
 
+/** api/export-view.schema.json */
 export interface ExportView {
   exportId: string;
   state: 'requested' | 'released';
@@ -85,15 +202,20 @@ export interface ExportView {
   runIds: string[];
   releasedBy: string | null;
   releasedAt: string | null;
-  format: string | null;
+  format: 'bundle' | 'helm' | null;
   contentSha256: string;
   bundleSha256: string | null;
+  /**
+   * Canonical JSON of the content (schemas/api/export-preview.schema.json): the bundle without its release fields and signature
+   */
   preview: string;
 }
 
+/** api/audit-event.record.schema.json */
 export interface AuditEvent {
   seq: number;
   event_id: string;
+  schema_version: number;
   recorded_at: string;
   event_type: string;
   action: string;
@@ -102,14 +224,27 @@ export interface AuditEvent {
   reason: string | null;
   actor_principal: string;
   actor_role: string;
+  actor_auth: string;
+  purpose: string | null;
+  irb_protocol: string | null;
   run_id: string | null;
   benchmark_id: string | null;
+  tier: string | null;
   endpoint_id: string | null;
   export_id: string | null;
   approval_id: string | null;
+  address: string | null;
+  detail: {
+    [k: string]: string | number | boolean | undefined;
+  };
+  site_id: string;
+  host: string;
+  daemon_version: string;
+  prev_hash: string;
   row_hash: string;
 }
 
+/** api/audit-report.schema.json */
 export interface VerifyReport {
   ok: boolean;
   events: number;
@@ -119,33 +254,64 @@ export interface VerifyReport {
   lastCheckpointSeq: number | null;
   macChecked: boolean;
   witnesses: number;
-  findings: { seq: number | null; problem: string }[];
-  warnings: { seq: number | null; problem: string }[];
+  findings: {
+    seq: number | null;
+    problem: string;
+  }[];
+  warnings: {
+    seq: number | null;
+    problem: string;
+  }[];
 }
 
+/** api/audit-health.schema.json */
 export interface AuditHealth {
   headSeq: number | null;
   events: number;
   checkpoints: number;
-  lastCheckpoint: { seq: number; at: string | null } | null;
-  lastVerify: { at: string; actor: string; rule: string | null } | null;
-  witnesses: { dir: string; seq: number | null; problem: string | null }[];
+  lastCheckpoint: null | {
+    seq: number;
+    at: string | null;
+  };
+  lastVerify: null | {
+    at: string;
+    actor: string;
+    rule: string | null;
+  };
+  witnesses: {
+    dir: string;
+    seq: number | null;
+    problem: string | null;
+  }[];
+  /**
+   * The rule that stopped the trail (a rollback), or null while it records
+   */
   stopped: string | null;
 }
 
-/** POST /v1/certificates: the certificate issued for a request, for its holder. */
+/** api/certificate.schema.json */
 export interface SignedCertificate {
-  principal: string;
   certificatePem: string;
   serial: string;
   issuerFingerprint: string;
   publicKeySha256: string;
+  principal: string;
 }
 
+/** api/principal-view.schema.json */
 export interface PrincipalView {
   id: string;
   displayName: string | null;
   roles: string[];
   active: boolean;
-  certificates: { serial: string; fingerprint: string; issuedAt: string; notAfter: string | null; revoked: boolean }[];
+  certificates: {
+    serial: string;
+    fingerprint: string;
+    issuedAt: string;
+    notAfter: string;
+    revoked: boolean;
+  }[];
 }
+
+/** Instances per state of a run (its counts, when not withheld). */
+export type Counts = NonNullable<Run['counts']>;

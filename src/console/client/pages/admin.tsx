@@ -5,10 +5,11 @@ import type { Endpoint, PrincipalView, SignedCertificate } from '../types';
 import { Done, download, Field, holds, Loading, Page, Problem, SchemaProblems, Status, useAction, useLoad, when } from '../ui';
 import { validateCertificateRequest } from '../validators';
 
-const yes = (b: boolean) => (b ? 'yes' : 'no');
+/** An absent flag (classification.development is optional) reads as no. */
+const yes = (b: boolean | undefined) => (b ? 'yes' : 'no');
 
 export function EndpointsPage() {
-  const endpoints = useLoad(() => get<(Endpoint & { lastProbeAt: string | null })[]>('/v1/endpoints'), []);
+  const endpoints = useLoad(() => get<Endpoint[]>('/v1/endpoints'), []);
   const [shown, setShown] = useState<string | undefined>(undefined);
   return (
     <Page title="Endpoints">
