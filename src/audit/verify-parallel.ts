@@ -83,10 +83,13 @@ export const PARALLEL_MIN_CORES = 2;
 /**
  * The chain of a store for verifyAudit: a PostgreSQL store's in parallel segments on a host with
  * PARALLEL_MIN_CORES cores or more; otherwise, and for the embedded store (one process's database),
- * streamed by this thread.
+ * streamed by this thread. `threads` (audit verify --threads) overrides the choice for PostgreSQL: 1
+ * streams, more read in that many worker threads (a host whose PostgreSQL is elsewhere has cores for
+ * more than the default 4).
  */
-export function chainOf(db: Database, cores = availableParallelism()): { records: AsyncIterable<AuditRecord[]> } | { parallel: ParallelChain } {
-  if (db.backend === 'postgres' && db.connectionUrl && cores >= PARALLEL_MIN_CORES) return { parallel: { db, url: db.connectionUrl } };
+export function chainOf(db: Database, cores = availableParallelism(), threads?: number): { records: AsyncIterable<AuditRecord[]> } | { parallel: ParallelChain } {
+  const parallel = threads === undefined ? cores >= PARALLEL_MIN_CORES : threads > 1;
+  if (db.backend === 'postgres' && db.connectionUrl && parallel) return { parallel: { db, url: db.connectionUrl, ...(threads !== undefined ? { workers: threads } : {}) } };
   return { records: streamChain(db) };
 }
 

@@ -98,7 +98,7 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     const { witnesses, problems } = loadWitnesses(app.config.audit.witnessDirs);
     const macKeys = loadMacKeysIfPresent(app.config.keysDir);
     return verifyAudit({
-      // PostgreSQL on a host with 4 cores or more: read and checked in parallel segments (worker threads); otherwise streamed.
+      // PostgreSQL on a host with 2 cores or more: read and checked in parallel segments (worker threads); otherwise streamed.
       ...chainOf(app.db),
       checkpoints: await loadCheckpoints(app.db),
       witnesses,

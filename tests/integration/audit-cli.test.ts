@@ -50,6 +50,18 @@ describe('ehrbench audit', () => {
     expect(r.stdout).toMatch(/^audit trail intact: 15 events \(seq 1\.\.15\), \d+ checkpoints \(newest at seq 14\), 1 witness file\(s\), row MACs checked\n$/);
   });
 
+  it('verify --threads: a whole number from 1 to 32, for the store on this host; anything else is refused in one line, exit 2', async () => {
+    expect((await cli(home, ['audit', 'verify', '--threads', '1'])).stdout).toMatch(/^audit trail intact: /);
+    for (const bad of ['0', '2.5', '33', 'many']) {
+      const r = await cli(home, ['audit', 'verify', '--threads', bad]);
+      expect({ bad, code: r.code, stdout: r.stdout }).toEqual({ bad, code: 2, stdout: '' });
+      expect(r.stderr).toMatch(/^[^\n]*--threads must be a whole number from 1 to 32[^\n]*\n$/);
+    }
+    const offline = await cli(home, ['audit', 'verify', '--threads', '2', '--export', join(tempDir('threads'), 'none.jsonl')]);
+    expect(offline.code).toBe(2);
+    expect(offline.stderr).toMatch(/--threads is for verifying the store on this host; not with --export or --server/);
+  });
+
   it('records every read of the trail, and verify records itself', async () => {
     await cli(home, ['audit', 'search', '--run', 'run-1']);
     const r = await cli(home, ['audit', 'search', '--type', 'audit.read', '--json']);

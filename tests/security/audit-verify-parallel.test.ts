@@ -90,6 +90,10 @@ describe.each(backends())('audit verification of the store chain on %s', (backen
   it('reads a PostgreSQL chain in parallel segments on a host with cores to spare, any other streamed', () => {
     expect('parallel' in chainOf(app.db, PARALLEL_MIN_CORES)).toBe(backend === 'postgres');
     expect('parallel' in chainOf(app.db, 1)).toBe(false);
+    // audit verify --threads: 1 streams whatever the cores; more reads a PostgreSQL chain in that many threads.
+    expect('parallel' in chainOf(app.db, 16, 1)).toBe(false);
+    const chosen = chainOf(app.db, 1, 6);
+    expect('parallel' in chosen ? chosen.parallel.workers : 'streamed').toBe(backend === 'postgres' ? 6 : 'streamed');
   });
 
   it('reads for verification exactly the records the trail shows its readers (rows as arrays, not objects)', async () => {

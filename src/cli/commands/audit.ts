@@ -48,6 +48,22 @@ interface VerifyArgs extends Omit<ClientArgs, 'key'> {
   export?: string;
   mac?: boolean;
   allowMissingWitness?: boolean;
+  threads?: number;
+}
+
+/** The most threads `audit verify --threads` takes: each holds a database connection. */
+const MAX_VERIFY_THREADS = 32;
+
+/**
+ * --threads: how this process reads the store's chain (1: streamed; more: that many worker threads).
+ * The daemon (--server) and an export file are verified their own way, so there it is refused.
+ */
+function verifyThreads(args: VerifyArgs, remote: boolean): number | undefined {
+  const n = args.threads;
+  if (n === undefined) return undefined;
+  if (args.export || remote) throw new UserError('cli.usage', '--threads is for verifying the store on this host; not with --export or --server');
+  if (!Number.isInteger(n) || n < 1 || n > MAX_VERIFY_THREADS) throw new UserError('cli.usage', `--threads must be a whole number from 1 to ${MAX_VERIFY_THREADS} (got ${String(n)})`);
+  return n;
 }
 
 interface FilterArgs extends ClientArgs {
@@ -179,6 +195,7 @@ function witnessesOf(args: VerifyArgs, dirs: string[]) {
 }
 
 async function verifyCommand(args: VerifyArgs, io: Io): Promise<void> {
+  const threads = verifyThreads(args, isRemote(args, io));
   if (args.export) {
     // Offline: no database, only the export file, the public key(s) and any witness copies.
     const keysDir = args.key?.length ? undefined : tryKeysDir(args, io);
@@ -214,8 +231,8 @@ async function verifyCommand(args: VerifyArgs, io: Io): Promise<void> {
     });
     const keysDir = app.config.keysDir;
     const report = await verifyAudit({
-      // PostgreSQL on a host with 4 cores or more: read and checked in parallel segments (worker threads); otherwise streamed.
-      ...chainOf(app.db),
+      // PostgreSQL on a host with 2 cores or more: read and checked in parallel segments (worker threads); otherwise streamed.
+      ...chainOf(app.db, undefined, threads),
       checkpoints: await loadCheckpoints(app.db),
       ...witnessesOf(args, app.config.audit.witnessDirs),
       trustedKeys: trustedKeys(keysDir, args.key ?? []),
@@ -313,7 +330,11 @@ export function auditCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
                 describe: 'Report a witness that cannot be read as a warning instead of a failure (a missing witness hides a rollback)',
               })
               .option('export', { type: 'string', describe: 'Verify a JSON-lines export offline instead of the database' })
-              .option('mac', { type: 'boolean', default: true, describe: 'Check row MACs when the MAC key is present (--no-mac to skip)' }),
+              .option('mac', { type: 'boolean', default: true, describe: 'Check row MACs when the MAC key is present (--no-mac to skip)' })
+              .option('threads', {
+                type: 'number',
+                describe: 'Threads that read and check a PostgreSQL store (1: streamed by one; default: the cores, at most 4); the embedded store is always streamed',
+              }),
           handler: (args) => verifyCommand(args, io),
         })
         .command<FilterArgs & { format: ExportFormat; out?: string }>({
