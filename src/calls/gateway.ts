@@ -152,10 +152,14 @@ export class Gateway {
 
   /**
    * The run's cancel in this process: no new call of it starts from now on (its calls in flight
-   * finish). Called before run.cancel is recorded. A run not executed here has nothing to stop.
+   * finish). Called before run.cancel is recorded. Returns the calls in flight at that moment, which
+   * are exactly those still to finish (read later, the run may have drained and left); undefined for
+   * a run not executed here, which has nothing to stop.
    */
-  stopRun(runId: string): void {
-    this.joined.get(runId)?.gate.stop();
+  stopRun(runId: string): number | undefined {
+    const joined = this.joined.get(runId);
+    joined?.gate.stop();
+    return joined?.inFlight;
   }
 
   /** Calls of the run in flight from this process (sent, not yet answered); undefined when it does not execute the run. */

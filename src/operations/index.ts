@@ -192,9 +192,9 @@ export class Operations {
     const run = await this.visibleRun(caller, runId);
     const own = run.requested_by === caller.principal.id;
     const actor = own ? await this.as(caller, 'researcher', 'cancelling a run') : await this.asAny(caller, ['compliance', 'admin'], 'halting a run');
-    const stopped = await cancelRun(this.app.engine, runId, actor, reason);
-    // Known only to the process that executes the run (the daemon's workers): those calls finish.
-    const callsInFlight = this.app.engine.calls.callsInFlight(runId);
+    // Known only to the process that executes the run (the daemon's workers), counted as the run
+    // stopped: those calls finish.
+    const { run: stopped, callsInFlight } = await cancelRun(this.app.engine, runId, actor, reason);
     return { ...(await this.view(caller, stopped)), ...(callsInFlight !== undefined ? { callsInFlight } : {}) };
   }
 

@@ -362,7 +362,13 @@ export async function approveRun(engine: Engine, runId: string, approver: Actor)
  * starts after the cancel is recorded (at once in this process, within RunWatch's MAX_AGE_MS in other
  * workers); calls already in flight finish.
  */
-export async function cancelRun(engine: Engine, runId: string, actor: Actor, reason: string): Promise<RunRow> {
+/** A stopped run, and its calls that were in flight in this process when it stopped (undefined: not executed here). */
+export interface StoppedRun {
+  run: RunRow;
+  callsInFlight: number | undefined;
+}
+
+export async function cancelRun(engine: Engine, runId: string, actor: Actor, reason: string): Promise<StoppedRun> {
   const run = await engine.store.getRun(runId);
   if (!run) throw new UserError('run.not-found', `run ${runId} does not exist`);
   const ctx = contextOf(engine, run, { principal: run.requested_by, role: 'researcher', authMethod: 'service' });
@@ -373,7 +379,7 @@ export async function cancelRun(engine: Engine, runId: string, actor: Actor, rea
   const active = ['requested', 'approved', 'running'].includes(run.status);
   // No call of the run starts here once the cancel is in the trail: the gate is stopped first, in the
   // same turn as the record is queued (gateway.ts, RunGate). Workers elsewhere see it in the store.
-  if (allowed && active) engine.calls.stopRun(runId);
+  const callsInFlight = allowed && active ? engine.calls.stopRun(runId) : undefined;
   await engine.audit.record({
     type: halt && !own ? 'run.halt' : 'run.cancel',
     action: 'U',
@@ -387,7 +393,7 @@ export async function cancelRun(engine: Engine, runId: string, actor: Actor, rea
   if (!active) throw new UserError('run.not-active', `run ${runId} is already ${run.status}`);
   const stopped = await engine.store.transition(runId, ['requested', 'approved', 'running'], halt && !own ? 'halted' : 'cancelled', rule);
   observeRunFinished(ctx, halt && !own ? 'halted' : 'cancelled', stopped);
-  return (await engine.store.getRun(runId)) as RunRow;
+  return { run: (await engine.store.getRun(runId)) as RunRow, callsInFlight };
 }
 
 export async function failRun(engine: Engine, ctx: RunContext, err: unknown): Promise<void> {

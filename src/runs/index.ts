@@ -10,7 +10,7 @@ export type { RunRow } from './store';
 export { executeRun } from './engine';
 export type { RunSummary } from './engine';
 export { approveRun } from './engine';
-export { cancelRun } from './engine';
+export { cancelRun, type StoppedRun } from './engine';
 export { requestRun } from './engine';
 export { summarize } from './engine';
 export type { DeidStage } from './stages';
