@@ -83,7 +83,16 @@ describeBrowser('the console in Chromium', () => {
 
   async function open(page: Page, hash: string, heading: RegExp): Promise<void> {
     await page.goto(`${origin}/console/${hash}`);
-    await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+    try {
+      await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+    } catch (err) {
+      // Say what the page showed instead (still loading, an error, another page): a bare timeout did not.
+      const shown = await page
+        .locator('#app')
+        .innerText({ timeout: 2000 })
+        .catch(() => '(unreadable)');
+      throw new Error(`${hash}: no heading ${heading} after ${(err as Error).message.split('\n')[0]}; the page at ${page.url()} shows: ${shown.replace(/\s+/g, ' ').slice(0, 400)}`);
+    }
   }
 
   /** A screenshot for people to look at, and the accessibility check of what it shows. */
