@@ -18,7 +18,7 @@ import { helmSample, type SampleMethod } from './sampling';
 import { combineIdentity, readIdentity, withIdentity } from './identity';
 import { judgesFor, loadSiteData, sameFamilyFor, type SiteData } from './site-data';
 import { type CheckOptions, type CheckReport, runChecks } from './check';
-import { DEFAULT_LIMITS, dataMissing, limitsOf } from './readiness';
+import { DEFAULT_LIMITS, dataMissing, hashMismatch, limitsOf } from './readiness';
 import { type OmopReadOptions, readOmopNotes } from './sources/omop';
 import { readRecords, type RawRecord } from './sources/records';
 import { isSubcategoryOf } from './taxonomy';
@@ -225,7 +225,7 @@ export function dataStatus(b: Benchmark): 'shipped' | 'site' | 'missing' {
 }
 
 /** The raw records of a benchmark with the file each came from, across its files or from OMOP. */
-async function* recordsOf(b: Benchmark, env?: NodeJS.ProcessEnv): AsyncGenerator<{ record: RawRecord; file: string }> {
+async function* recordsOf(b: Benchmark, env?: NodeJS.ProcessEnv, pins: 'check' | 'ignore' = 'check'): AsyncGenerator<{ record: RawRecord; file: string }> {
   const source = b.source;
   if (!source) throw dataMissing(b);
   const limits = limitsOf(b);
@@ -242,16 +242,20 @@ async function* recordsOf(b: Benchmark, env?: NodeJS.ProcessEnv): AsyncGenerator
     maxRecordBytes: limits.maxRecordBytes,
   };
   for (const f of source.files) {
-    for await (const record of readRecords(f.path, source.format, opts)) yield { record, file: f.path };
+    // A pinned file is checked again on the bytes parsed: verifyDataset's check, a read before this
+    // one, cannot see the file replaced in between.
+    const pin = f.sha256 && pins === 'check' ? { pin: { sha256: f.sha256, mismatch: () => hashMismatch(b, f.path) } } : {};
+    for await (const record of readRecords(f.path, source.format, { ...opts, ...pin })) yield { record, file: f.path };
   }
 }
 
 /** The pre-flight of a benchmark's data (`ehrbench benchmarks check`, check.ts), reading as planning reads. */
 export function checkBenchmark(b: Benchmark, opts: CheckOptions): Promise<CheckReport> {
   return runChecks(b, opts, {
-    instances: (o) => streamInstances(b, { ...o, env: opts.env }),
+    // The pre-flight reports a pin on its own line and still checks what the file holds.
+    instances: (o) => streamInstances(b, { ...o, env: opts.env, pins: 'ignore' }),
     firstRecord: async () => {
-      for await (const r of recordsOf(b, opts.env)) return r;
+      for await (const r of recordsOf(b, opts.env, 'ignore')) return r;
       return undefined;
     },
     omop: () => ({ label: omopLabel(b), ...omopOptions(b) }),
@@ -297,6 +301,8 @@ export interface StreamOptions {
   /** Filled with the records left out, of those read (with HELM's sample: of the whole dataset). */
   skipped?: SkipCounts;
   env?: NodeJS.ProcessEnv;
+  /** Pinned files are checked on the bytes read (default); `benchmarks check` reads past a mismatch, which it reports itself. */
+  pins?: 'check' | 'ignore';
 }
 
 /** Streams the instances of a benchmark in dataset order; `limit` stops after that many. */
@@ -318,7 +324,7 @@ export async function* streamInstances(b: Benchmark, opts: StreamOptions = {}): 
   let population = key === undefined ? undefined : populations.get(key);
   if (population === undefined) {
     population = 0;
-    for await (const _ of adapted(b, opts.env ? { env: opts.env } : {})) population += 1;
+    for await (const _ of adapted(b, { ...(opts.env ? { env: opts.env } : {}), ...(opts.pins ? { pins: opts.pins } : {}) })) population += 1;
     if (key !== undefined) rememberPopulation(key, population);
   }
   const chosen = new Set(helmSample(population, limit));
@@ -365,12 +371,12 @@ function rememberPopulation(key: string, population: number): void {
 }
 
 /** The adapted instances of the benchmark's records, counting the records the adapter leaves out. */
-async function* adapted(b: Benchmark, opts: Pick<StreamOptions, 'skipped' | 'env'>, limit?: number): AsyncGenerator<Instance> {
+async function* adapted(b: Benchmark, opts: Pick<StreamOptions, 'skipped' | 'env' | 'pins'>, limit?: number): AsyncGenerator<Instance> {
   const adapter = adapterFor(b.definition.dataset.adapter);
   if (!adapter) throw new UserError('benchmark.invalid', `benchmark ${b.definition.id}: unknown adapter`);
   const rename = b.site?.columns;
   let count = 0;
-  for await (const { record, file } of recordsOf(b, opts.env)) {
+  for await (const { record, file } of recordsOf(b, opts.env, opts.pins)) {
     if (limit !== undefined && count >= limit) return;
     const instance = adapter(record, { file, definition: b.definition, ...(rename ? { rename } : {}) });
     if (isSkip(instance)) {

@@ -11,7 +11,7 @@
  * records in the same order, several times faster. Whatever that way does not take as it is (a
  * problem to report, a key repeated) goes the streaming way, which says what is wrong.
  */
-import type { Hash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { isUtf8 } from 'node:buffer';
 import { pipeline, Readable } from 'node:stream';
@@ -52,6 +52,11 @@ export interface ReadOptions {
   maxRecordBytes?: number;
   /** Fed every byte read, so that a pin is checked on exactly the bytes that were parsed. */
   digest?: Hash;
+  /**
+   * The file's pinned sha256 (instead of `digest`), checked by readRecords on the bytes it parses, and
+   * the error for a mismatch. A check of the file before the read cannot see it replaced in between.
+   */
+  pin?: { sha256: string; mismatch: () => UserError };
 }
 
 /** The message of a record over the limit; the catalog's own limit check says the same of instances. */
@@ -62,10 +67,25 @@ export function recordTooLarge(where: string, record: number, limit: number): Us
   );
 }
 
+/**
+ * A file's records. With `pin`, the bytes parsed are the bytes checked: a file read whole is checked
+ * before its first record is given; a streamed one (over WHOLE_FILE_BYTES) once its last record is
+ * read, which stops the reader with the mismatch (a reader that stops earlier, a capped run taking
+ * the first N, has only the check made before it, verifyDataset's).
+ */
 export async function* readRecords(file: string, format: RecordFormat, opts: ReadOptions = {}): AsyncGenerator<RawRecord> {
-  const whole = await wholeFileRecords(file, format, opts);
-  if (whole) yield* whole;
-  else yield* streamRecords(file, format, opts);
+  const { pin, ...rest } = opts;
+  const digest = pin ? createHash('sha256') : undefined;
+  const read = digest ? { ...rest, digest } : rest;
+  const matches = () => !pin || digest?.digest('hex') === pin.sha256;
+  const whole = await wholeFileRecords(file, format, read);
+  if (whole) {
+    if (!matches()) throw (pin as NonNullable<typeof pin>).mismatch();
+    yield* whole;
+    return;
+  }
+  yield* streamRecords(file, format, read);
+  if (!matches()) throw (pin as NonNullable<typeof pin>).mismatch();
 }
 
 /** The streaming reader itself, whatever the file's size (readRecords takes it for all but small files). */
