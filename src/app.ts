@@ -5,8 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AuditLog, LivePolicy, loadMacKeys, loadSigningKey, type PolicySource, readPolicy, recordPolicy, trustedKeys } from './audit';
-import { Catalog } from './catalog';
-import { type Config, loadConfig, type LoadOptions } from './config';
+import { Catalog, loadSiteData, type SiteData, summarizeSiteData } from './catalog';
+import { type Config, type ConfigFile, configPath, type LoadOptions, readConfigFile, resolveConfig, summarizeConfig } from './config';
 import { type Database, describeDatabase, openDatabase, pinnedDatabase } from './db';
 import { createDeidStage, settingsFrom } from './deid';
 import { assertNoForeignCode, assertSafeEgressEnvironment, type EndpointPolicy, loadEndpointPolicy, type PolicyLoadOptions, type Resolver, summarizeEndpoints } from './egress';
@@ -17,6 +17,7 @@ import { ApprovalBudgets, EndpointCapacities, EndpointClients, Gateway } from '.
 import { type Engine, templatePrompt, tokensUnderApproval } from './runs';
 import { RunStore } from './runs';
 import { DAEMON_VERSION } from './version';
+import { Revocations } from './identity';
 
 export interface App {
   config: Config;
@@ -57,16 +58,45 @@ function endpointsSource(file: string, opts: PolicyLoadOptions): PolicySource<En
   return { kind: 'endpoints', file, load: (f) => loadEndpointPolicy(f, opts), summarize: summarizeEndpoints };
 }
 
+/**
+ * The configuration and the site data file are policy too: they say which folders benchmarks and
+ * their files come from, which data a benchmark reads (and so its tier), where witnesses go and how
+ * de-identification works. Read at start, recorded as policy.change before they are used.
+ */
+interface ConfigVersion {
+  written: ConfigFile;
+  config: Config;
+}
+
+function configSource(file: string, env: NodeJS.ProcessEnv): PolicySource<ConfigVersion> {
+  return {
+    kind: 'config',
+    file,
+    load: (f) => {
+      const written = readConfigFile(f);
+      return { written, config: resolveConfig(written, f, env) };
+    },
+    summarize: (v) => summarizeConfig(v.written),
+  };
+}
+
+function siteDataSource(file: string): PolicySource<SiteData> {
+  return { kind: 'site-data', file, load: loadSiteData, summarize: summarizeSiteData };
+}
+
 export async function openApp(opts: OpenOptions = {}): Promise<App> {
   // Before anything else: no proxy or TLS override may weaken the egress guard.
   assertSafeEgressEnvironment(opts.env ?? process.env);
   // Nor may code from outside the installation have been loaded before this point (a preload).
   assertNoForeignCode();
-  const config = loadConfig(opts);
+  const env = opts.env ?? process.env;
+  const configFile = readPolicy(configSource(configPath(opts), env));
+  const config = configFile.value.config;
   // The store the configuration names, or its one-line refusal: never the other backend.
   const storeOptions = pinnedDatabase(config.database);
   const logger = createLogger({ level: opts.logLevel ?? config.logging.level, file: config.logging.file, console: opts.consoleLog ?? false });
-  const catalog = Catalog.load(config.catalogDirs, { siteDataFile: config.catalogSiteData, limits: config.catalogLimits });
+  const siteDataFile = readPolicy(siteDataSource(config.catalogSiteData));
+  const catalog = Catalog.load(config.catalogDirs, { site: siteDataFile.value, limits: config.catalogLimits, files: config.catalogFiles });
   // Read and checked now (a bad file is reported before the store opens), in use once recorded below.
   const endpointsFile = readPolicy(endpointsSource(config.policies.endpoints, { secrets: config.secrets, allowlistWidth: config.egress.allowlistWidth }));
   const endpoints = endpointsFile.value;
@@ -77,10 +107,12 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     await logger.close();
     throw err;
   }
+  const macKeys = loadMacKeys(config.keysDir);
   const audit = new AuditLog(db, {
     provenance: { siteId: config.site.id, host: hostname(), daemonVersion: DAEMON_VERSION },
     signingKey: loadSigningKey(config.keysDir),
-    macKey: loadMacKeys(config.keysDir).current,
+    macKey: macKeys.current,
+    macKeys: macKeys.all,
     checkpointEvery: config.audit.checkpointEvery,
     witnessDirs: config.audit.witnessDirs,
     // Witnessed checkpoints signed before a key rotation still count.
@@ -90,9 +122,12 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
   // This process as a worker: leases of instances, planning and endpoint slots carry this id.
   const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const approvals = new ApprovalStore(db);
+  const revocations = new Revocations(db);
   // No policy is used before the trail holds it: a change that cannot be recorded opens nothing.
   let livePrincipals: LivePolicy<PrincipalDirectory>;
   try {
+    await recordPolicy({ db, audit }, 'config', configFile, undefined, 'start');
+    await recordPolicy({ db, audit }, 'site-data', siteDataFile, undefined, 'start');
     await recordPolicy({ db, audit }, 'endpoints', endpointsFile, undefined, 'start');
     livePrincipals = await LivePolicy.open(principalsSource(config.policies.principals), { db, audit }, logger);
   } catch (err) {
@@ -112,14 +147,15 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     ports: () => engine,
     concurrency: () => engine.settings.concurrency,
   });
+  const runStore = new RunStore(db);
   const engine: Engine = {
-    store: new RunStore(db),
+    store: runStore,
     catalog,
     endpoints,
     audit,
-    access: new AccessPolicy(principals, approvals),
+    access: new AccessPolicy(principals, approvals, (principal, since) => revocations.blanketSince(principal, since)),
     prompt: templatePrompt,
-    deid: createDeidStage(settingsFrom(config.deid)),
+    deid: createDeidStage(settingsFrom(config.deid), { loadEvidence: (runId) => runStore.loadEvidence(runId) }),
     budget: new ApprovalBudgets(db, config.export.prices, config.runs.leaseSeconds, tokensUnderApproval),
     calls,
     annotate: createAnnotators(sql),

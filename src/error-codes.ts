@@ -32,6 +32,7 @@ export const ERRORS = {
   'policy.denied': e(403, 'refused by a rule (the answer names it)', 3),
   'cli.usage': e(400, 'the command line is incomplete or contradictory; see --help', 2),
   'cli.interrupted': e(500, 'a local run was interrupted (Ctrl-C or SIGTERM); its leases were given back and it can be resumed', 130),
+  'run.failed': e(502, 'the run ended failed: no instance finished, or it stopped on an error; see the causes printed', 5),
   'run.instances-failed': e(502, 'the run ended, but instances failed for good (the endpoint was unreachable or kept failing); see the causes printed', 5),
 
   // Things that do not exist (or that the caller may not see).
@@ -73,6 +74,10 @@ export const ERRORS = {
   'deid.input-unreadable': e(400, 'the de-identification input cannot be read'),
   'deid.gold-invalid': e(400, 'the gold standard file does not match its schema'),
   'deid.gold-unreadable': e(400, 'the gold standard file cannot be read'),
+  'deid.input-changed': e(409, 'the de-identification input changed while it was read; nothing was written'),
+  'deid.proposal-invalid': e(400, 'the lexicon proposal manifest cannot be read or does not match its schema'),
+  'deid.holdout-empty': e(400, 'no subject of the gold file is left out of the proposal to measure on'),
+  'deid.proposal-unwritable': e(500, 'the proposed lexicons cannot be written'),
   'deid.residual-identifier': e(422, 'an identifier remained after de-identification; nothing was written'),
   'audit.export-missing': e(400, 'the audit export file does not exist'),
   'audit.export-invalid': e(400, 'the audit export file is not a valid export'),

@@ -115,7 +115,9 @@ BEGIN
     ['endpoint_slots', 'SELECT, INSERT, UPDATE'],
     ['endpoint_workers', 'SELECT, INSERT, UPDATE, DELETE'],
     ['judge_spend', 'SELECT, INSERT'],
-    ['issued_certificates', 'SELECT, INSERT']
+    ['issued_certificates', 'SELECT, INSERT'],
+    ['run_deid_evidence', 'SELECT, INSERT, UPDATE'],
+    ['policy_versions', 'SELECT, INSERT']
   ] LOOP
     IF to_regclass(g[1]) IS NOT NULL THEN
       EXECUTE format('REVOKE ALL ON %I FROM %I', g[1], app_role);
@@ -132,7 +134,8 @@ DECLARE
   t text;
 BEGIN
   FOREACH t IN ARRAY ARRAY['audit_events', 'audit_checkpoints', 'audit_head', 'approvals', 'approval_history',
-                           'revoked_certificates', 'runs', 'run_results', 'schema_migrations', 'issued_certificates'] LOOP
+                           'revoked_certificates', 'runs', 'run_results', 'schema_migrations', 'issued_certificates',
+                           'policy_versions'] LOOP
     IF to_regclass(t) IS NOT NULL THEN
       EXECUTE format('GRANT SELECT ON %I TO %I', t, current_setting('ehrbench.auditor_role'));
     END IF;

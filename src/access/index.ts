@@ -3,6 +3,7 @@ export { loadPrincipals, savePrincipals, actAs } from './principals';
 export { summarizePrincipals } from './policy-summary';
 export type { Principal, PrincipalDirectory, PrincipalRole } from './principals';
 export { ApprovalStore, approvalBudget } from './approvals';
+export { coverageOf, coverageText } from './coverage';
 export type { Approval, ApprovalInput, ApprovalStatus, ApprovalChange } from './approvals';
 export { approvalStatusAt, decideRunAccess, endpointDecision } from './rules';
 export type { RunAccessDecision, RunAccessRequest } from './rules';

@@ -13,6 +13,9 @@ import type { Endpoint } from '../egress';
 import { allow, type Decision, deny, type RuleId } from '../policy';
 import { type Tier, tierWithin } from '../tiers';
 import type { Approval } from './approvals';
+import { approvalStatusAt } from './coverage';
+
+export { approvalStatusAt };
 
 /** The rules of where data may go, whoever asks. */
 export type EndpointRule = Extract<RuleId, `endpoint.${string}`>;
@@ -27,18 +30,6 @@ export function endpointDecision(tier: Tier, endpoint: Endpoint): Decision<Endpo
   if (tier !== 'public' && !c.inVpc) return deny('endpoint.not-in-vpc', `endpoint ${endpoint.id} is not inside the hospital network; ${tier} data may not go there`);
   if (tier === 'private' && !c.baa) return deny('endpoint.no-baa', `endpoint ${endpoint.id} has no business associate agreement; private data may not go there`);
   return undefined;
-}
-
-/**
- * An approval's status as a person should read it: the stored status, or, for an active one, whether
- * the clock has passed its expiry or not reached its start (what the rules below decide by). The store
- * keeps `active` after the expiry: nothing changes the row when the date passes.
- */
-export function approvalStatusAt(a: Pick<Approval, 'status' | 'startsAt' | 'expiresAt'>, now: Date): string {
-  if (a.status !== 'active') return a.status;
-  if (a.expiresAt && Date.parse(a.expiresAt) <= now.getTime()) return 'expired';
-  if (Date.parse(a.startsAt) > now.getTime()) return 'not started';
-  return 'active';
 }
 
 export interface RunAccessRequest {
@@ -115,9 +106,11 @@ export function decideRunAccess(req: RunAccessRequest): RunAccessDecision {
   for (const a of req.approvals) {
     const problem = approvalProblem(a, req);
     if (!problem) {
+      // say whether the benchmark is named or only its whole tier: an officer approving the run must see it
+      const how = a.benchmarks.includes(req.benchmarkId) ? 'which names the benchmark' : `only through its tier (it covers every ${req.tier} benchmark)`;
       return req.tier === 'private'
-        ? { ...allow('tier.private.approval', `covered by approval ${a.protocolNumber}; the run waits for a compliance officer's approval`), approval: a, needsRunApproval: true }
-        : { ...allow('tier.approval-required.approval', `covered by approval ${a.protocolNumber}`), approval: a };
+        ? { ...allow('tier.private.approval', `covered by approval ${a.protocolNumber}, ${how}; the run waits for a compliance officer's approval`), approval: a, needsRunApproval: true }
+        : { ...allow('tier.approval-required.approval', `covered by approval ${a.protocolNumber}, ${how}`), approval: a };
     }
     problems.push(problem);
   }

@@ -1,6 +1,8 @@
 /**
  * The access stage of the run pipeline: the rules of ./rules.ts fed from the principal directory and
  * the approval store. Checked when a run is requested, when it starts and before every instance.
+ * A requester whose certificates were revoked after the run was requested (a blanket revocation, as
+ * the API's break-glass makes) is refused as the API refuses them: the run stops at its next instance.
  */
 import type { Endpoint } from '../egress';
 import type { Decision } from '../policy';
@@ -9,10 +11,14 @@ import type { ApprovalStore } from './approvals';
 import type { PrincipalDirectory } from './principals';
 import { decideRunAccess, type RunAccessDecision } from './rules';
 
+/** The first blanket revocation of a principal at or after a time (src/identity/revocations.ts). */
+export type RevokedSince = (principal: string, since: Date) => Promise<{ revokedAt: Date; revokedBy: string } | undefined>;
+
 export class AccessPolicy implements AccessStage {
   constructor(
     private readonly principals: () => PrincipalDirectory,
     private readonly approvals: ApprovalStore,
+    private readonly revokedSince: RevokedSince,
     private readonly clock: () => Date = () => new Date(),
   ) {}
 
@@ -20,6 +26,11 @@ export class AccessPolicy implements AccessStage {
     const principal = this.principals().get(ctx.requester.principal);
     if (!principal) {
       return { allowed: false, rule: 'principal.unknown-or-disabled', reason: `${ctx.requester.principal} is not an active principal` };
+    }
+    // A run already requested: its requester's certificate may have been revoked since.
+    const revoked = ctx.requestedAt ? await this.revokedSince(principal.id, ctx.requestedAt) : undefined;
+    if (revoked) {
+      return { allowed: false, rule: 'principal.revoked', reason: `${principal.id}'s certificates were revoked by ${revoked.revokedBy} after the run was requested` };
     }
     let approvals;
     if (ctx.approvalId) {

@@ -1,9 +1,10 @@
 /**
  * Audit exports for compliance officers: JSON lines (every field, including hashes, MACs and the
  * checkpoints, so the export can be verified offline with only the public key), CSV (for a
- * spreadsheet), and FHIR R4 AuditEvent resources in a Bundle (for a SIEM or an IHE ATNA repository).
+ * spreadsheet: src/csv.ts writes it, so a purpose or reason that starts with = + - @ is never read as a
+ * formula), and FHIR R4 AuditEvent resources in a Bundle (for a SIEM or an IHE ATNA repository).
  */
-import { stringify } from 'csv-stringify/sync';
+import { csvRow as csvLine } from '../csv';
 import type { SignedCheckpoint } from './checkpoint';
 import type { AuditRecord } from './record';
 
@@ -47,11 +48,11 @@ const CSV_COLUMNS: (keyof AuditRecord)[] = [
 ];
 
 export function csvHeader(): string {
-  return stringify([CSV_COLUMNS]);
+  return csvLine(CSV_COLUMNS);
 }
 
 export function csvRow(r: AuditRecord): string {
-  return stringify([CSV_COLUMNS.map((c) => (c === 'detail' ? JSON.stringify(r.detail) : r[c]))]);
+  return csvLine(CSV_COLUMNS.map((c) => (c === 'detail' ? JSON.stringify(r.detail) : r[c])));
 }
 
 const DCM = 'http://dicom.nema.org/resources/ontology/DCM';

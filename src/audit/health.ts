@@ -13,7 +13,12 @@ export interface ChainHealth {
   events: number;
   checkpoints: number;
   lastCheckpoint: { seq: number; at: string | null } | null;
-  lastVerify: { at: string; actor: string; rule: string | null } | null;
+  /**
+   * The last verification: when, by whom, and what it found (`verified` or `broken`, from its outcome
+   * event; null for one whose outcome the trail does not hold: a verification on the host, or one
+   * recorded before outcomes were).
+   */
+  lastVerify: { at: string; actor: string; rule: string | null; outcome: 'verified' | 'broken' | null } | null;
   /** Each witness folder by its position and last path segment (the daemon host's paths stay in its config). */
   witnesses: { dir: string; seq: number | null; problem: string | null }[];
 }
@@ -22,8 +27,8 @@ export async function chainHealth(db: Queryable, witnessDirs: string[]): Promise
   const [head] = await db.query<{ n: string | number; head: string | number | null }>('SELECT count(*) AS n, max(seq) AS head FROM audit_events');
   const [cp] = await db.query<{ n: string | number }>('SELECT count(*) AS n FROM audit_checkpoints');
   const [last] = await db.query<{ seq: string | number; signed_at: string }>('SELECT seq, signed_at FROM audit_checkpoints ORDER BY checkpoint_id DESC LIMIT 1');
-  const [verify] = await db.query<{ recorded_at: Date | string; actor_principal: string; rule: string | null }>(
-    "SELECT recorded_at, actor_principal, rule FROM audit_events WHERE event_type = 'audit.verify' ORDER BY seq DESC LIMIT 1",
+  const [verify] = await db.query<{ recorded_at: Date | string; actor_principal: string; rule: string | null; outcome: string }>(
+    "SELECT recorded_at, actor_principal, rule, outcome FROM audit_events WHERE event_type = 'audit.verify' ORDER BY seq DESC LIMIT 1",
   );
   const { witnesses, problems } = loadWitnesses(witnessDirs);
   const seen = new Map<string, number>();
@@ -33,12 +38,17 @@ export async function chainHealth(db: Queryable, witnessDirs: string[]): Promise
     events: Number(head?.n ?? 0),
     checkpoints: Number(cp?.n ?? 0),
     lastCheckpoint: last ? { seq: Number(last.seq), at: last.signed_at ?? null } : null,
-    lastVerify: verify ? { at: new Date(verify.recorded_at).toISOString(), actor: verify.actor_principal, rule: verify.rule } : null,
+    lastVerify: verify ? { at: new Date(verify.recorded_at).toISOString(), actor: verify.actor_principal, rule: verify.rule, outcome: verifyOutcome(verify) } : null,
     witnesses: witnessDirs.map((dir, i) => {
       const problem = problems.find((p) => dirname(p.file) === dir);
       return { dir: `${i + 1}: .../${basename(dir)}`, seq: seen.get(dir) ?? null, problem: problem ? (problem.unreadable ? 'cannot be read' : 'invalid') : null };
     }),
   };
+}
+
+function verifyOutcome(e: { rule: string | null; outcome: string }): 'verified' | 'broken' | null {
+  if (e.rule !== 'audit.verify.outcome') return null;
+  return e.outcome === 'success' ? 'verified' : 'broken';
 }
 
 /** When each endpoint was last probed (`ehrbench endpoints probe`: a call outside any run). */

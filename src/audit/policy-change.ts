@@ -1,20 +1,27 @@
 /**
- * Policy files are recorded before they take effect. Hospital IT edits principals.json (re-read live)
- * and endpoints.json (read at start) on the host; whoever can write them can grant a role or repoint
- * an endpoint. Every load whose content the trail has not recorded yet becomes a `policy.change` event
+ * Policy files are recorded before they take effect. Hospital IT edits principals.json (re-read live),
+ * endpoints.json, config.json and site-data.json (read at start) on the host; whoever can write them
+ * can grant a role, repoint an endpoint, bind a file of notes to a public benchmark or move the
+ * witnesses. Every load whose content the trail has not recorded yet becomes a `policy.change` event
  * (the file's sha256 and a short, PHI-free summary: ids added, removed, changed with the names of the
  * changed fields, and a few facts per id such as roles or an endpoint's host) and only then is the new
  * policy handed out. When the event cannot be recorded the new file is not applied: at start the
  * process does not open, on a reload the policy in force stays and the change is tried again.
+ * The configuration and the site data file, read only at start, also keep each field's fingerprint
+ * (table policy_versions, its digest in the event), so the next start can say which fields changed
+ * since (`catalog[dataDirs]`, `benchmarks.pubmed_qa[source]`) rather than list everything again.
  */
 import { readFileSync, statSync } from 'node:fs';
-import { sha256Hex } from '../canonical';
+import { canonicalHash, sha256Hex } from '../canonical';
 import type { Database } from '../db';
 import { UserError } from '../errors';
 import type { Logger } from '../log';
 import type { AuditEventInput, AuditTrail } from './types';
 
-export type PolicyKind = 'principals' | 'endpoints';
+export type PolicyKind = 'principals' | 'endpoints' | 'config' | 'site-data';
+
+/** Kinds read only at start, whose fields are kept (policy_versions) for the next start's comparison. */
+const REMEMBERED: readonly PolicyKind[] = ['config', 'site-data'];
 
 /**
  * One id of a policy: a fingerprint per field (what tells a change) and the facts recorded about it
@@ -59,22 +66,48 @@ export function readPolicy<T>(source: PolicySource<T>): PolicyVersion<T> {
   throw new UserError('policy.unstable', `${source.file}: the file kept changing while it was read; it was not applied, finish editing it (write a new file and rename it over the old one)`);
 }
 
+/** The file's sha256; `absent` for a file that does not exist (a site data file may not, binding nothing). */
 function fileSha256(file: string): string {
   try {
     return sha256Hex(readFileSync(file));
-  } catch {
+  } catch (err) {
     // The loader reports a missing or unreadable file in its own words.
-    return '';
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'absent' : '';
   }
 }
 
 /** The sha256 of the newest policy.change of this kind that a load recorded, if any. */
 async function lastRecorded(db: Pick<Database, 'query'>, kind: PolicyKind): Promise<string | undefined> {
-  const rows = await db.query<{ sha256: string | null }>(
-    "SELECT detail->>'sha256' AS sha256 FROM audit_events WHERE event_type = 'policy.change' AND detail->>'policy' = $1 ORDER BY seq DESC LIMIT 1",
+  return (await lastEvent(db, kind))?.sha256;
+}
+
+type Fields = Record<string, Record<string, string>>;
+
+/** The fields of a version: per id, each field's fingerprint. */
+function fieldsOf(summary: PolicySummary): Fields {
+  return Object.fromEntries([...summary].map(([id, e]) => [id, e.fields]));
+}
+
+/** What the event holds of the kept fields: a row of policy_versions changed since is not used. */
+const fieldsDigest = (fields: Fields) => canonicalHash(fields).slice(0, 32);
+
+/**
+ * The newest policy.change of this kind: its sha256, and for a remembered kind the version's fields
+ * as kept in policy_versions, when their digest is the one the event recorded.
+ */
+async function lastEvent(db: Pick<Database, 'query'>, kind: PolicyKind): Promise<{ sha256: string; remembered?: Pick<PolicyVersion<unknown>, 'sha256' | 'summary'> } | undefined> {
+  const rows = await db.query<{ sha256: string | null; digest: string | null }>(
+    "SELECT detail->>'sha256' AS sha256, detail->>'fieldsDigest' AS digest FROM audit_events WHERE event_type = 'policy.change' AND detail->>'policy' = $1 ORDER BY seq DESC LIMIT 1",
     [kind],
   );
-  return rows[0]?.sha256 ?? undefined;
+  const last = rows[0];
+  if (!last?.sha256) return undefined;
+  if (!REMEMBERED.includes(kind) || !last.digest) return { sha256: last.sha256 };
+  const kept = await db.query<{ fields: Fields }>('SELECT fields FROM policy_versions WHERE kind = $1 AND sha256 = $2', [kind, last.sha256]);
+  const fields = kept[0]?.fields;
+  if (!fields || fieldsDigest(fields) !== last.digest) return { sha256: last.sha256 };
+  const summary: PolicySummary = new Map(Object.entries(fields).map(([id, f]) => [id, { fields: f, facts: {} }]));
+  return { sha256: last.sha256, remembered: { sha256: last.sha256, summary } };
 }
 
 /**
@@ -88,9 +121,14 @@ export async function recordPolicy<T>(to: PolicyRecorder, kind: PolicyKind, next
   if ((await lastRecorded(to.db, kind)) === next.sha256) return;
   await to.db.transaction(async (tx) => {
     await tx.query('SELECT seq FROM audit_head WHERE singleton FOR UPDATE');
-    const last = await lastRecorded(tx, kind);
-    if (last === next.sha256) return;
-    await to.audit.recordIn(tx, policyChangeEvent(kind, next, previous, last, trigger));
+    const last = await lastEvent(tx, kind);
+    if (last?.sha256 === next.sha256) return;
+    // At start, a remembered kind compares with the version its last event remembered.
+    const before = previous ?? last?.remembered;
+    if (REMEMBERED.includes(kind)) {
+      await tx.query('INSERT INTO policy_versions (kind, sha256, fields) VALUES ($1, $2, $3::jsonb) ON CONFLICT DO NOTHING', [kind, next.sha256, JSON.stringify(fieldsOf(next.summary))]);
+    }
+    await to.audit.recordIn(tx, policyChangeEvent(kind, next, before, last?.sha256, trigger));
   });
 }
 
@@ -102,7 +140,13 @@ export async function openPolicy<T>(source: PolicySource<T>, to: PolicyRecorder)
 }
 
 /** The event: the sha256, what changed against `previous` (or every id when there is none), counts. */
-export function policyChangeEvent<T>(kind: PolicyKind, next: PolicyVersion<T>, previous: PolicyVersion<T> | undefined, lastSha256: string | undefined, trigger: 'start' | 'reload'): AuditEventInput {
+export function policyChangeEvent<T>(
+  kind: PolicyKind,
+  next: PolicyVersion<T>,
+  previous: Pick<PolicyVersion<unknown>, 'sha256' | 'summary'> | undefined,
+  lastSha256: string | undefined,
+  trigger: 'start' | 'reload',
+): AuditEventInput {
   const base = previous?.sha256 ?? lastSha256;
   const detail: Record<string, string | number> = { policy: kind, sha256: next.sha256, ...(base ? { previousSha256: base } : {}), trigger, count: next.summary.size };
   let reason: string;
@@ -118,13 +162,14 @@ export function policyChangeEvent<T>(kind: PolicyKind, next: PolicyVersion<T>, p
       ),
     );
     Object.assign(detail, factsOf(next.summary, [...d.added, ...d.changed.map((c) => c.id)]));
-    reason = `${kind} policy reloaded: ${d.added.length} added, ${d.removed.length} removed, ${d.changed.length} changed`;
+    reason = `${kind} policy ${trigger === 'reload' ? 'reloaded' : 'loaded at start, differing from the last recorded one'}: ${d.added.length} added, ${d.removed.length} removed, ${d.changed.length} changed`;
   } else {
     const ids = [...next.summary.keys()];
     detail.ids = compactList(ids);
     Object.assign(detail, factsOf(next.summary, ids));
     reason = `${kind} policy loaded at ${trigger} with ${ids.length} entries${lastSha256 ? ', differing from the last recorded one' : ''}`;
   }
+  if (REMEMBERED.includes(kind)) detail.fieldsDigest = fieldsDigest(fieldsOf(next.summary));
   return { type: 'policy.change', action: 'U', outcome: 'success', rule: 'policy.file.loaded', reason, actor: { principal: 'service:policy', role: 'service', authMethod: 'service' }, detail };
 }
 

@@ -18,6 +18,12 @@ export interface RecordFilter {
   rule?: string;
   endpointId?: string;
   exportId?: string;
+  /** Only records before this seq (a page further back, newest first). */
+  beforeSeq?: number;
+  /** Only records after this seq (the next page, oldest first). */
+  afterSeq?: number;
+  /** Leave out these event types (the model calls that outnumber everything else, say). */
+  excludeTypes?: string[];
 }
 
 function where(f: RecordFilter, params: unknown[]): string {
@@ -35,6 +41,10 @@ function where(f: RecordFilter, params: unknown[]): string {
   if (f.rule) add('rule = ?', f.rule);
   if (f.endpointId) add('endpoint_id = ?', f.endpointId);
   if (f.exportId) add('export_id = ?', f.exportId);
+  if (f.beforeSeq !== undefined) add('seq < ?', f.beforeSeq);
+  if (f.afterSeq !== undefined) add('seq > ?', f.afterSeq);
+  // One text parameter (event types hold no comma): the same on PostgreSQL and PGlite.
+  if (f.excludeTypes?.length) add("event_type <> ALL(string_to_array(?::text, ','))", f.excludeTypes.join(','));
   return clauses.length ? clauses.join(' AND ') : 'true';
 }
 
@@ -149,6 +159,11 @@ export function streamChain(db: Database, lo?: number, hi?: number, pageSize = 5
     return rows.map(recordOf);
   };
   return prefetched(page, lo, pageSize);
+}
+
+/** The records with `from` <= seq <= `to`, in seq order (inside the caller's transaction). */
+export function recordsBetween(q: Queryable, from: number, to: number): Promise<AuditRecord[]> {
+  return q.query<AuditRecord>(`SELECT ${COLUMNS} FROM audit_events WHERE seq >= $1 AND seq <= $2 ORDER BY seq`, [from, to]);
 }
 
 export async function* streamRecords(db: Queryable, filter: RecordFilter = {}, pageSize = 5000): AsyncGenerator<AuditRecord> {

@@ -7,6 +7,10 @@
  * and appended to the witness histories. Before the first event and before every seal the chain must
  * still hold each witness's newest checkpoint; when it does not (a tail cut, an older backup restored)
  * the trail stops for good in this process: it refuses every event and seal, so nothing more is done.
+ * Nor is anything signed over, or chained onto, a row ehrbench did not write: before a checkpoint is
+ * signed, every row since the last one is checked (link, hash, MAC), and so are the rows another
+ * writer appended whenever the head moved under this process. The database's grants let whoever holds
+ * its URL append a well-chained row; only the MAC key, which the database never sees, tells it apart.
  */
 import { type KeyObject, randomUUID } from 'node:crypto';
 import { validateOrThrow } from '../config';
@@ -18,7 +22,8 @@ import { observeAuditBatch, observeAuditEvent, observeAuditFailure } from '../ob
 import type { RuleId } from '../policy';
 import { type SignedCheckpoint, signCheckpoint } from './checkpoint';
 import type { SigningKey } from './keys';
-import { type AuditRecord, type Provenance, type RecordBody, recordBody, rowHash, rowMac } from './record';
+import { type AuditRecord, GENESIS_HASH, type Provenance, type RecordBody, recordBody, rowHash, rowMac } from './record';
+import { recordsBetween, streamChain } from './store';
 import type { AuditEventInput, AuditTrail } from './types';
 import { appendWitness, type WitnessEntry, witnessedHeads } from './witness';
 
@@ -46,6 +51,8 @@ export interface AuditLogOptions {
   provenance: Provenance;
   signingKey: SigningKey;
   macKey: { id: string; key: Buffer };
+  /** Earlier MAC keys by id (after a rotation), for the rows they MACed; the current key is always known. */
+  macKeys?: Map<string, Buffer>;
   /** Seal a checkpoint whenever the chain crosses a multiple of this many events. */
   checkpointEvery: number;
   witnessDirs: string[];
@@ -53,6 +60,20 @@ export interface AuditLogOptions {
   trustedKeys?: Map<string, KeyObject>;
   logger: Logger;
   clock?: () => Date;
+}
+
+/** Rows read at a time when the rows since the last checkpoint are checked. */
+const CHECK_PAGE = 2000;
+
+/** The records from seq `from` to `to` in pages, inside the caller's transaction. */
+async function* pagesBetween(q: Queryable, from: number, to: number): AsyncGenerator<AuditRecord[]> {
+  for (let lo = from; lo <= to; lo += CHECK_PAGE) yield await recordsBetween(q, lo, Math.min(to, lo + CHECK_PAGE - 1));
+}
+
+/** The seq the newest checkpoint covers (0 before the first). */
+async function lastCheckpointSeq(q: Queryable): Promise<number> {
+  const rows = await q.query<{ seq: number | string | null }>('SELECT max(seq) AS seq FROM audit_checkpoints');
+  return Number(rows[0]?.seq ?? 0);
 }
 
 const RECORD_COLUMNS = `seq bigint, event_id uuid, schema_version smallint, recorded_at text, event_type text, action text, outcome text,
@@ -69,6 +90,11 @@ export class AuditLog implements AuditTrail {
   private headChecked = false;
   /** The highest seq this process saw committed: the head never moves below it, unless rolled back. */
   private committedSeq = 0;
+  /**
+   * Rows up to this seq are this process's own (committed) or were checked by it (checkWrittenRows);
+   * 0 until its first append, which checks the rows since the last checkpoint.
+   */
+  private checkedSeq = 0;
   /** The head as this process's last append left it. */
   private lastHead: { seq: number; hash: string } | undefined;
   /**
@@ -79,6 +105,8 @@ export class AuditLog implements AuditTrail {
   private alone = false;
   /** Keys a witnessed checkpoint may carry: the given ones and always the current signing key. */
   private readonly trusted: Map<string, KeyObject>;
+  /** MAC keys a row of this site may carry: the given ones and always the current one. */
+  private readonly macKeys: Map<string, Buffer>;
 
   constructor(
     private readonly db: Database,
@@ -87,6 +115,7 @@ export class AuditLog implements AuditTrail {
     this.writer = new GroupCommit((bodies) => this.append(bodies), 500);
     this.clock = opts.clock ?? (() => new Date());
     this.trusted = new Map([...(opts.trustedKeys ?? []), [opts.signingKey.fingerprint, opts.signingKey.publicKey]]);
+    this.macKeys = new Map([...(opts.macKeys ?? []), [opts.macKey.id, opts.macKey.key]]);
   }
 
   async record(event: AuditEventInput): Promise<void> {
@@ -175,6 +204,57 @@ export class AuditLog implements AuditTrail {
     this.headChecked = true;
   }
 
+  /**
+   * Every row after seq `after` up to `upTo` must be one this site's ehrbench wrote: the next seq,
+   * linked to the row before, its hash its own, its MAC made with one of the site's MAC keys. A row
+   * that is not stops the trail (as a rollback does): nothing is signed over it or chained onto it.
+   */
+  private async checkWrittenRows(q: Queryable, after: number, upTo: number, pages?: AsyncIterable<AuditRecord[]>): Promise<void> {
+    if (upTo <= after) return;
+    const before = after === 0 ? [{ row_hash: GENESIS_HASH }] : await q.query<{ row_hash: string }>('SELECT row_hash FROM audit_events WHERE seq = $1', [after]);
+    let prev = before[0]?.row_hash;
+    let expected = after + 1;
+    for await (const page of pages ?? pagesBetween(q, after + 1, upTo)) {
+      for (const r of page) {
+        const problem = this.rowProblem(r, expected, prev);
+        if (problem) {
+          const what = `row at seq ${Number(r.seq)} was not written by ehrbench (${problem}); nothing is sealed over it: run "ehrbench audit verify" and restore the trail`;
+          throw this.stop(new AuditUnavailable(what, undefined, { rule: 'audit.unverified-row' }), { seq: Number(r.seq) });
+        }
+        prev = r.row_hash;
+        expected = Number(r.seq) + 1;
+      }
+    }
+    if (expected !== upTo + 1) {
+      throw this.stop(new AuditUnavailable(`rows ${expected}..${upTo} are missing below the head; nothing is sealed over them`, undefined, { rule: 'audit.unverified-row' }), { seq: expected });
+    }
+  }
+
+  /**
+   * Before the head is locked, the rows other writers appended since this process last looked are
+   * checked without holding it (several workers on one store): under the lock only the few appended
+   * in between are left to check.
+   */
+  private async checkOthersRows(): Promise<void> {
+    if (!this.headChecked || this.checkedSeq === 0 || this.stopped) return;
+    const rows = await this.db.query<{ seq: number | string }>('SELECT seq FROM audit_head WHERE singleton');
+    const head = Number(rows[0]?.seq ?? 0);
+    if (head <= this.checkedSeq) return;
+    // Read as arrays, a page at a time (streamChain): several writers each read all the others' rows.
+    await this.checkWrittenRows(this.db, this.checkedSeq, head, streamChain(this.db, this.checkedSeq + 1, head + 1, CHECK_PAGE));
+    this.checkedSeq = head;
+  }
+
+  private rowProblem(r: AuditRecord, expected: number, prev: string | undefined): string | undefined {
+    if (Number(r.seq) !== expected) return `seq ${expected} expected`;
+    if (r.prev_hash !== prev) return 'its prev_hash is not the row before it';
+    if (rowHash(r) !== r.row_hash) return 'its hash does not match its fields';
+    const key = this.macKeys.get(r.mac_key_id);
+    if (!key) return `MAC key ${r.mac_key_id} is not one of this site's`;
+    if (rowMac(key, r.row_hash) !== r.row_mac) return 'its MAC is invalid';
+    return undefined;
+  }
+
   /** Stops the trail for the rest of this process, and says so once in the log. */
   private stop(reason: AuditUnavailable, fields: { seq?: number; file?: string }): AuditUnavailable {
     if (!this.stopped) {
@@ -236,10 +316,11 @@ export class AuditLog implements AuditTrail {
     const rows = await tx.query<{ seq: number; row_hash: string }>('SELECT seq, row_hash FROM audit_head WHERE singleton FOR UPDATE');
     const head = rows[0];
     if (!head) throw new Error('audit_head row is missing');
-    if (Number(head.seq) < this.committedSeq) {
+    const seen = Math.max(this.committedSeq, this.checkedSeq);
+    if (Number(head.seq) < seen) {
       // Between two checkpoints no witness knows the newest events; this process does, while it runs.
-      const what = `rollback detected: the chain head is at seq ${head.seq}, but this process committed up to seq ${this.committedSeq}`;
-      throw this.stop(new AuditUnavailable(what, undefined, { rule: 'audit.rollback-detected' }), { seq: this.committedSeq });
+      const what = `rollback detected: the chain head is at seq ${head.seq}, but this process saw it committed up to seq ${seen}`;
+      throw this.stop(new AuditUnavailable(what, undefined, { rule: 'audit.rollback-detected' }), { seq: seen });
     }
     return head;
   }
@@ -255,6 +336,7 @@ export class AuditLog implements AuditTrail {
       return bodies.map(() => undefined);
     }
     const before = this.lastHead;
+    await this.checkOthersRows();
     const { checkpoint, to, headHash, found } = await this.db.transaction(async (tx) => {
       const { from, to, headHash } = await this.appendIn(tx, bodies);
       const found = before !== undefined && from === before.seq;
@@ -264,6 +346,7 @@ export class AuditLog implements AuditTrail {
       return { checkpoint: await this.insertCheckpoint(tx, to, headHash), to, headHash, found };
     });
     this.committed(to);
+    this.checkedSeq = Math.max(this.checkedSeq, to);
     // The head was where this process had left it: no other writer is appending, so the next batch
     // may take the one-statement way. Otherwise (several daemons or workers on one store) it keeps
     // locking the head first, and no batch pays for an attempt that would fail.
@@ -299,6 +382,7 @@ export class AuditLog implements AuditTrail {
     // Another writer moved the head (nothing was written): the locked way, which also checks it.
     if (moved[0]?.n !== bodies.length) return false;
     this.committed(seq);
+    this.checkedSeq = Math.max(this.checkedSeq, seq);
     this.lastHead = { seq, hash };
     this.alone = true;
     return true;
@@ -323,6 +407,12 @@ export class AuditLog implements AuditTrail {
   private async appendIn(tx: Queryable, bodies: RecordBody[]): Promise<{ from: number; to: number; headHash: string }> {
     const head = await this.lockHead(tx);
     if (!this.headChecked) await this.checkWitnessedHeads(tx);
+    // The head moved under this process (or this is its first append): the rows since are checked
+    // before anything is chained onto them.
+    const known = this.checkedSeq > 0 ? this.checkedSeq : await lastCheckpointSeq(tx);
+    await this.checkWrittenRows(tx, known, Number(head.seq));
+    // Committed by others before this lock: checked whether this transaction commits or not.
+    this.checkedSeq = Math.max(this.checkedSeq, Number(head.seq));
     const { rows, seq, hash: prev } = this.chain(bodies, head.seq, head.row_hash);
     await tx.query(`INSERT INTO audit_events SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(${RECORD_COLUMNS})`, [JSON.stringify(rows)]);
     await tx.query('UPDATE audit_head SET seq = $1, row_hash = $2 WHERE singleton', [seq, prev]);
@@ -330,6 +420,9 @@ export class AuditLog implements AuditTrail {
   }
 
   private async insertCheckpoint(tx: Queryable, seq: number, headHash: string): Promise<SignedCheckpoint> {
+    // A signature says "ehrbench wrote every row up to here": checked, not assumed, since the last one
+    // (rows this process wrote and committed, or checked already, are not read again).
+    await this.checkWrittenRows(tx, Math.max(await lastCheckpointSeq(tx), this.checkedSeq), Number(seq));
     const ids = await tx.query<{ next: number }>('SELECT COALESCE(max(checkpoint_id), 0) + 1 AS next FROM audit_checkpoints');
     const cp = signCheckpoint(this.opts.signingKey, {
       siteId: this.opts.provenance.siteId,

@@ -19,7 +19,7 @@ import type { Endpoint } from '../egress';
 import type { Completion } from '../models';
 import { approvalBudget } from '../access';
 import type { Decision, RunContext } from '../runs';
-import { costUsd, priceFor, promptTokenBound } from './cost';
+import { costUsd, type PricedEndpoint, priceFor, promptTokenBound } from './cost';
 
 /** A hold on an approval's budget for one call's worst-case cost. */
 export interface BudgetHold {
@@ -54,7 +54,13 @@ export interface BudgetStage {
   reserve(ctx: RunContext, req: BudgetRequest): Promise<BudgetDecision>;
   release(hold: BudgetHold): Promise<void>;
   /** A judge call answered: its tokens are recorded as the run's spend and its hold released, together. */
-  charge(ctx: RunContext, endpoint: Endpoint, completion: Pick<Completion, 'promptTokens' | 'completionTokens'>, hold: BudgetHold | undefined): Promise<void>;
+  charge(ctx: RunContext, endpoint: Endpoint, completion: Pick<Completion, 'promptTokens' | 'completionTokens' | 'usageUnderReported'>, hold: BudgetHold | undefined): Promise<void>;
+  /**
+   * A refusal (budget.no-price) when the approval has a budget and one of `endpoints` (the run's, its
+   * judges') has no price: such a budget cannot be enforced, so the run is refused when it is requested
+   * or approved, not halted at its first call.
+   */
+  unenforceable(approvalId: string | undefined, endpoints: readonly PricedEndpoint[]): Promise<BudgetDecision | undefined>;
 }
 
 const cents = (usd: number) => Math.round(usd * 100) / 100;
@@ -71,6 +77,13 @@ export class ApprovalBudgets implements BudgetStage {
   /** Estimated spend of every run under the approval (see spentUnder). */
   spent(approvalId: string, q: Queryable = this.db): Promise<{ usd: number; unpriced?: string }> {
     return spentUnder(q, approvalId, this.prices, this.modelTokens);
+  }
+
+  async unenforceable(approvalId: string | undefined, endpoints: readonly PricedEndpoint[]): Promise<BudgetDecision | undefined> {
+    if (!approvalId) return undefined;
+    const approval = await approvalBudget(this.db, approvalId);
+    if (!approval || approval.budget_usd === null) return undefined;
+    return unpricedUnderBudget(this.prices, endpoints, approval.protocol_number);
   }
 
   async reserve(ctx: RunContext, { endpoint, prompt, maxTokens }: BudgetRequest): Promise<BudgetDecision> {
@@ -119,12 +132,22 @@ export class ApprovalBudgets implements BudgetStage {
     await this.db.query('DELETE FROM budget_holds WHERE hold_id = $1::uuid', [hold.holdId]);
   }
 
-  async charge(ctx: RunContext, endpoint: Endpoint, completion: Pick<Completion, 'promptTokens' | 'completionTokens'>, hold: BudgetHold | undefined): Promise<void> {
+  async charge(ctx: RunContext, endpoint: Endpoint, completion: Pick<Completion, 'promptTokens' | 'completionTokens' | 'usageUnderReported'>, hold: BudgetHold | undefined): Promise<void> {
     await this.db.transaction(async (tx) => {
       await tx.query(
-        `INSERT INTO judge_spend (spend_id, run_id, approval_id, endpoint_id, model, deployment, prompt_tokens, completion_tokens)
-         VALUES ($1::uuid, $2::uuid, $3::uuid, $4, $5, $6, $7, $8)`,
-        [randomUUID(), ctx.runId, ctx.approvalId ?? null, endpoint.id, endpoint.model ?? null, endpoint.deployment ?? null, completion.promptTokens ?? 0, completion.completionTokens ?? 0],
+        `INSERT INTO judge_spend (spend_id, run_id, approval_id, endpoint_id, model, deployment, prompt_tokens, completion_tokens, usage_under_reported)
+         VALUES ($1::uuid, $2::uuid, $3::uuid, $4, $5, $6, $7, $8, $9)`,
+        [
+          randomUUID(),
+          ctx.runId,
+          ctx.approvalId ?? null,
+          endpoint.id,
+          endpoint.model ?? null,
+          endpoint.deployment ?? null,
+          completion.promptTokens ?? 0,
+          completion.completionTokens ?? 0,
+          completion.usageUnderReported === true,
+        ],
       );
       if (hold) await tx.query('DELETE FROM budget_holds WHERE hold_id = $1::uuid', [hold.holdId]);
     });
@@ -156,4 +179,15 @@ async function spentUnder(q: Queryable, approvalId: string, prices: readonly Pri
 async function heldUnder(q: Queryable, approvalId: string): Promise<number> {
   const rows = await q.query<{ usd: number }>('SELECT COALESCE(sum(usd), 0)::double precision AS usd FROM budget_holds WHERE approval_id = $1::uuid AND expires_at > now()', [approvalId]);
   return Number(rows[0]?.usd ?? 0);
+}
+
+/** budget.no-price for the first endpoint of `endpoints` without a price, naming it and the setting. */
+export function unpricedUnderBudget(prices: readonly PriceEntry[], endpoints: readonly PricedEndpoint[], protocol: string): BudgetDecision | undefined {
+  const unpriced = endpoints.find((e) => !priceFor(prices, e));
+  if (!unpriced) return undefined;
+  return {
+    allowed: false,
+    rule: 'budget.no-price',
+    reason: `approval ${protocol} has a budget, and endpoint ${unpriced.id} has no price in the config (export.prices), so the budget cannot be enforced: add a price for ${unpriced.id} under export.prices in config.json, or use a priced endpoint`,
+  };
 }

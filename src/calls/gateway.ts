@@ -6,7 +6,9 @@
  *   3. waits for a slot of the endpoint's capacity (its `limits.concurrency`, shared by all workers);
  *   4. records the audit event before every attempt (no event, no attempt);
  *   5. makes the call on the endpoint's egress-guarded client;
- *   6. releases what it took (slot after each attempt; budget hold when the spend is stored).
+ *   6. charges the tokens the endpoint reported, or the call's worst case when it did not report them
+ *      truthfully (chargedUsage: missing, negative, beyond the request, implausibly low);
+ *   7. releases what it took (slot after each attempt; budget hold when the spend is stored).
  * A call of a run that was stopped (cancelled, halted) is not started: the run's gate is asked before
  * the call, before each attempt's audit event and again once a slot is held (see RunGate).
  * A refusal at 1 or 2 is audited as a call not made and throws PolicyDenied. Only a SendablePrompt is
@@ -22,6 +24,8 @@ import { type Decision, isRule, type RuleId } from '../policy';
 import type { AccessStage, RunContext } from '../runs';
 import { auditBase, ENGINE_ACTOR } from '../audit';
 import type { BudgetHold, BudgetStage } from './budget';
+import { chargedUsage, promptTokenBound } from './cost';
+import { observeUsageUnderReported } from '../observability';
 import type { EndpointCapacities, EndpointCapacity } from './capacity';
 import type { EndpointClients } from './clients';
 import type { SharedSlots } from './slots';
@@ -224,6 +228,7 @@ export class Gateway {
       if (hold) await budget.release(hold);
       throw err;
     }
+    completion = charged(completion, endpoint.id, call.purpose, { prompt, maxTokens: call.maxTokens });
     if (call.purpose === 'judge') {
       await budget.charge(run, endpoint, completion, hold);
       return { completion, settle: async () => undefined };
@@ -283,6 +288,23 @@ async function whileActive(run: RunContext, gate: RunGate): Promise<void> {
 function effortOf(call: OutboundCall, endpoint: Endpoint): { reasoningEffort?: ReasoningEffort } {
   const effort = call.reasoningEffort ?? endpoint.reasoning?.effort;
   return effort ? { reasoningEffort: effort } : {};
+}
+
+/**
+ * The completion with the tokens it is charged: the endpoint's figures, or the call's worst case
+ * when they cannot be taken (counted per endpoint; the run shows how many calls were so charged).
+ */
+function charged(completion: Completion, endpointId: string, purpose: CallPurpose, req: { prompt: string; maxTokens: number }): Completion {
+  const usage = chargedUsage(completion, {
+    promptTokens: promptTokenBound(req.prompt),
+    completionTokens: req.maxTokens,
+    promptBytes: Buffer.byteLength(req.prompt),
+    answerBytes: Buffer.byteLength(completion.text),
+  });
+  const { problem, ...tokens } = usage;
+  if (!problem) return completion;
+  observeUsageUnderReported(endpointId, purpose, problem);
+  return { ...completion, ...tokens, usageUnderReported: true };
 }
 
 function release(budget: BudgetStage, hold: BudgetHold | undefined): Promise<void> {

@@ -5,8 +5,8 @@
 export { Gateway, RunStopped, type Answer, type CallPurpose, type CapacityLease, type GatewayOptions, type GatewayPorts, type OutboundCall, type RunGate } from './gateway';
 export { EndpointClients, type ClientOptions } from './clients';
 export { deidentifiedPrompt, plainPrompt, SendablePrompt } from '../prompt';
-export { ApprovalBudgets, type BudgetDecision, type ModelTokens, type TokenSum, type BudgetHold, type BudgetRequest, type BudgetStage } from './budget';
+export { ApprovalBudgets, unpricedUnderBudget, type BudgetDecision, type ModelTokens, type TokenSum, type BudgetHold, type BudgetRequest, type BudgetStage } from './budget';
 export { EndpointCapacities, EndpointCapacity } from './capacity';
 export { SharedSlots } from './slots';
-export { costUsd, priceFor, promptTokenBound, type Price, type PricedEndpoint } from './cost';
+export { chargedUsage, costUsd, priceFor, promptTokenBound, type Price, type PricedEndpoint, type UsageProblem } from './cost';
 export { ModelCallError, withoutReasoning, type Completion } from '../models';

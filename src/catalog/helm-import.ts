@@ -18,9 +18,10 @@ import { createReadStream, existsSync, mkdirSync, readFileSync, writeFileSync } 
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseCsv } from 'csv-parse';
 import { parse as parseYaml } from 'yaml';
-import { validateOrThrow } from '../config';
+import { type FilePlaces, validateOrThrow } from '../config';
 import { UserError } from '../errors';
 import type { Tier } from '../tiers';
+import { fileProblem, NO_PLACES, refuseFile } from './confine';
 import { isSubcategoryOf } from './taxonomy';
 import type { BenchmarkDefinition } from './types';
 
@@ -40,6 +41,8 @@ export interface HelmImportOptions {
   category: string;
   subcategory: string;
   judges?: string[];
+  /** Where the definition's files may lie (config catalogFiles): the dataset is named, not copied, so it must lie where the catalog will read it. */
+  files?: FilePlaces;
 }
 
 export interface HelmImportReport {
@@ -148,6 +151,8 @@ export async function importHelmBenchmark(configFile: string, opts: HelmImportOp
   const { template, placeholders } = convertTemplate(readFileSync(promptFile, 'utf8'), promptFile, 'columns');
   const dataset = at(cfg.dataset_file);
   if (!existsSync(dataset)) throw new UserError('helm-import.missing', `${configFile}: dataset_file ${cfg.dataset_file} does not exist`);
+  // Refused before anything is written: a definition naming it would not load (catalog/confine.ts).
+  refuseFile('helm-import.dataset', `${configFile}: dataset_file`, fileProblem(dataset, join(opts.outDir, id), opts.files ?? NO_PLACES));
   const header = await csvHeader(dataset);
   for (const c of placeholders) {
     if (!header.includes(c)) throw new UserError('helm-import.dataset', `${dataset}: missing column "${c}" (used by ${cfg.prompt_file})`);

@@ -6,14 +6,16 @@
  * site data file (site-data.ts), and reading them without a binding is an error saying what to supply.
  */
 import { commandPrefix } from '../command-prefix';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { canonicalHash, sha256Hex } from '../canonical';
-import { readJsonFile, validateOrThrow } from '../config';
+import { type FilePlaces, readJsonFile, validateOrThrow } from '../config';
 import { UserError } from '../errors';
 import { getMetric } from '../metrics';
 import { BUILTIN_BENCHMARK_DIR } from '../paths';
+import { type Tier, TIERS } from '../tiers';
 import { adapterFor, isSkip, type Skip } from './adapters';
+import { fileProblem, NO_PLACES, openedCheck, readConfinedText, refuseFile } from './confine';
 import { helmSample, type SampleMethod } from './sampling';
 import { combineIdentity, readIdentity, withIdentity } from './identity';
 import { judgesFor, loadSiteData, sameFamilyFor, type SiteData } from './site-data';
@@ -28,6 +30,7 @@ import type { Benchmark, BenchmarkDefinition, CatalogLimits, DataSource, Instanc
 export type { Benchmark, BenchmarkDefinition, CatalogLimits, ColumnMapping, DataRequirements, DataSource, Instance, JuryDefinition, KnownColumns, KnownIdentifiers } from './types';
 export { renderTemplate, renderChoices, templateVariables } from './template';
 export { CATEGORIES, TAXONOMY, isSubcategoryOf } from './taxonomy';
+export { summarizeSiteData } from './policy-summary';
 export { loadSiteData, judgesFor, OMOP_IDENTIFIER_TABLES, SITE_DATA_FILE_NAME, type OmopIdentifierTable, type SiteBinding, type SiteData } from './site-data';
 export { OMOP_NOTE_FIELDS } from './sources/omop-query';
 export { importHelmBenchmark, type HelmImportReport } from './helm-import';
@@ -52,6 +55,8 @@ export interface LoadOptions {
   site?: SiteData;
   /** Size limits from the config (catalog.maxInstanceBytes, catalog.maxRecordBytes); defaults for the rest. */
   limits?: Partial<CatalogLimits>;
+  /** Where the files it names may lie (config catalogFiles); without a configuration, its own folder and the shipped datasets. */
+  files?: FilePlaces;
 }
 
 export function loadBenchmark(dir: string, opts: LoadOptions = {}): Benchmark {
@@ -61,10 +66,10 @@ export function loadBenchmark(dir: string, opts: LoadOptions = {}): Benchmark {
   if (!isSubcategoryOf(definition.category, definition.subcategory)) {
     throw invalid(`/subcategory: "${definition.subcategory}" is not a MedHELM subcategory of ${definition.category}`);
   }
-  const templatePath = resolveIn(dir, definition.prompt.templateFile);
-  if (!existsSync(templatePath)) throw invalid(`prompt.templateFile ${definition.prompt.templateFile} does not exist`);
-  const template = readFileSync(templatePath, 'utf8');
+  const places = opts.files ?? NO_PLACES;
+  const template = readConfinedText(resolveIn(dir, definition.prompt.templateFile), dir, places, `${file}: prompt.templateFile`);
   checkDataset(definition, invalid);
+  definition.dataset.files?.forEach((f, i) => refuseFile('benchmark.invalid', `${file}: dataset.files[${i}].path`, fileProblem(resolveIn(dir, f.path), dir, places)));
   const provided =
     definition.dataset.adapter === 'columns'
       ? [...Object.keys(definition.dataset.columns?.vars ?? {}), ...(definition.dataset.columns?.choices ? ['choices'] : [])]
@@ -76,7 +81,7 @@ export function loadBenchmark(dir: string, opts: LoadOptions = {}): Benchmark {
   for (const m of metrics) {
     if (!getMetric(m)) throw invalid(`/metrics: unknown metric "${m}"`);
   }
-  const juryTemplate = loadJury(dir, definition, metrics, provided, invalid);
+  const juryTemplate = loadJury(dir, definition, metrics, provided, { places, file, invalid });
 
   const binding = opts.site?.benchmarks[definition.id];
   if (binding?.source && definition.dataRequirements && !definition.dataRequirements.formats.includes(binding.source.type)) {
@@ -85,6 +90,7 @@ export function loadBenchmark(dir: string, opts: LoadOptions = {}): Benchmark {
       `${opts.site?.file}: /benchmarks/${definition.id}/source: type "${binding.source.type}" is not accepted; ${definition.id} takes ${definition.dataRequirements.formats.join(', ')}`,
     );
   }
+  if (binding && opts.site) checkBindingFiles(definition.id, binding, opts.site.file, places);
   const source = sourceOf(dir, definition, binding);
   const judges = definition.jury ? judgesFor(definition.jury.judges, binding, opts.site) : [];
   const sameFamily = sameFamilyFor(binding, opts.site);
@@ -96,14 +102,14 @@ export function loadBenchmark(dir: string, opts: LoadOptions = {}): Benchmark {
   };
   return {
     definition,
-    // EHRSQL on a site database runs the model's SQL on the site's data: never a public run.
-    tier: binding?.database && definition.dataRequirements?.resources?.includes('ehrsql-database') ? 'private' : definition.tier,
+    ...tiersOf(definition, binding),
     dir,
     dataPath: source ? describeSource(source) : '',
     ...(source ? { source } : {}),
     ...(binding ? { site: binding } : {}),
     ...(opts.site ? { siteFile: opts.site.file } : {}),
     limits: { ...DEFAULT_LIMITS, ...opts.limits },
+    places,
     template,
     ...(juryTemplate !== undefined ? { juryTemplate } : {}),
     ...(definition.jury ? { judges, jurySameFamily: sameFamily } : {}),
@@ -127,14 +133,49 @@ function checkDataset(d: BenchmarkDefinition, invalid: (m: string) => UserError)
   }
 }
 
-function loadJury(dir: string, d: BenchmarkDefinition, metrics: string[], vars: string[], invalid: (m: string) => UserError): string | undefined {
+/**
+ * The tiers of a run of the benchmark under the site's binding. Data the site binds is EHR data: at
+ * least approval-required (IRB approval, de-identification, in-VPC endpoints), or the tier the binding
+ * declares, never less than the definition's. EHRSQL on a site database runs the model's SQL on the
+ * site's data: a private run, its prompts (the shipped questions) of their own tier.
+ */
+function tiersOf(d: BenchmarkDefinition, binding: Benchmark['site']): Pick<Benchmark, 'tier' | 'dataTier'> {
+  const dataTier = binding?.source ? highest(d.tier, binding.tier ?? 'approval-required') : d.tier;
+  const scoredOnSite = binding?.database !== undefined && d.dataRequirements?.resources?.includes('ehrsql-database') === true;
+  return { dataTier, tier: scoredOnSite ? 'private' : highest(dataTier, binding?.database ? (binding.tier ?? 'approval-required') : 'public') };
+}
+
+function highest(a: Tier, b: Tier): Tier {
+  return TIERS.indexOf(a) >= TIERS.indexOf(b) ? a : b;
+}
+
+/** The files a site-data binding names: anywhere the site keeps its data, never the daemon's own. */
+function checkBindingFiles(id: string, binding: NonNullable<Benchmark['site']>, siteFile: string, places: FilePlaces): void {
+  const s = binding.source;
+  const named: [string, string | undefined][] = [
+    ['source.path', s && s.type !== 'omop-note' ? s.path : undefined],
+    ['source.labels.path', s?.type === 'omop-note' ? s.labels?.path : undefined],
+    ['source.connection.file', s?.type === 'omop-note' ? s.connection.file : undefined],
+    ['database', binding.database],
+  ];
+  for (const [field, path] of named) {
+    if (path !== undefined) refuseFile('site-data.invalid', `${siteFile}: /benchmarks/${id}/${field.replaceAll('.', '/')}`, fileProblem(path, undefined, places));
+  }
+}
+
+interface JuryFiles {
+  places: FilePlaces;
+  /** benchmark.json, for messages. */
+  file: string;
+  invalid: (m: string) => UserError;
+}
+
+function loadJury(dir: string, d: BenchmarkDefinition, metrics: string[], vars: string[], { places, file, invalid }: JuryFiles): string | undefined {
   const usesJury = metrics.some((m) => m.startsWith('jury_'));
   if (usesJury && !d.jury) throw invalid('/jury: the jury metrics need a jury block (judge prompt and criteria)');
   if (!d.jury) return undefined;
   if (!usesJury) throw invalid('/jury: a jury block without the jury_score metric would never be used');
-  const path = resolveIn(dir, d.jury.promptFile);
-  if (!existsSync(path)) throw invalid(`jury.promptFile ${d.jury.promptFile} does not exist`);
-  const text = readFileSync(path, 'utf8');
+  const text = readConfinedText(resolveIn(dir, d.jury.promptFile), dir, places, `${file}: jury.promptFile`);
   if (!text.includes('{{RESPONSE}}')) throw invalid(`jury.promptFile ${d.jury.promptFile} has no {{RESPONSE}} placeholder`);
   const scale = d.jury.scale ?? { min: 1, max: 5 };
   if (scale.max <= scale.min) throw invalid('/jury/scale: max must be above min');
@@ -154,6 +195,7 @@ function sourceOf(dir: string, d: BenchmarkDefinition, binding: Benchmark['site'
       kind: 'files',
       format: d.dataset.format,
       files: d.dataset.files.map((f) => ({ ...f, path: resolveIn(dir, f.path) })),
+      folder: dir,
       ...(d.dataset.arrayField ? { arrayField: d.dataset.arrayField } : {}),
     };
   }
@@ -171,8 +213,12 @@ function resolveIn(dir: string, p: string): string {
 export interface CatalogLoadOptions {
   /** The site data file (catalog.siteData in the config); absent binds nothing. */
   siteDataFile?: string;
+  /** The site data already read (the daemon reads it once, to record it before it takes effect); wins over siteDataFile. */
+  site?: SiteData;
   /** Size limits from the config; DEFAULT_LIMITS for what is absent. */
   limits?: Partial<CatalogLimits>;
+  /** Where the files benchmarks name may lie (config catalogFiles). */
+  files?: FilePlaces;
 }
 
 export class Catalog {
@@ -195,13 +241,13 @@ export class Catalog {
 
   /** Loads every folder holding a benchmark.json under the built-in catalog and the given site folders. */
   static load(siteDirs: string[] = [], opts: CatalogLoadOptions = {}): Catalog {
-    const site = opts.siteDataFile ? loadSiteData(opts.siteDataFile) : undefined;
+    const site = opts.site ?? (opts.siteDataFile ? loadSiteData(opts.siteDataFile) : undefined);
     const found: Benchmark[] = [];
     for (const root of [BUILTIN_BENCHMARK_DIR, ...siteDirs]) {
       if (!existsSync(root)) throw new UserError('catalog.missing', `${root}: benchmark folder does not exist; fix catalog.dirs in the config`);
       for (const entry of readdirSync(root, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
         if (entry.isDirectory() && existsSync(join(root, entry.name, 'benchmark.json')))
-          found.push(loadBenchmark(join(root, entry.name), { ...(site ? { site } : {}), ...(opts.limits ? { limits: opts.limits } : {}) }));
+          found.push(loadBenchmark(join(root, entry.name), { ...(site ? { site } : {}), ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.files ? { files: opts.files } : {}) }));
       }
     }
     return new Catalog(found, site);
@@ -240,6 +286,8 @@ async function* recordsOf(b: Benchmark, env?: NodeJS.ProcessEnv, pins: 'check' |
     ...(source.encoding ? { encoding: source.encoding } : {}),
     encodingAt: `the source of benchmarks.${b.definition.id} in ${b.siteFile ?? 'the site data file'}`,
     maxRecordBytes: limits.maxRecordBytes,
+    // The file opened is held to the places the load checked (a link swapped in since is refused).
+    opened: openedCheck(source.folder, b.places ?? NO_PLACES, `benchmark ${b.definition.id}: its data file`),
   };
   for (const f of source.files) {
     // A pinned file is checked again on the bytes parsed: verifyDataset's check, a read before this

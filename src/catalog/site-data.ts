@@ -8,6 +8,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { readJsonFile, validateOrThrow } from '../config';
+import { UserError } from '../errors';
 import type { TextEncodingName } from './sources/records';
 import type { KnownColumns } from './types';
 
@@ -48,6 +49,8 @@ export interface SiteBinding {
   /** The site's columns holding known identifiers, by kind; combined with the definition's and the source's. */
   known?: KnownColumns;
   database?: string;
+  /** The tier the site declares for its data (never public; approval-required when absent and data is bound). */
+  tier?: 'approval-required' | 'private';
   jury?: { judges: string[]; sameFamily?: 'exclude' | 'allow' };
 }
 
@@ -67,6 +70,12 @@ export function loadSiteData(file: string): SiteData {
   const at = (p: string) => (isAbsolute(p) ? p : join(base, p));
   const benchmarks: Record<string, SiteBinding> = {};
   for (const [id, b] of Object.entries(raw.benchmarks)) {
+    if (b.tier && !b.source && !b.database) {
+      throw new UserError(
+        'site-data.invalid',
+        `${file}: /benchmarks/${id}/tier: a tier is that of site-supplied data, and this binding supplies none; add its source (or database) or remove the tier`,
+      );
+    }
     const source = b.source && resolveSource(b.source, at);
     benchmarks[id] = { ...b, ...(source ? { source } : {}), ...(b.database ? { database: at(b.database) } : {}) };
   }

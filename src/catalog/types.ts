@@ -86,17 +86,31 @@ export interface CatalogLimits {
 
 /** Where the instances of a benchmark are read from, once the site's bindings are applied. */
 export type DataSource =
-  | { kind: 'files'; format: RecordFormat; files: { path: string; sha256?: string }[]; arrayField?: string; encoding?: import('./sources/records').TextEncodingName }
+  | {
+      kind: 'files';
+      format: RecordFormat;
+      files: { path: string; sha256?: string }[];
+      arrayField?: string;
+      encoding?: import('./sources/records').TextEncodingName;
+      /** The benchmark's folder, for files its definition names (held to it, confine.ts); absent for a site binding's. */
+      folder?: string;
+    }
   | { kind: 'omop-note'; spec: import('./site-data').OmopNoteSourceSpec; file: string };
 
 /** A definition with everything resolved that a run needs, and the hashes a run records. */
 export interface Benchmark {
   definition: BenchmarkDefinition;
   /**
-   * The tier a run of it is held to: its data's tier (definition.tier), raised to private when its
-   * scoring reads the site's own data (EHRSQL's database). De-identification follows the data's tier.
+   * The tier a run of it is held to: its data's tier (dataTier), raised to private when its scoring
+   * reads the site's own data (EHRSQL's database).
    */
   tier: Tier;
+  /**
+   * The tier of what its prompts carry, which de-identification follows: the definition's tier, or for
+   * data the site binds (site-data.json source) at least approval-required, or the binding's own tier.
+   * A file of notes bound to a shipped public benchmark is EHR data, whatever the definition says.
+   */
+  dataTier: Tier;
   /** Folder holding benchmark.json. */
   dir: string;
   /** The first data file, or the site's; for messages. Empty when no data is configured. */
@@ -109,6 +123,8 @@ export interface Benchmark {
   siteFile?: string;
   /** Size limits of its records and instances; the catalog's defaults when absent. */
   limits?: CatalogLimits;
+  /** Where its files may lie and the daemon's files they may never be (config catalogFiles); checked again when a file is opened. */
+  places?: import('../config').FilePlaces;
   template: string;
   /** Judge prompt template, for jury benchmarks. */
   juryTemplate?: string;

@@ -8,13 +8,14 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { UserError } from '../errors';
 import { dataHome } from '../paths';
 import { chooseDatabase, type DatabaseBackend, type DatabaseChoice } from './database';
-import { type SecretPlaces, secretPlaces } from './secrets';
+import { type FilePlaces, filePlaces, type SecretPlaces, secretPlaces } from './secrets';
 import { type ServerTimeouts, type ServerTimeoutsFile, serverTimeouts } from './server-timeouts';
 import { readJsonFile, validateOrThrow } from './validate';
 
 export { readJsonFile, validateOrThrow, formatSchemaErrors } from './validate';
-export type { SecretPlaces } from './secrets';
+export type { DaemonFile, FilePlaces, SecretPlaces } from './secrets';
 export { DEFAULT_DATABASE_URL_ENV } from './database';
+export { connectionsCheckingIntervalMs } from './server-timeouts';
 export type { DatabaseBackend, DatabaseChoice } from './database';
 
 /** The file as written (see the schema for each field's meaning). */
@@ -23,7 +24,7 @@ export interface ConfigFile {
   site: { id: string; name?: string };
   database?: { backend?: DatabaseBackend; urlEnv?: string; urlFile?: string; embeddedDir?: string; poolSize?: number };
   policies?: { endpoints?: string; principals?: string };
-  catalog?: { dirs?: string[]; siteData?: string; maxInstanceBytes?: number; maxRecordBytes?: number };
+  catalog?: { dirs?: string[]; dataDirs?: string[]; siteData?: string; maxInstanceBytes?: number; maxRecordBytes?: number };
   keys?: { dir?: string };
   secrets?: { dir?: string };
   egress?: { allowlistWidth?: { ipv4?: number; ipv6?: number } };
@@ -43,6 +44,8 @@ export interface ConfigFile {
     healthPortMetrics?: boolean;
     console?: boolean;
     bodyLimitBytes?: number;
+    maxConnections?: number;
+    maxConnectionsPerCertificate?: number;
     rateLimit?: { max?: number; windowSeconds?: number; deniedMax?: number };
     timeouts?: ServerTimeoutsFile;
     workers?: number;
@@ -72,6 +75,8 @@ export interface Config {
   catalogSiteData: string;
   /** Size limits of one record and one instance, as configured; the catalog applies its defaults to what is absent. */
   catalogLimits: { maxInstanceBytes?: number; maxRecordBytes?: number };
+  /** Where the files a benchmark names may lie (catalog.dataDirs), and the daemon's own files they may never be. */
+  catalogFiles: FilePlaces;
   keysDir: string;
   /** Where endpoint secrets (auth.file) may lie, and the daemon's own secrets they may never be. */
   secrets: SecretPlaces;
@@ -98,6 +103,9 @@ export interface Config {
     /** Serve the web console at /console/ (on by default). */
     console: boolean;
     bodyLimitBytes: number;
+    /** Connections held open at once: in total (handshakes included), and with one client certificate. */
+    maxConnections: number;
+    maxConnectionsPerCertificate: number;
     /** max: requests per principal; deniedMax: refused requests per client address and per certificate. */
     rateLimit: { max: number; windowSeconds: number; deniedMax: number };
     timeouts: ServerTimeouts;
@@ -128,13 +136,16 @@ export function configPath(opts: LoadOptions = {}): string {
 }
 
 export function loadConfig(opts: LoadOptions = {}): Config {
-  const env = opts.env ?? process.env;
   const file = configPath(opts);
+  return resolveConfig(readConfigFile(file), file, opts.env ?? process.env);
+}
+
+/** The file as written, validated (its policy.change summary is of this, src/config/policy-summary.ts). */
+export function readConfigFile(file: string): ConfigFile {
   if (!existsSync(file)) {
     throw new UserError('config.missing', `${file}: no configuration found; run "${commandPrefix()} init" first (or pass --config FILE)`);
   }
-  const raw = validateOrThrow<ConfigFile>('config.schema.json', readJsonFile(file, 'config.invalid'), file, 'config.invalid');
-  return resolveConfig(raw, file, env);
+  return validateOrThrow<ConfigFile>('config.schema.json', readJsonFile(file, 'config.invalid'), file, 'config.invalid');
 }
 
 export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.ProcessEnv = process.env): Config {
@@ -154,25 +165,39 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
     ...(raw.database?.urlFile ? { databaseUrlFile: at(raw.database.urlFile) } : {}),
     ...(raw.database?.urlEnv ? { databaseUrlEnv: raw.database.urlEnv } : {}),
   };
+  const secrets = secretPlaces(secretSources, env);
+  const database = chooseDatabase(raw.database ?? {}, file, at, env);
+  const policies = {
+    endpoints: at(raw.policies?.endpoints ?? 'access-policies/endpoints.json'),
+    principals: at(raw.policies?.principals ?? 'access-policies/principals.json'),
+  };
+  const catalogSiteData = at(raw.catalog?.siteData ?? 'site-data.json');
+  const witnessDirs = [join(home, 'audit'), ...(raw.audit?.witnessDirs ?? []).map(at)];
+  const logFile = at(raw.logging?.file ?? 'logs/ehrbench.log');
   return {
     file,
     home,
     site: { id: raw.site.id, name: raw.site.name ?? raw.site.id },
-    database: chooseDatabase(raw.database ?? {}, file, at, env),
-    policies: {
-      endpoints: at(raw.policies?.endpoints ?? 'access-policies/endpoints.json'),
-      principals: at(raw.policies?.principals ?? 'access-policies/principals.json'),
-    },
+    database,
+    policies,
     catalogDirs: (raw.catalog?.dirs ?? []).map(at),
-    catalogSiteData: at(raw.catalog?.siteData ?? 'site-data.json'),
+    catalogSiteData,
     catalogLimits: {
       ...(raw.catalog?.maxInstanceBytes ? { maxInstanceBytes: raw.catalog.maxInstanceBytes } : {}),
       ...(raw.catalog?.maxRecordBytes ? { maxRecordBytes: raw.catalog.maxRecordBytes } : {}),
     },
+    catalogFiles: filePlaces((raw.catalog?.dataDirs ?? []).map(at), secrets, {
+      configFile: file,
+      policyFiles: [policies.endpoints, policies.principals],
+      siteDataFile: catalogSiteData,
+      witnessDirs,
+      databaseDir: database.embeddedDir,
+      logFile,
+    }),
     keysDir,
-    secrets: secretPlaces(secretSources, env),
+    secrets,
     egress: { allowlistWidth: { ipv4: raw.egress?.allowlistWidth?.ipv4 ?? 16, ipv6: raw.egress?.allowlistWidth?.ipv6 ?? 64 } },
-    logging: { level: raw.logging?.level ?? 'info', file: at(raw.logging?.file ?? 'logs/ehrbench.log') },
+    logging: { level: raw.logging?.level ?? 'info', file: logFile },
     runs: {
       concurrencyPerEndpoint: raw.runs?.concurrencyPerEndpoint ?? 16,
       maxAttempts: raw.runs?.maxAttempts ?? 3,
@@ -186,7 +211,7 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
     },
     audit: {
       checkpointEvery: raw.audit?.checkpointEvery ?? 1000,
-      witnessDirs: [join(home, 'audit'), ...(raw.audit?.witnessDirs ?? []).map(at)],
+      witnessDirs,
       retentionYears: raw.audit?.retentionYears ?? 6,
     },
     export: {
@@ -206,6 +231,8 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
       healthPortMetrics: raw.server?.healthPortMetrics ?? false,
       console: raw.server?.console ?? true,
       bodyLimitBytes: raw.server?.bodyLimitBytes ?? 65_536,
+      maxConnections: raw.server?.maxConnections ?? 512,
+      maxConnectionsPerCertificate: raw.server?.maxConnectionsPerCertificate ?? 32,
       rateLimit: { max: raw.server?.rateLimit?.max ?? 300, windowSeconds: raw.server?.rateLimit?.windowSeconds ?? 60, deniedMax: raw.server?.rateLimit?.deniedMax ?? 10 },
       timeouts: serverTimeouts(raw.server?.timeouts, file),
       workers: raw.server?.workers ?? 2,
@@ -226,5 +253,6 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
   };
 }
 export { loadSchema, newAjv, schemaFiles } from './validate';
+export { summarizeConfig } from './policy-summary';
 export { requestValidator } from './validate';
 export { validatorFor } from './validate';

@@ -5,12 +5,18 @@
  */
 import { join, resolve } from 'node:path';
 
+/** One of the daemon's own files or folders, with what it is (for the refusal). */
+export interface DaemonFile {
+  path: string;
+  what: string;
+}
+
 /** The secrets directory, and the daemon's own keys and credentials, each with what it is. */
 export interface SecretPlaces {
   /** config secrets.dir: every auth.file lies inside it (default <home>/secrets). */
   dir: string;
   /** Files and folders that are the daemon's own, refused even inside the secrets directory. */
-  daemonFiles: { path: string; what: string }[];
+  daemonFiles: DaemonFile[];
   /** Environment variables that hold the daemon's own credentials, refused as auth.env. */
   daemonVariables: string[];
 }
@@ -43,4 +49,38 @@ export function secretPlaces(s: SecretSources, env: NodeJS.ProcessEnv): SecretPl
   if (env.PGSSLKEY?.trim()) daemonFiles.push({ path: resolve(env.PGSSLKEY.trim()), what: 'the database client key (PGSSLKEY)' });
   const daemonVariables = ['EHRBENCH_DATABASE_URL', 'PGPASSWORD', ...(s.databaseUrlEnv ? [s.databaseUrlEnv] : [])];
   return { dir: s.dir, daemonFiles, daemonVariables };
+}
+
+/**
+ * Where the files a benchmark names may lie: a benchmark definition's files in its own folder, the
+ * shipped datasets or `dataDirs` (catalog.dataDirs); a site-data binding's anywhere the site keeps its
+ * data. Neither may ever be one of `daemonFiles`: what goes in a prompt leaves the process.
+ */
+export interface FilePlaces {
+  dataDirs: string[];
+  daemonFiles: DaemonFile[];
+}
+
+export interface DaemonPaths {
+  configFile: string;
+  policyFiles: string[];
+  siteDataFile: string;
+  witnessDirs: string[];
+  databaseDir: string;
+  logFile: string;
+}
+
+/** The places of benchmark files: every secret of the daemon, and the files that say what it may do or did. */
+export function filePlaces(dataDirs: string[], secrets: SecretPlaces, p: DaemonPaths): FilePlaces {
+  const daemonFiles: DaemonFile[] = [
+    ...secrets.daemonFiles,
+    { path: secrets.dir, what: "the endpoints' secrets folder (secrets.dir)" },
+    { path: p.configFile, what: "the daemon's configuration" },
+    ...p.policyFiles.map((path) => ({ path, what: 'an access policy file (policies in the config)' })),
+    { path: p.siteDataFile, what: 'the site data file (catalog.siteData)' },
+    ...p.witnessDirs.map((path) => ({ path, what: 'an audit witness folder (audit.witnessDirs)' })),
+    { path: p.databaseDir, what: 'the embedded database folder (database.embeddedDir)' },
+    { path: p.logFile, what: "the daemon's log file (logging.file)" },
+  ];
+  return { dataDirs, daemonFiles };
 }

@@ -39,3 +39,16 @@ export function serverTimeouts(raw: ServerTimeoutsFile | undefined, file: string
   }
   return t;
 }
+
+/**
+ * How often the server looks for connections past their header or request timeout. Node looks every
+ * 30 s by default, so a headersSeconds of 2 held a dripping client for 30 s: a connection is closed at
+ * the first look after its timeout, at most one interval late. Half the header timeout keeps that
+ * under half of it, and at most a second keeps every timeout within a second of its setting; at least
+ * 100 ms keeps the look (a walk over the open requests) cheap. headersSeconds is at most
+ * requestSeconds, so it is the smaller of the two.
+ */
+export function connectionsCheckingIntervalMs(t: ServerTimeouts): number {
+  const half = (Math.min(t.headersSeconds, t.requestSeconds) * 1000) / 2;
+  return Math.min(1000, Math.max(100, half));
+}

@@ -178,6 +178,8 @@ export async function registerBrowserSecurity(server: FastifyInstance, app: App,
   });
   server.get('/', async (_req, reply) => reply.redirect('/console/'));
   server.get('/console', async (_req, reply) => reply.redirect('/console/'));
+  // Browsers ask for it on every page; no icon is a 204, not a 404 in the console's network log.
+  server.get('/favicon.ico', async (_req, reply) => reply.code(204).send());
 }
 
 const SESSION_SCHEMA = {

@@ -8,6 +8,7 @@ import type { KnownIdentifiers } from '../catalog';
 import { monthNumber } from './detect/dates';
 import { lexicons } from './lexicons';
 import { foldValue } from './normalize';
+import { consonantKey, foreignRuns, latinOf } from './scripts';
 import { tokenize, type Token } from './text';
 import { type DateParts, type Detection, PRIORITY, type SpanType } from './types';
 
@@ -109,6 +110,11 @@ function nameParts(name: string): string[] {
     .filter((p) => /[a-z]/.test(p));
 }
 
+/** A known name and, when it is written in another script, its Latin reading too ("Иван Петров" -> "ivan petrov"). */
+function withLatinReading(name: string): string[] {
+  return foreignRuns(name).length > 0 ? [name, latinOf(name)] : [name];
+}
+
 function foldKnown(k: KnownIdentifiers): KnownIdentifiers {
   const out: KnownIdentifiers = {};
   for (const [kind, values] of Object.entries(k) as [keyof KnownIdentifiers, string[] | undefined][]) if (values) out[kind] = values.map(foldValue);
@@ -121,6 +127,8 @@ export class KnownMatcher {
   private readonly parts = new Map<string, string[][]>();
   /** Name parts of four letters or more by length, for the one-edit search. */
   private readonly partsByLength = new Map<number, string[]>();
+  /** Consonant keys of name parts and of a given name joined to a surname, for words in other scripts. */
+  private readonly keys = new Map<string, string>();
   /** Distinctive words of facilities and addresses, matched as whole words. */
   private readonly placeWords = new Set<string>();
   private readonly lex = lexicons();
@@ -129,8 +137,10 @@ export class KnownMatcher {
   constructor(known: KnownIdentifiers | undefined) {
     // Values from structured data are matched in the detection view: folded like the text (NFKC, no accents).
     const k = foldKnown(known ?? {});
-    for (const name of k.names ?? []) {
+    for (const name of (k.names ?? []).flatMap(withLatinReading)) {
       const parts = nameParts(name);
+      for (const p of parts) if (p.length >= 3) this.keys.set(consonantKey(p), p);
+      for (let a = 0; a < parts.length; a++) for (let b = 0; b < parts.length; b++) if (a !== b) this.keys.set(consonantKey((parts[a] as string) + (parts[b] as string)), parts[a] as string);
       for (const part of parts) {
         if (part.length < 2) continue;
         const list = this.parts.get(part) ?? [];
@@ -188,6 +198,29 @@ export class KnownMatcher {
     this.empty = this.literals.length === 0 && this.parts.size === 0 && this.placeWords.size === 0;
   }
 
+  /**
+   * Known names written in another script ("Петров" for PETROV, "王伟" for WANG WEI): each other-script
+   * word read in Latin and compared with the name parts exactly, within one edit, or by consonant key.
+   */
+  private otherScripts(text: string, out: Detection[]): void {
+    for (const [start, end] of foreignRuns(text)) {
+      for (const m of text.slice(start, end).matchAll(/[^\s'’\-·・‧]+/g)) {
+        const latin = latinOf(m[0]);
+        const joined = latin.replace(/\s+/g, '');
+        if (joined.length < 2) continue;
+        const words = latin.split(/\s+/);
+        const part =
+          words.find((w) => this.parts.has(w)) ??
+          words.map((w) => (w.length >= 4 ? [...this.parts.keys()].find((p) => p.length >= 4 && withinOneEdit(w, p)) : undefined)).find((p) => p !== undefined) ??
+          this.keys.get(consonantKey(joined)) ??
+          words.map((w) => (w.length >= 3 ? this.keys.get(consonantKey(w)) : undefined)).find((p) => p !== undefined);
+        if (!part) continue;
+        const s = start + m.index;
+        out.push({ start: s, end: s + m[0].length, type: 'NAME', priority: PRIORITY.NAME + 100, source: 'known', canonical: [part] });
+      }
+    }
+  }
+
   private addCode(type: SpanType, value: string): void {
     const re = code(value);
     if (re) this.literals.push({ type, re });
@@ -215,6 +248,7 @@ export class KnownMatcher {
       }
     }
     if (this.parts.size > 0 || this.placeWords.size > 0) this.words(text, tokens ?? tokenize(text), out);
+    if (this.parts.size > 0) this.otherScripts(text, out);
     return out;
   }
 

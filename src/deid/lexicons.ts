@@ -54,6 +54,8 @@ export interface Lexicons {
   safe: WordSet;
   /** First words of multi-word cities and regions, for a quick "could a place start here?" test. */
   placeFirstWords: ReadonlySet<string>;
+  /** The first words of countries, continents and states of two or three words ("el", "south", "new"). */
+  regionFirstWords: ReadonlySet<string>;
   /** The 1,000 most frequent first names (first-names.txt is ordered by frequency). */
   commonFirstNames: ReadonlySet<string>;
   /** sha256 of each file (and of the derived name-shape table), part of the de-identification version. */
@@ -148,6 +150,8 @@ export function lexicons(): Lexicons {
     commonFirstNames.add(n);
   }
   const safe = safeSet(bytes, hashes);
-  loaded = { ...sets, safe, placeFirstWords, commonFirstNames, hashes };
+  const regionFirstWords = new Set<string>();
+  for (const p of sets.regions) if (p.includes(' ')) regionFirstWords.add(p.split(' ')[0] as string);
+  loaded = { ...sets, safe, placeFirstWords, regionFirstWords, commonFirstNames, hashes };
   return loaded;
 }

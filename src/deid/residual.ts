@@ -9,7 +9,9 @@
  * characters and look-alike letters hide nothing; findings are offsets into the text as given.
  * Anything found blocks the prompt (fail closed). Findings carry a type and offsets only, never text.
  */
+import { cards, coordinates, hosts } from './detect/shapes';
 import type { KnownMatcher } from './known';
+import { foreignRuns } from './scripts';
 import { fold, originalRange } from './normalize';
 import type { SpanType } from './types';
 
@@ -41,8 +43,9 @@ const HIGH_PRECISION: [SpanType, RegExp, RegExp?][] = [
   ['IP', /(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?!\d|\.\d)/g, /\d\.\d{1,3}\.\d/],
   ['MRN', /\b(?:MRN|MR#|Medical Record (?:Number|No\.?|#))\s*[:#]?\s*[A-Z0-9-]*\d{3,}(?![\d.]*\.\d)/gi, /\bm(?:rn|r#|edical record)/i],
   // a full date, month first or day first, with a two- or four-digit year
-  ['DATE', new RegExp(`(?<![\\d/.-])${MONTH}([/.-])${DAY}\\1(?:\\d{4}|\\d{2})(?![\\d/]|\\.\\d)`, 'g')],
-  ['DATE', new RegExp(`(?<![\\d/.-])${DAY}([/.-])${MONTH}\\1(?:\\d{4}|\\d{2})(?![\\d/]|\\.\\d)`, 'g')],
+  // a line wrap may fall after either separator ("03/14/" and "1931" on the next line)
+  ['DATE', new RegExp(`(?<![\\d/.-])${MONTH}([/.-])${WRAP}${DAY}\\1(?:\\d{4}|\\d{2}|[ \\t]*\\n[ \\t]*\\d{4})(?![\\d/]|\\.\\d)`, 'g')],
+  ['DATE', new RegExp(`(?<![\\d/.-])${DAY}([/.-])${WRAP}${MONTH}\\1(?:\\d{4}|\\d{2}|[ \\t]*\\n[ \\t]*\\d{4})(?![\\d/]|\\.\\d)`, 'g')],
   ['DATE', /(?<![\d/.-])(?:18|19|20|21)\d\d[-/.](?:0[1-9]|1[0-2])[-/.](?:0[1-9]|[12]\d|3[01])(?!\d)/g],
   ['DATE', /\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?,?\s+\d{4}\b/gi, /\d{4}/],
   ['DATE', /\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?,?\s+\d{4}\b/gi, /\d{4}/],
@@ -66,6 +69,19 @@ export function residualScan(text: string, regions: { start: number; end: number
       // a date shape is a date only if its numbers are one ("13/45/2021" is not)
       if (type === 'DATE' && !plausibleDate(m[0])) continue;
       findings.push({ type, start, end });
+    }
+  }
+  // Shapes shared with the detectors: hosts without a scheme, card numbers, coordinates, other-script words.
+  const shapes: [SpanType, [number, number][]][] = [
+    ['URL', hosts(view)],
+    ['ACCOUNT', digits ? cards(view) : []],
+    ['LOCATION', digits ? coordinates(view) : []],
+    ['NAME', foreignRuns(view)],
+  ];
+  for (const [type, ranges] of shapes) {
+    for (const [s, e] of ranges) {
+      const { start, end } = back(s, e);
+      if (!touches(start, end)) findings.push({ type, start, end });
     }
   }
   // Known identifiers anywhere: a leftover outside, or a surrogate that equals a real identifier inside.

@@ -2,9 +2,12 @@
  * Site lexicons: what a hospital knows about itself and may hand to de-identification, one entry a line
  * in files the configuration names (`deid.siteLexicons`): its staff roster, its facility, ward and
  * clinic names, its local towns and neighbourhoods, its streets. Every entry is found in every record,
- * in any case and with one-edit misspellings of its longer words; a word that is also a common word
- * ("Brown", "Hope", "Pines") only where it is capitalised. They raise recall where a site has lists;
- * they are no substitute for detection (which is measured without them).
+ * in any case and with one-edit misspellings of its longer words. A word that is also an ordinary word
+ * ("Will", "Hope", "Pines") or has two letters ("Mo") is not found alone: it needs a cue, which the name
+ * and place rules give (`cueWords`: "RN will", "per hope", "from the Pines"), and a whole entry of
+ * several words is found as it is ("Will Okafor"). Text after " # " on a line is a comment (the counts
+ * `deid lexicons propose` writes). They raise recall where a site has lists; they are no substitute for
+ * detection (which is measured without them).
  *
  * The files are read once; their contents are hashed into the de-identification version, so a changed
  * roster shows in every run that follows. Matching is by an index of words built once (not one regex
@@ -16,7 +19,7 @@ import { UserError } from '../errors';
 import { withinOneEdit } from './known';
 import { foldValue } from './normalize';
 import type { Token } from './text';
-import { type Detection, PRIORITY, type SpanType } from './types';
+import { type Detection, PRIORITY, type SiteCueWords, type SpanType } from './types';
 import { vocabulary } from './vocabulary';
 
 export const SITE_LEXICON_KINDS = ['staff', 'facilities', 'places', 'streets'] as const;
@@ -35,6 +38,8 @@ const PLACE_GENERIC = new Set(
 interface Entry {
   kind: SiteLexiconKind;
   words: string[];
+  /** Written in capitals in the file ("WCH", "LMC"): an acronym, found wherever it is written in capitals. */
+  acronym: boolean;
 }
 
 /** A line of a lexicon file: printable, at most 200 characters, with a letter. */
@@ -62,6 +67,10 @@ export class SiteLexicons {
   private readonly deletions = new Map<string, string[]>();
   /** Multi-word entries by their first word. */
   private readonly phrases = new Map<string, Entry[]>();
+  /** Ordinary words of entries, found only after a cue, by kind. */
+  private readonly cueOnly = new Map<string, SiteLexiconKind>();
+  /** Acronym entries, found where they are written in capitals in a mixed-case text. */
+  private readonly acronyms = new Map<string, SiteLexiconKind>();
 
   private constructor(entries: Entry[], hash: string) {
     this.hash = hash;
@@ -78,6 +87,12 @@ export class SiteLexicons {
         // a place's generic words ("Hospital", "Road") are not identifiers alone; a staff member's names
         // are, and so is an entry of one word ("WCH")
         if (e.kind !== 'staff' && e.words.length > 1 && (PLACE_GENERIC.has(w) || (w.length < 4 && v.isSafe(w)))) continue;
+        if (e.acronym) this.acronyms.set(w, e.kind);
+        // an ordinary word ("will", "hope") or a two-letter one ("mo") fires everywhere: only after a cue
+        if (w.length <= 2 || v.isSafe(w)) {
+          if (!this.cueOnly.has(w)) this.cueOnly.set(w, e.kind);
+          continue;
+        }
         if (!this.words.has(w)) this.words.set(w, e.kind);
         if (w.length >= 5) for (const d of deletionsOf(w)) this.deletions.set(d, [...(this.deletions.get(d) ?? []), w]);
       }
@@ -106,15 +121,31 @@ export class SiteLexicons {
       }
       hash.update(`${kind}\u0000${text}\u0000`);
       text.split('\n').forEach((raw, i) => {
-        const line = raw.replace(/\r$/, '').trim();
+        const line = raw
+          .replace(/\r$/, '')
+          .replace(/\s+#\s.*$/, '')
+          .trim();
         if (line === '' || line.startsWith('#')) return;
         checkLine(line, file, i + 1);
         const words = wordsOf(line);
-        if (words.length > 0) entries.push({ kind, words });
+        if (words.length > 0) entries.push({ kind, words, acronym: words.length === 1 && /^[A-Z]{2,6}$/.test(line) });
       });
     }
     return entries.length ? new SiteLexicons(entries, hash.digest('hex')) : new SiteLexicons([], files && Object.keys(files).length ? hash.digest('hex') : 'none');
   }
+
+  get hasCueWords(): boolean {
+    return this.cueOnly.size > 0;
+  }
+
+  /** The ordinary words of the lists, which the name and place rules take after a cue. */
+  readonly cueWords: SiteCueWords = {
+    name: (lower) => this.cueOnly.get(lower) === 'staff',
+    place: (lower) => {
+      const kind = this.cueOnly.get(lower);
+      return kind !== undefined && kind !== 'staff';
+    },
+  };
 
   /** The kind of a word: exact, or one edit from a lexicon word of five letters or more. */
   private kindOf(lower: string): { kind: SiteLexiconKind; canonical: string } | undefined {
@@ -146,12 +177,14 @@ export class SiteLexicons {
         i = phrase.last;
         continue;
       }
+      const acronym = t.shape === 'upper' && !caps ? this.acronyms.get(t.lower) : undefined;
+      if (acronym) {
+        push(t, t, acronym, [t.lower]);
+        continue;
+      }
       const hit = this.kindOf(t.lower);
       if (!hit) continue;
-      // a lexicon word that is also a common word counts only where capitals say it is a name
-      const common = v.isSafe(t.lower) || v.isSafe(hit.canonical);
-      if (common && (t.shape === 'lower' || (caps && hit.canonical !== t.lower))) continue;
-      if (hit.canonical !== t.lower && v.isSafe(t.lower)) continue; // "many" is not "Mary"
+      if (hit.canonical !== t.lower && (v.isSafe(t.lower) || caps)) continue; // "many" is not "Mary"
       push(t, t, hit.kind, [hit.canonical]);
     }
     return out;

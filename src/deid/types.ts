@@ -74,3 +74,31 @@ export const PRIORITY: Record<SpanType, number> = {
   NAME: 45,
   ID: 40,
 };
+
+/**
+ * What a dataset taught about words: those that strong rules took as names or places elsewhere in it,
+ * more often than they stood as ordinary words. Asked for lowercase words only; never enumerated (a
+ * run keeps it as keyed hashes).
+ */
+export interface DatasetEvidence {
+  /** Whether a word is a name elsewhere; `acronym` when written in capitals in a mixed-case text. */
+  name(lower: string): boolean;
+  /** Whether a word is a place elsewhere; an acronym ("SBH") is asked for with `acronym`. */
+  place(lower: string, acronym: boolean): boolean;
+}
+
+/** Words of the site's lists that are also ordinary words: names or places only after a cue (site-lexicons.ts). */
+export interface SiteCueWords {
+  name(lower: string): boolean;
+  place(lower: string): boolean;
+}
+
+/** Evidence from outside the text being read. */
+export interface Evidence {
+  /** The site's ordinary-word lexicon entries, taken after a cue. */
+  site?: SiteCueWords;
+  /** Name words found in the subject's other records (any name rule). */
+  subject?: ReadonlySet<string>;
+  /** What the whole dataset taught (see DatasetEvidence). */
+  dataset?: DatasetEvidence;
+}

@@ -23,7 +23,8 @@ export interface ReceivedRequest {
 
 /** What the server does with one request; the default answers like a (silly) model. */
 export type Behaviour =
-  | { kind: 'answer'; text?: string; latencyMs?: number }
+  /** usage: the reported token counts as given (`omit`: no usage at all, as several OpenAI-compatible servers answer). */
+  | { kind: 'answer'; text?: string; latencyMs?: number; usage?: 'omit' | Record<string, number> }
   | { kind: 'status'; status: number; retryAfter?: string; body?: string }
   | { kind: 'redirect'; location: string }
   | { kind: 'huge'; bytes: number }
@@ -128,7 +129,7 @@ export function startModelServer(opts: ModelServerOptions): Promise<ModelServer>
         peaks[model] = Math.max(peaks[model] ?? 0, now);
         res.once('close', () => inFlight.set(model, (inFlight.get(model) ?? 1) - 1));
         const behaviour = opts.behaviour?.(n, prompt) ?? { kind: 'answer' };
-        respond(behaviour, prompt, res, opts.latencyMs ?? 0, typeof (body as { reasoning_effort?: unknown })?.reasoning_effort === 'string');
+        respond(behaviour, prompt, res, opts.latencyMs ?? 0, typeof (body as { reasoning_effort?: unknown })?.reasoning_effort === 'string', outputCap(body));
       });
     },
   );
@@ -154,7 +155,14 @@ export function startModelServer(opts: ModelServerOptions): Promise<ModelServer>
   });
 }
 
-function respond(b: Behaviour, prompt: string, res: import('node:http').ServerResponse, baseLatency: number, reasoning = false): void {
+/** The request's output cap (max_tokens or max_completion_tokens), if it has one. */
+function outputCap(body: unknown): number | undefined {
+  const b = body as { max_tokens?: unknown; max_completion_tokens?: unknown };
+  const cap = b?.max_completion_tokens ?? b?.max_tokens;
+  return typeof cap === 'number' && cap > 0 ? cap : undefined;
+}
+
+function respond(b: Behaviour, prompt: string, res: import('node:http').ServerResponse, baseLatency: number, reasoning = false, cap?: number): void {
   switch (b.kind) {
     case 'status':
       res.writeHead(b.status, { 'content-type': 'application/json', ...(b.retryAfter ? { 'retry-after': b.retryAfter } : {}) });
@@ -196,12 +204,17 @@ function respond(b: Behaviour, prompt: string, res: import('node:http').ServerRe
             model: DEMO_MODEL_ID,
             system_fingerprint: 'ehrbench-demo-standin',
             choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
-            usage: {
-              prompt_tokens: tokens(prompt),
-              completion_tokens: tokens(text),
-              total_tokens: tokens(prompt) + tokens(text),
-              ...(thought ? { completion_tokens_details: { reasoning_tokens: tokens(thought) } } : {}),
-            },
+            ...(b.usage === 'omit'
+              ? {}
+              : {
+                  // Its answers are not cut at the request's cap, as a model's would be: the usage says what a model would bill.
+                  usage: b.usage ?? {
+                    prompt_tokens: tokens(prompt),
+                    completion_tokens: Math.min(tokens(text), cap ?? Infinity),
+                    total_tokens: tokens(prompt) + Math.min(tokens(text), cap ?? Infinity),
+                    ...(thought ? { completion_tokens_details: { reasoning_tokens: tokens(thought) } } : {}),
+                  },
+                }),
           }),
         );
       };

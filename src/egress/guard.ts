@@ -98,6 +98,8 @@ export interface TransportOptions {
   /** Largest decoded response body; the endpoint's limits.maxResponseBytes wins. */
   maxResponseBytes?: number;
   onEvent?: (event: EgressEvent) => void;
+  /** The clock the total deadline is read from between decoding layers (tests inject one). */
+  now?: () => number;
 }
 
 export interface EndpointTransport {
@@ -149,6 +151,7 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
   const resolver = opts.resolver ?? systemResolver;
   const dnsTimeoutMs = opts.dnsTimeoutMs ?? DEFAULT_DNS_TIMEOUT_MS;
   const totalMs = endpoint.limits?.timeoutMs ?? opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const now = opts.now ?? Date.now;
   const maxBytes = endpoint.limits?.maxResponseBytes ?? opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const trust = endpoint.tls?.caFile ? 'endpoint-ca' : 'bundled-roots';
   // An explicit trust set on every connection: the process-wide store is never consulted.
@@ -256,7 +259,9 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
     // The total deadline covers the body too: undici's own timers are idle timers that a server
     // dripping one byte at a time would keep resetting.
     const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(new EgressAborted('egress.deadline', `no complete answer within ${totalMs} ms; call aborted`, endpoint.id)), totalMs);
+    const expiresAt = now() + totalMs;
+    const overdue = () => new EgressAborted('egress.deadline', `no complete answer within ${totalMs} ms; call aborted`, endpoint.id);
+    const timer = setTimeout(() => deadline.abort(overdue()), totalMs);
     timer.unref();
     // The caller's signal (the SDK's per-request one) aborts the deadline's controller too.
     const callerSignal = init?.signal as AbortSignal | undefined;
@@ -307,14 +312,27 @@ export function createEndpointTransport(endpoint: Endpoint, opts: TransportOptio
     if (Number.isFinite(declared) && declared > maxBytes) {
       refuse(new EgressAborted('egress.response-too-large', `response declares ${declared} bytes, over the cap of ${maxBytes}; call aborted`, endpoint.id));
     }
+    // Refused before the body is read: the number of codings is in the headers.
+    const codings = contentCodings(header('content-encoding'));
+    const stacked = codingsDenial(codings, endpoint.id);
+    if (stacked) {
+      report({ type: 'egress.denied', endpointId: endpoint.id, rule: stacked.rule });
+      refuse(stacked);
+    }
     // The whole body is read here, under the cap and the deadline, before the caller sees any of it:
     // the model API answers are single JSON documents, and a body the guard has not finished
     // checking never reaches the SDK.
+    // Decoding takes time too: the deadline is read again before each layer, from the clock (the
+    // timer's abort may wait behind the decoder's callbacks) and from the signal (the caller's abort).
+    const checkDeadline = () => {
+      if (signal.aborted) throw signal.reason;
+      if (now() >= expiresAt) throw overdue();
+    };
     let received: Buffer;
     let bytes: Buffer;
     try {
       received = await readCapped(response.body, maxBytes, endpoint.id);
-      bytes = await decodedBody(received, header('content-encoding'), maxBytes, endpoint.id);
+      bytes = await decodedBody(received, codings, { maxBytes, endpointId: endpoint.id, checkDeadline });
     } catch (err) {
       discard(response.body);
       if (deadline.signal.aborted) throw deadline.signal.reason;
@@ -401,29 +419,68 @@ const DECODERS: Record<string, (buf: Buffer, opts: zlib.ZlibOptions | zlib.Brotl
 };
 
 /**
- * The body after its content-encoding, with the cap applied to the decoded size (a small gzip body
- * can inflate to gigabytes). No Accept-Encoding is sent, so a compressed answer is unrequested but
- * still decoded as fetch would; an encoding the guard does not know passes through as received.
+ * Content codings the guard decodes on one answer, at most. HTTP lets a server stack codings
+ * (RFC 9110 8.4: "gzip, gzip" is legal), but servers send one, and ehrbench asks for none (no
+ * Accept-Encoding). Two leaves room for a proxy that compresses an answer already compressed; every
+ * further layer is only work an endpoint makes the daemon do (600 stacked gzip layers kept a 1 s call
+ * inflating for 5 s), so more are refused before any is decoded.
  */
-async function decodedBody(raw: Buffer, encoding: string | undefined, maxBytes: number, endpointId: string): Promise<Buffer> {
-  let bytes = raw;
-  const codings = (encoding ?? '')
+export const MAX_CONTENT_CODINGS = 2;
+
+/** The codings of a Content-Encoding header in the order they were applied; `identity` is no coding. */
+export function contentCodings(header: string | undefined): string[] {
+  return (header ?? '')
     .split(',')
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c && c !== 'identity');
-  for (const coding of codings.reverse()) {
-    const decode = DECODERS[coding];
-    if (!decode) return raw;
-    try {
-      bytes = await decode(bytes, { maxOutputLength: maxBytes });
-    } catch (err) {
-      if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') {
-        throw new EgressAborted('egress.response-too-large', `decoded response exceeded the cap of ${maxBytes} bytes; call aborted`, endpointId);
-      }
-      throw err;
-    }
+}
+
+/** The refusal of an answer with more codings than MAX_CONTENT_CODINGS, or undefined. */
+function codingsDenial(codings: readonly string[], endpointId: string): EgressDenied | undefined {
+  if (codings.length <= MAX_CONTENT_CODINGS) return undefined;
+  return new EgressDenied('egress.response-codings', `answered with ${codings.length} stacked content codings; at most ${MAX_CONTENT_CODINGS} are decoded`, endpointId);
+}
+
+export interface DecodeLimits {
+  /** The cap on the bytes inflated by all layers together. */
+  maxBytes: number;
+  endpointId: string;
+  /** Throws the call's refusal when its deadline has passed; called before each layer. */
+  checkDeadline: () => void;
+}
+
+/**
+ * The body after its content codings (at most MAX_CONTENT_CODINGS), the last applied decoded first.
+ * The cap counts the output of every layer together, so layers each under the cap cannot add up to
+ * more than one capped body (a small gzip body can inflate to gigabytes). No Accept-Encoding is sent,
+ * so a compressed answer is unrequested but still decoded as fetch would; a coding the guard does not
+ * know passes the body through as received (nothing is inflated, and it is under the cap on the wire).
+ */
+export async function decodedBody(raw: Buffer, codings: readonly string[], limits: DecodeLimits): Promise<Buffer> {
+  const stacked = codingsDenial(codings, limits.endpointId);
+  if (stacked) throw stacked;
+  if (codings.some((c) => !DECODERS[c])) return raw;
+  let bytes = raw;
+  let inflated = 0;
+  for (const coding of [...codings].reverse()) {
+    limits.checkDeadline();
+    bytes = await decodeLayer(DECODERS[coding] as (typeof DECODERS)[string], bytes, limits.maxBytes - inflated, limits);
+    inflated += bytes.length;
   }
   return bytes;
+}
+
+/** One layer, its output limited to what is left of the cap. */
+async function decodeLayer(decode: (typeof DECODERS)[string], input: Buffer, allowed: number, limits: DecodeLimits): Promise<Buffer> {
+  const tooLarge = () => new EgressAborted('egress.response-too-large', `decoded response exceeded the cap of ${limits.maxBytes} bytes; call aborted`, limits.endpointId);
+  // zlib refuses a maxOutputLength below 1: nothing left of the cap means the layer is too large.
+  if (allowed < 1) throw tooLarge();
+  try {
+    return await decode(input, { maxOutputLength: allowed });
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge();
+    throw err;
+  }
 }
 
 /** Response headers from undici's record (arrays for repeated headers) as pairs for a Response. */

@@ -9,8 +9,8 @@
  * Checked when the policy is loaded (naming the rule), and again on the file actually opened when the
  * secret is read, so a link swapped in after the load is refused too. Messages name files, never contents.
  */
-import { closeSync, constants, fstatSync, openSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
-import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
+import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
+import { openedPath, realPath, within } from '../confine';
 import type { SecretPlaces } from '../config';
 import { UserError } from '../errors';
 import type { RuleId } from '../policy';
@@ -22,22 +22,6 @@ type SecretRule = Extract<RuleId, 'policy.secret-outside-secrets-dir' | 'policy.
 export interface SecretProblem {
   rule: SecretRule;
   reason: string;
-}
-
-/** The real path of `p`; for a path that does not exist yet, its nearest existing folder's real path and the rest. */
-function realPath(p: string): string {
-  try {
-    return realpathSync.native(p);
-  } catch {
-    const parent = dirname(p);
-    return parent === p ? p : join(realPath(parent), basename(p));
-  }
-}
-
-/** True when `p` is `dir` itself or lies below it (both real paths). */
-function within(p: string, dir: string): boolean {
-  const rel = relative(dir, p);
-  return rel === '' || (!isAbsolute(rel) && rel.split(sep)[0] !== '..');
 }
 
 /** What is wrong with reading an endpoint secret from `file`, or undefined when it may be read. */
@@ -94,13 +78,5 @@ export function readSecretFile(endpointId: string, file: string, places: SecretP
     return readFileSync(fd, 'utf8');
   } finally {
     closeSync(fd);
-  }
-}
-
-function openedPath(fd: number, file: string): string {
-  try {
-    return readlinkSync(`/proc/self/fd/${fd}`);
-  } catch {
-    return realPath(file);
   }
 }

@@ -11,7 +11,7 @@
  */
 import { commandPrefix } from '../command-prefix';
 import { randomUUID } from 'node:crypto';
-import type { Approval } from '../access';
+import { type Approval, approvalStatusAt } from '../access';
 import type { App } from '../app';
 import { canonicalJson, sha256Hex } from '../canonical';
 import { formatSchemaErrors, validatorFor } from '../config';
@@ -115,6 +115,13 @@ export class ExportService {
     const refusal = (rule: RuleId, reason: string): Checked => ({ ok: false, rule, reason });
     for (const run of runs) {
       if (run.status !== 'completed') return refusal('export.run-not-completed', `run ${run.run_id} is ${run.status}; only completed runs can be exported`);
+      // A test endpoint's answers mean nothing: they never leave, so they can never pass for real ones.
+      if (run.spec.endpoint.test === true) {
+        return refusal(
+          'export.test-endpoint',
+          `run ${run.run_id} went to the test endpoint ${run.endpoint_id} (a loopback stand-in): its results mean nothing and are never released; run it on a real endpoint`,
+        );
+      }
     }
     if (new Set(runs.map((r) => r.spec.irbProtocol).filter(Boolean)).size > 1) {
       return refusal('export.mixed-protocols', 'the runs were made under different IRB protocols; request one export per protocol');
@@ -285,10 +292,8 @@ class RaceLost extends Error {}
 type Refusal = { rule: RuleId; reason: string };
 type Checked = { ok: true; content: ExportContent; cohorts: ReleasedCohort[] } | ({ ok: false } & Refusal);
 
-/** Why an approval no longer allows its results out, or undefined while it is active. */
+/** Why an approval no longer allows its results out (its status in the words everyone reads), or undefined while it is active. */
 function inactive(a: Approval, now: Date): string | undefined {
-  if (a.status !== 'active') return a.status;
-  if (Date.parse(a.startsAt) > now.getTime()) return 'not started';
-  if (a.expiresAt && Date.parse(a.expiresAt) <= now.getTime()) return 'expired';
-  return undefined;
+  const status = approvalStatusAt(a, now);
+  return status === 'active' ? undefined : status;
 }

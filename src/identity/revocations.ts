@@ -35,6 +35,19 @@ export class Revocations {
     return rows.length > 0;
   }
 
+  /**
+   * The first blanket revocation of the principal at or after `since`, if any: a run requested at
+   * `since` was requested with a certificate it revokes (one issued later cannot have made it).
+   */
+  async blanketSince(principalId: string, since: Date): Promise<{ revokedAt: Date; revokedBy: string } | undefined> {
+    const rows = await this.db.query<{ revoked_at: Date; revoked_by: string }>(
+      `SELECT revoked_at, revoked_by FROM revoked_certificates WHERE serial = '*' AND principal = $1 AND revoked_at >= $2 ORDER BY revoked_at LIMIT 1`,
+      [principalId, since],
+    );
+    const row = rows[0];
+    return row ? { revokedAt: new Date(row.revoked_at), revokedBy: row.revoked_by } : undefined;
+  }
+
   /** Every certificate of the principal from this issuer, issued until now. */
   async revokeAll(issuerFingerprint: string, principalId: string, reason: string, revokedBy: string): Promise<void> {
     await this.db.query(`INSERT INTO revoked_certificates (revocation_id, issuer_fingerprint, serial, principal, reason, revoked_by) VALUES ($1, $2, '*', $3, $4, $5)`, [

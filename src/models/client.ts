@@ -31,6 +31,11 @@ export interface Completion {
   latencyMs: number;
   attempts: number;
   finishReason: string | null;
+  /**
+   * Set by the gateway when the endpoint's usage was missing, negative, beyond the request or
+   * implausibly low: the token figures above are then the call's worst case, not the endpoint's word.
+   */
+  usageUnderReported?: boolean;
 }
 
 export interface CallHooks {

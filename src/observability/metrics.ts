@@ -59,6 +59,11 @@ const modelCallFailures = new GuardedCounter(
     code: rule,
   },
 );
+const usageUnderReported = new GuardedCounter(
+  `${METRIC_PREFIX}endpoint_usage_under_reported_total`,
+  "Calls whose usage the endpoint did not report truthfully (missing, invalid, beyond the request, implausibly low): the call's worst case was charged.",
+  { endpoint, purpose: closed(['model', 'judge']), problem: closed(['missing', 'invalid', 'over-request', 'implausibly-low']) },
+);
 const egressRefusals = new GuardedCounter(`${METRIC_PREFIX}egress_refusals_total`, 'Connections or requests the egress guard refused, by rule.', {
   endpoint,
   rule,
@@ -84,6 +89,17 @@ const handshakeRefusals = new GuardedCounter(
   `${METRIC_PREFIX}tls_handshake_refusals_total`,
   'TLS handshakes the daemon refused or that failed before a request: a client certificate its client CAs do not verify (expired, of another CA, none) or a broken handshake.',
   { reason: closed(HANDSHAKE_REFUSAL_REASONS) },
+);
+/**
+ * Connections the daemon closed because too many were open (src/server/connections.ts): in total,
+ * before the TLS handshake, or with one client certificate, right after it. A closed set of rules.
+ */
+export const CONNECTION_REFUSAL_RULES = ['daemon.connections-total', 'identity.connections-per-certificate'] as const;
+export type ConnectionRefusalRule = (typeof CONNECTION_REFUSAL_RULES)[number];
+const connectionRefusals = new GuardedCounter(
+  `${METRIC_PREFIX}connection_refusals_total`,
+  'Connections the daemon closed before any request because too many were open: in total (server.maxConnections) or with one client certificate (server.maxConnectionsPerCertificate).',
+  { rule: closed(CONNECTION_REFUSAL_RULES) },
 );
 const auditFailures = new GuardedCounter(`${METRIC_PREFIX}audit_append_failures_total`, 'Audit events that could not be recorded (the action they guarded was not performed).', {});
 
@@ -130,6 +146,11 @@ export function observeModelCallFailure(ctx: RunScope, code: string, exhausted: 
   });
 }
 
+/** An endpoint's usage not taken: its worst case charged instead (src/calls/cost.ts chargedUsage). */
+export function observeUsageUnderReported(endpointId: string, purpose: 'model' | 'judge', problem: 'missing' | 'invalid' | 'over-request' | 'implausibly-low'): void {
+  safely(() => usageUnderReported.inc({ endpoint: endpointId, purpose, problem }));
+}
+
 /** What the egress guard reports (src/egress/guard.ts EgressEvent); only refusals are counted. */
 export function observeEgressEvent(event: { type: string; endpointId: string; rule?: string }): void {
   if (event.type === 'egress.denied') safely(() => egressRefusals.inc({ endpoint: event.endpointId, rule: event.rule ?? 'egress.unknown' }));
@@ -158,4 +179,8 @@ export function observeAuditFailure(): void {
 
 export function observeHandshakeRefusal(reason: HandshakeRefusalReason): void {
   safely(() => handshakeRefusals.inc({ reason }));
+}
+
+export function observeConnectionRefusal(rule: ConnectionRefusalRule): void {
+  safely(() => connectionRefusals.inc({ rule }));
 }

@@ -5,15 +5,16 @@
  * rule), then acts; every side effect is audited before it happens.
  */
 import type { App } from '../app';
-import { actAs, type Approval, type ApprovalChange, type ApprovalInput, type Principal, type PrincipalRole } from '../access';
+import { actAs, type Approval, coverageOf, type ApprovalChange, type ApprovalInput, type Principal, type PrincipalRole } from '../access';
 import { PolicyDenied, UserError } from '../errors';
+import { compactList } from '../audit';
 import { type Actor, IssuedCertificates, Revocations } from '../identity';
 import { type RuleId, type RunFiguresRule, runFiguresVisibility } from '../policy';
 import { approveRun, cancelRun, requestRun, summarize } from '../runs';
-import type { RunRow } from '../runs';
+import type { RunOutcome, RunRow } from '../runs';
 import type { ScoringMode } from '../metrics';
 import { ExportService, type ExportFiles, type ExportFormat, type ExportRow, wilson } from '../export';
-import { costUsd, priceFor } from '../calls';
+import { costUsd, priceFor, unpricedUnderBudget } from '../calls';
 import { type ReturnedCertificate, signForCaller } from '../certificates';
 
 export interface Caller {
@@ -35,6 +36,14 @@ export interface RunDetail {
   approvedBy: string | null;
   approvalId: string | null;
   irbProtocol: string | null;
+  /** Why the run's approval covers it: it names the benchmark, or only its whole tier, or no longer covers it; null without an approval. */
+  approvalCoverage: 'benchmark' | 'tier' | 'none' | null;
+  /** What the researcher said the run is for (audited with the request). */
+  purpose: string | null;
+  /** The endpoint's model or deployment, as the run recorded it. */
+  model: string | null;
+  /** The cap the researcher asked for (instances), or null for the whole dataset. */
+  maxInstances: number | null;
   scoring: string;
   createdAt: string;
   startedAt: string | null;
@@ -54,8 +63,12 @@ export interface RunDetail {
   completionTokens: number;
   /** Of the completion tokens, those a reasoning model spent reasoning (counted in the cost too). */
   reasoningTokens: number;
+  /** Calls charged their worst case because the endpoint did not report usage truthfully. */
+  usageUnderReported: number;
   /** From the price table in the config; null when the endpoint has no price. */
   estimatedCostUsd: number | null;
+  /** What happened, in the words every place uses, with the causes by code (a figure: withheld with the others). */
+  outcome: RunOutcome;
 }
 
 /**
@@ -75,6 +88,10 @@ const RUN_METADATA = [
   'approvedBy',
   'approvalId',
   'irbProtocol',
+  'approvalCoverage',
+  'purpose',
+  'model',
+  'maxInstances',
   'scoring',
   'createdAt',
   'startedAt',
@@ -202,7 +219,9 @@ export class Operations {
     const privileged = caller.principal.roles.some((r) => PRIVILEGED_READERS.includes(r));
     if (!privileged) await this.as(caller, 'researcher', 'listing runs');
     const runs = privileged ? await this.app.engine.store.listRuns(limit) : await this.app.engine.store.listRunsBy(caller.principal.id, limit);
-    return Promise.all(runs.map((r) => this.view(caller, r)));
+    // One read of the approvals for the whole list, not one per run.
+    const approvals = new Map((await this.app.approvals.list()).map((a) => [a.approvalId, a]));
+    return Promise.all(runs.map((r) => this.view(caller, r, approvals)));
   }
 
   async showRun(caller: Caller, runId: string): Promise<RunView> {
@@ -229,14 +248,15 @@ export class Operations {
    * The run as `caller` sees it: every figure, or (policy/visibility) the metadata only. The detail is
    * computed either way, so both views come from one list of fields; withheld figures go no further.
    */
-  async view(caller: Caller, run: RunRow): Promise<RunView> {
+  async view(caller: Caller, run: RunRow, approvals?: ReadonlyMap<string, Approval>): Promise<RunView> {
     const shown = runFiguresVisibility(caller.principal, { requestedBy: run.requested_by, tier: run.tier });
-    const detail = await this.detail(run);
+    const detail = await this.detail(run, approvals);
     return shown.allowed ? { ...detail, withheld: null } : withheldView(detail, shown.rule);
   }
 
-  private async detail(run: RunRow): Promise<RunDetail> {
+  private async detail(run: RunRow, approvals?: ReadonlyMap<string, Approval>): Promise<RunDetail> {
     const s = await summarize(this.app.engine, run);
+    const approval = run.approval_id ? (approvals ? approvals.get(run.approval_id) : await this.app.approvals.get(run.approval_id)) : undefined;
     return {
       runId: run.run_id,
       benchmarkId: run.benchmark_id,
@@ -249,6 +269,10 @@ export class Operations {
       approvedBy: run.approved_by,
       approvalId: run.approval_id,
       irbProtocol: run.spec.irbProtocol ?? null,
+      approvalCoverage: approval ? coverageOf(approval, run.benchmark_id, run.tier) : null,
+      purpose: run.spec.purpose ?? null,
+      model: run.spec.endpoint.model ?? run.spec.endpoint.deployment ?? null,
+      maxInstances: run.max_instances,
       scoring: run.spec.scoring,
       createdAt: run.created_at.toISOString(),
       startedAt: run.started_at?.toISOString() ?? null,
@@ -264,7 +288,9 @@ export class Operations {
       promptTokens: s.promptTokens,
       completionTokens: s.completionTokens,
       reasoningTokens: s.reasoningTokens,
+      usageUnderReported: s.usageUnderReported,
       estimatedCostUsd: estimatedCost(this.app, run, s.promptTokens, s.completionTokens),
+      outcome: s.outcome,
     };
   }
 
@@ -326,6 +352,16 @@ export class Operations {
     if ((await this.app.approvals.stoppedBy(input.protocolNumber)).includes(actor.principal)) {
       await refuse('sod.protocol-suspended-by-recorder', `${actor.principal} suspended or closed an approval of this protocol; another compliance officer must record a new one`);
     }
+    // A budget on an endpoint the gateway cannot price could never be enforced: refused before any run.
+    const unpriced =
+      input.budgetUsd != null
+        ? unpricedUnderBudget(
+            this.app.config.export.prices,
+            (input.endpoints ?? []).map((e) => this.app.endpoints.get(e)),
+            input.protocolNumber,
+          )
+        : undefined;
+    if (unpriced) await refuse(unpriced.rule, unpriced.reason);
     return this.app.approvals.create(checked, actor.principal, (tx, approval) =>
       this.app.audit.recordIn(tx, {
         type: 'approval.create',
@@ -428,13 +464,16 @@ export class Operations {
 
   /**
    * Break-glass revocation: every certificate of a principal issued until now stops working at once
-   * (a new certificate must be issued to restore access). Compliance or admin; narrows access only.
+   * (a new certificate must be issued to restore access), and so do the runs they requested: the
+   * revocation's event names them, each is halted here, and a worker elsewhere that has one in hand
+   * is refused at its next instance (principal.revoked). Compliance or admin; narrows access only.
    */
   async revokePrincipal(caller: Caller, principalId: string, reason: string): Promise<RevokeResult> {
     const actor = await this.asAny(caller, ['compliance', 'admin'], 'revoking a principal');
     const target = this.app.principals().principals.find((p) => p.id === principalId);
     if (!target) throw new UserError('principal.not-found', `principal ${principalId} does not exist`);
     const issuers = [...new Set((target.certificates ?? []).map((c) => c.issuerFingerprint))];
+    const runs = await this.app.engine.store.activeRunsBy(principalId);
     await this.app.audit.record({
       type: auditTypeRevoke(),
       action: 'D',
@@ -442,11 +481,20 @@ export class Operations {
       rule: 'pki.revoke.principal',
       reason: reason.slice(0, 200),
       actor,
-      detail: { principal: principalId, issuers: issuers.length },
+      detail: { principal: principalId, issuers: issuers.length, stoppedRunCount: runs.length, ...(runs.length ? { stoppedRuns: compactList(runs) } : {}) },
     });
     const revocations = new Revocations(this.app.db);
     for (const issuer of issuers) await revocations.revokeAll(issuer, principalId, reason.slice(0, 200), actor.principal);
-    return { principal: principalId, revoked: issuers.length };
+    const stopped: string[] = [];
+    for (const runId of runs) {
+      // Each halt is its own event (run.halt, naming the revocation); one already over is left as it is.
+      const halted = await cancelRun(this.app.engine, runId, actor, `requester ${principalId} revoked: ${reason}`).catch((err: unknown) => {
+        if (err instanceof UserError && err.code === 'run.not-active') return undefined;
+        throw err;
+      });
+      if (halted) stopped.push(runId);
+    }
+    return { principal: principalId, revoked: issuers.length, stoppedRuns: stopped };
   }
 
   /**
@@ -518,6 +566,8 @@ const MAX_CERTIFICATE_DAYS = 825;
 export interface RevokeResult {
   principal: string;
   revoked: number;
+  /** The runs the principal had requested that the revocation halted. */
+  stoppedRuns: string[];
 }
 
 function auditTypeRevoke(): 'pki.revoke' {

@@ -131,7 +131,7 @@ export function callsOverTimeSvg(data: CallBuckets, opts: { title?: string } = {
   const totals = data.buckets.map((b) => b.success + b.denied + b.failed);
   const all = totals.reduce((a, n) => a + n, 0);
   const range = `${minute(data.from)} to ${minute(data.to)} UTC`;
-  if (all === 0) return noDataSvg(title, `no call of ${data.endpointId} from ${range}`);
+  if (all === 0) return noDataSvg(title, `no call of ${data.endpointId} from ${range}`, 'calls appear here once a run uses the endpoint or someone probes it (ehrbench endpoints probe)');
   const n = data.buckets.length;
   const plotW = Math.max(360, Math.min(880, n * 14));
   const slot = plotW / n;

@@ -47,7 +47,7 @@ export function categoryScoresSvg(models: CategoryModel[], opts: CategoryScoresO
   const title = opts.title ?? 'Scores per category';
   const categories: string[] = [];
   for (const m of models) for (const c of m.categories) if (!categories.includes(c.category)) categories.push(c.category);
-  if (models.length === 0 || categories.length === 0) return noDataSvg(title, 'no model has a scored category');
+  if (models.length === 0 || categories.length === 0) return noDataSvg(title, 'no endpoint has a scored category', 'choose completed runs of benchmarks that have a MedHELM category');
 
   const labelLines = new Map(categories.map((c) => [c, wrap(c, LABEL_CHARS)]));
   const modelW = Math.max(...models.map((m) => textWidth(m.model)));

@@ -64,7 +64,11 @@ export function costWinRateSvg(points: CostPoint[], opts: CostWinRateOptions = {
     .sort((a, b) => a.cost - b.cost || a.win - b.win);
   const unplotted = points.filter((p) => !(hasCost(p) && hasWin(p))).map((p) => `${p.model} (${[hasCost(p) ? '' : 'cost unknown', hasWin(p) ? '' : 'no win rate'].filter(Boolean).join(', ')})`);
   if (plotted.length === 0) {
-    return noDataSvg(title, points.length === 0 ? 'no model' : `no model has both a cost and a win rate: ${unplotted.join('; ')}`);
+    return noDataSvg(
+      title,
+      points.length === 0 ? 'no model' : `no model has both a cost and a win rate: ${unplotted.join('; ')}`,
+      points.length === 0 ? 'no completed runs yet: choose completed runs' : 'give the endpoints a price (export.prices) and compare at least two endpoints on one benchmark',
+    );
   }
   const costs = plotted.map((p) => p.cost);
   const lo = Math.min(...costs);

@@ -4,16 +4,10 @@
  * run's figures gets the picture of the rule, never a number.
  */
 import { runPhase } from '../runs';
+import { PROGRESS_STATES, type RunCounts } from './progress-states';
 import { INK, MUTED, noDataSvg, num, svgDocument, text, textWidth, xmlEscape } from './svg';
 
-/** Instances per state, as operations' RunView `counts` (schemas/api/run.schema.json). */
-export interface RunCounts {
-  pending?: number;
-  claimed?: number;
-  done?: number;
-  blocked?: number;
-  failed?: number;
-}
+export { PROGRESS_STATES, type RunCounts };
 
 /** What the picture reads of a run: operations' RunView fits as it is. */
 export interface RunProgressInput {
@@ -28,17 +22,6 @@ export interface RunProgressInput {
   /** The rule that withheld the figures, if one did. */
   withheld?: string | null;
 }
-
-type State = keyof Required<RunCounts>;
-
-/** The states in the bar's order, their words and colours (each at least 3:1 on white, named by text). */
-export const PROGRESS_STATES: { state: State; label: string; fill: string }[] = [
-  { state: 'done', label: 'done', fill: '#1b7837' },
-  { state: 'blocked', label: 'blocked', fill: '#b35806' },
-  { state: 'failed', label: 'failed', fill: '#b2182b' },
-  { state: 'claimed', label: 'in progress', fill: '#0b5fa5' },
-  { state: 'pending', label: 'pending', fill: '#6e6e6e' },
-];
 
 const WIDTH = 600;
 const LEFT = 12;
@@ -65,7 +48,8 @@ export function runProgressSvg(run: RunProgressInput): string {
   const total = counts.reduce((a, c) => a + c.n, 0);
   const planned = typeof run.instanceCount === 'number' && Number.isFinite(run.instanceCount) ? run.instanceCount : null;
   const summary = counts.map((c) => `${c.n} ${c.label}`).join(', ');
-  if (total === 0) return noDataSvg(title, `${status}; no instance counted yet`);
+  if (total === 0)
+    return noDataSvg(title, `${status}; no instance counted yet`, run.status === 'requested' ? 'a compliance officer approves the run first' : 'the counts appear once the run is planned');
   const finished = counts.filter((c) => c.state === 'done' || c.state === 'blocked' || c.state === 'failed').reduce((a, c) => a + c.n, 0);
   const headline = `Status: ${status}; ${finished} of ${planned ?? total} finished${planned === null ? ' (planning: queued so far)' : ''}`;
   const body: string[] = [text(LEFT, 44, headline)];

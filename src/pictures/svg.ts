@@ -80,9 +80,14 @@ export function svgDocument(frame: Frame, body: string[]): string {
 }
 
 /** The picture of no data: the title and a sentence saying so, still a valid document. */
-export function noDataSvg(title: string, why: string): string {
-  const width = Math.max(360, Math.min(900, Math.max(textWidth(title, 14), textWidth(`No data: ${why}`)) + 24));
-  return svgDocument({ width, height: 70, title, desc: `No data: ${why}` }, [text(12, 50, `No data: ${why}`, `fill="${MUTED}"`)]);
+export function noDataSvg(title: string, why: string, next?: string): string {
+  // Why there is nothing, and what would make something: "No data" alone left the reader stuck.
+  const lines = [`No data: ${why}`, ...(next ? [next] : [])];
+  const width = Math.max(360, Math.min(900, Math.max(textWidth(title, 14), ...lines.map((l) => textWidth(l))) + 24));
+  return svgDocument(
+    { width, height: 50 + 20 * lines.length, title, desc: lines.join('. ') },
+    lines.map((l, i) => text(12, 50 + 20 * i, l, `fill="${MUTED}"`)),
+  );
 }
 
 /** Relative luminance of a #rrggbb colour (WCAG 2.x). */

@@ -13,6 +13,7 @@ const ACCESS_DENIALS = {
   'endpoint.not-in-vpc': 'approval-required and private data go only to endpoints inside the hospital network',
   'endpoint.no-baa': 'private data go only to endpoints with a business associate agreement',
   'principal.unknown-or-disabled': 'the requester is not an active principal',
+  'principal.revoked': "the requester's certificates were revoked (break-glass or pki revoke) after the run was requested: the run stops, as the API refuses them",
   'rbac.researcher-required': 'runs are requested by researchers',
   'approval.none': 'the researcher is named on no IRB approval; approval-required and private benchmarks need one',
   'approval.unknown': 'the IRB approval the run is bound to does not exist',
@@ -62,6 +63,8 @@ export const RULES = {
   'identity.unknown-certificate': 'the client certificate is of a CA ehrbench issues from, and ehrbench has no record of issuing it (ehrbench pki issue records each one)',
   'identity.denials-rate-limited': 'more refused requests from one client address or certificate in a window than server.rateLimit.deniedMax: answered 429, counted in the denial events of the window',
   'identity.local-user-unknown': 'the operating-system account is mapped to no active principal (local mode)',
+  'identity.connections-per-certificate':
+    'a connection over server.maxConnectionsPerCertificate open with one client certificate: closed right after the TLS handshake, before any request is read; logged and counted, not audited',
   'pki.certificate-revoked': 'the client certificate is revoked, or its principal is and it was issued (recorded issue time; validity start for an external CA) before that',
 
   // The web console (src/console): a request a browser makes on its user's behalf.
@@ -93,6 +96,7 @@ export const RULES = {
   'run.cancel.by-requester': 'the requester cancelled the run',
   'run.halt.by-officer': 'a compliance officer or an admin halted the run',
   'run.all-instances-finished': 'every instance of the run is done, blocked or failed',
+  'run.no-instance-finished': 'every instance of the run failed or was blocked: the run has no results and ends failed, never completed',
   'run.binding-invalid':
     "the benchmark's site data binding fails the pre-flight of `ehrbench benchmarks check` (file, pin, encoding, sizes, columns, records, database, judges): the run is refused before it is created",
   'run.item.attempts-exhausted': 'an instance failed on every attempt it was allowed',
@@ -161,6 +165,7 @@ export const RULES = {
   'egress.tls.handshake-failed': 'the TLS handshake failed',
   'egress.tls.pin-mismatch': "the server's key matches none of the endpoint's spkiSha256 pins",
   'egress.redirect.refused': 'the endpoint answered with a redirect; redirects are never followed',
+  'egress.response-codings': 'the endpoint answered with more stacked content codings (Content-Encoding) than the guard decodes (2); refused before any is decoded',
   'egress.response-too-large': 'the guard cut a call short: the response is larger than the cap',
   'egress.deadline': "the guard cut a call short: the call's total deadline passed",
   'egress.env.foreign-module': 'a module outside the installation, or a preload flag, was loaded into node before ehrbench started; refused at start-up',
@@ -172,10 +177,18 @@ export const RULES = {
   'policy.secret-is-daemon-key':
     "an endpoint's secret reference names one of the daemon's own keys or credentials (keys.dir, the site PKI, the TLS key, the de-identification secret, the database credentials)",
 
+  // The files a benchmark names (prompt template, dataset files, judge prompt, site-data bindings), at load and when opened.
+  'benchmark.file-outside-folder':
+    "a file a benchmark definition names does not resolve (links followed) inside the benchmark's own folder, the shipped datasets or a folder of config catalog.dataDirs",
+  'benchmark.file-is-daemon-file':
+    "a file a benchmark or its site-data binding names is one of the daemon's own (keys, PKI, secrets, de-identification secret, database credentials, configuration, policies, witnesses, database, log)",
+
   // Exports: the only door out.
   'export.request.own-completed-runs': 'an export requested of completed runs of the requester',
   'export.run-not-owned': 'only the requester of a run may ask to export it',
   'export.run-not-completed': 'only completed runs can be exported',
+  'export.test-endpoint':
+    'a run on a test endpoint (the loopback stand-in of init --test-endpoints) is never exported: its results mean nothing, and outside the perimeter they could pass for real ones',
   'export.run-missing': 'a run of the export no longer exists',
   'export.mixed-protocols': 'the runs were made under different IRB protocols; one export per protocol',
   'export.approval-missing': 'an approval-required or private run is bound to no existing IRB approval',
@@ -191,10 +204,14 @@ export const RULES = {
   'audit.verify.api': 'the audit trail verified over the daemon API by compliance or an auditor',
   'audit.read.local-operator': 'the audit trail read or exported on the host by its operator',
   'audit.verify.local-operator': 'the audit trail verified on the host by its operator',
+  'audit.verify.outcome': "what a verification of the audit trail found: success when the chain verified, failed when it is broken (the count of findings in the event's detail)",
   'audit.rollback-detected': 'the chain no longer holds a witnessed checkpoint (tail cut or older backup restored): the trail stops, nothing is sealed or done',
+  'audit.unverified-row':
+    'a row since the last checkpoint is not one ehrbench wrote (its MAC, hash or link fails: appended with the database grants alone): the trail stops, nothing is signed over it or chained onto it',
   'audit.witness-unchecked': 'a witness file cannot be read or does not verify, so the chain cannot be checked against it: the trail stops',
   'daemon.start': 'the daemon started',
   'daemon.stop': 'the daemon stopped',
+  'daemon.connections-total': 'a connection over server.maxConnections open at once: closed before its TLS handshake; logged and counted, not audited',
   'worker.start': 'a worker process started',
   'worker.stop': 'a worker process stopped',
 

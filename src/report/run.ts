@@ -40,7 +40,8 @@ export function runReportHtml(run: RunView, opts: RunReportOptions = {}): string
       ['Benchmark', `${esc(run.benchmarkId)} v${esc(run.benchmarkVersion)}`],
       ['Tier', esc(run.tier)],
       ['Endpoint', esc(run.endpointId)],
-      ['Status', `${esc(runPhase(run))}${run.errorCode ? ` (${esc(run.errorCode)})` : ''}`],
+      ['Status', `${esc(run.outcome?.label ?? runPhase(run))}${run.errorCode ? ` (${esc(run.errorCode)})` : ''}`],
+      ['Outcome', run.outcome ? esc(run.outcome.summary) : null],
       ['Requested by', `${esc(run.requestedBy)} at ${esc(run.createdAt)}`],
       ['Approved by', run.approvedBy ? esc(run.approvedBy) : null],
       ['IRB protocol', run.irbProtocol ? esc(run.irbProtocol) : null],
@@ -74,6 +75,14 @@ export function runReportHtml(run: RunView, opts: RunReportOptions = {}): string
     '<h2>Instances</h2>',
     table(['planned', 'done', 'blocked', 'failed', 'in progress', 'pending'], [[run.instanceCount === null ? '-' : run.instanceCount, c.done, c.blocked, c.failed, c.claimed, c.pending]]),
   );
+  if (run.outcome?.causes.length)
+    body.push(
+      '<p>Why instances ended without a result:</p>',
+      table(
+        ['state', 'code', 'meaning', 'instances'],
+        run.outcome.causes.map((k) => [esc(k.state), `<code>${esc(k.code)}</code>`, esc(k.meaning), k.instances]),
+      ),
+    );
   const skipped = Object.entries(run.skipped ?? {});
   if (skipped.length)
     body.push(
@@ -89,6 +98,9 @@ export function runReportHtml(run: RunView, opts: RunReportOptions = {}): string
       ['Prompt tokens', esc(String(run.promptTokens ?? 0))],
       ['Completion tokens', `${esc(String(run.completionTokens ?? 0))}${run.reasoningTokens ? ` (${esc(String(run.reasoningTokens))} of them reasoning)` : ''}`],
       ['Estimated cost', esc(money(run.estimatedCostUsd))],
+      ...(run.usageUnderReported
+        ? [['Usage not reported truthfully', `${esc(String(run.usageUnderReported))} calls, each charged its worst case (tokens and cost are upper bounds)`] as [string, string]]
+        : []),
     ]),
     '<h2>Progress</h2>',
     figure(runProgressSvg(run), 'Instances of the run by state.'),

@@ -25,6 +25,7 @@ import type { BudgetStage, Gateway } from '../calls';
 import type { AccessStage, DeidStage, PromptStage, RunContext } from './stages';
 import { auditBase, ENGINE_ACTOR } from '../audit';
 import { annotateDeferred } from './deferred';
+import { runOutcome, type RunOutcome } from './outcome';
 import { planningFor } from './planner';
 import { type MetricAggregate, type RunRow, type RunSpec, RunStore, type StateCounts } from './store';
 import { work } from './worker';
@@ -89,8 +90,12 @@ export interface RunSummary {
   completionTokens: number;
   /** Of the completion tokens, those spent reasoning (reasoning models that report them). */
   reasoningTokens: number;
+  /** Calls (model and judges) charged their worst case: the endpoint's usage was missing, negative, beyond the request or implausibly low. */
+  usageUnderReported: number;
   /** Records the dataset's adapter left out when the run was planned, by rule (HELM leaves them out too). */
   skipped: Record<string, number>;
+  /** What happened, in the words every place shows (src/runs/outcome.ts), with the causes of instances without a result. */
+  outcome: RunOutcome;
 }
 
 export interface ExecuteOptions {
@@ -98,7 +103,7 @@ export interface ExecuteOptions {
   signal?: AbortSignal;
 }
 
-function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' | 'endpoint_id' | 'tier' | 'spec' | 'approved_by'>, requester: Actor): RunContext {
+function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' | 'endpoint_id' | 'tier' | 'spec' | 'approved_by' | 'created_at'>, requester: Actor): RunContext {
   const benchmark = engine.catalog.get(run.benchmark_id);
   return {
     runId: run.run_id,
@@ -114,6 +119,7 @@ function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' |
     ...(run.spec.irbProtocol ? { irbProtocol: run.spec.irbProtocol } : {}),
     ...(run.spec.approvalId ? { approvalId: run.spec.approvalId } : {}),
     ...(run.approved_by ? { approvedBy: run.approved_by } : {}),
+    requestedAt: new Date(run.created_at),
   };
 }
 
@@ -142,6 +148,15 @@ async function bindingProblem(engine: Engine, benchmark: Benchmark): Promise<Che
   return report.checks.find((c) => c.status === 'problem');
 }
 
+/**
+ * budget.no-price when the run is bound to an approval with a budget and its endpoint, or a judge of
+ * its benchmark, has no price: the gateway could not charge its calls (src/calls/budget.ts).
+ */
+async function unenforceableBudget(engine: Engine, approvalId: string | undefined, benchmark: Benchmark, endpoint: EndpointPolicy['endpoints'][number]) {
+  const judges = (benchmark.judges ?? []).flatMap((id) => engine.endpoints.endpoints.filter((e) => e.id === id));
+  return engine.budget.unenforceable(approvalId, [endpoint, ...judges]);
+}
+
 /** Checks access and records a run. Throws PolicyDenied (after auditing the refusal) when denied. */
 export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRow> {
   if (req.maxOutputTokens !== undefined && !(Number.isInteger(req.maxOutputTokens) && req.maxOutputTokens >= 1 && req.maxOutputTokens <= 100_000)) {
@@ -164,7 +179,7 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
     tier: benchmark.tier,
     requester: req.requester,
     scoring: req.scoring ?? 'corrected',
-    deidentify: deidentifies(d.tier, d.deidentification),
+    deidentify: deidentifies(benchmark.dataTier, d.deidentification),
     // The run's output length and effort: asked for, else the endpoint's (a reasoning model), else the benchmark's.
     maxOutputTokens: req.maxOutputTokens ?? endpoint.reasoning?.maxOutputTokens ?? d.prompt.maxTokens,
     ...(req.reasoningEffort || endpoint.reasoning?.effort ? { reasoningEffort: req.reasoningEffort ?? endpoint.reasoning?.effort } : {}),
@@ -176,16 +191,19 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
   // Only for a caller the rules allow (the checks name the site's files): a bad binding is refused here,
   // before a run row exists, instead of failing the run when it is planned.
   const binding = decision.allowed ? await bindingProblem(engine, benchmark) : undefined;
+  // A budget the run's endpoints cannot be charged against is refused now, not at the first call.
+  const budget = decision.allowed && !binding ? await unenforceableBudget(engine, decision.approval?.approvalId ?? req.approvalId, benchmark, endpoint) : undefined;
   await engine.audit.record({
     type: 'run.request',
     action: 'C',
-    outcome: decision.allowed && !binding ? 'success' : 'denied',
-    rule: binding ? 'run.binding-invalid' : decision.rule,
-    reason: binding ? `the ${binding.check} check of the benchmark's data binding failed (${binding.code ?? 'internal'})` : decision.reason,
+    outcome: decision.allowed && !binding && !budget ? 'success' : 'denied',
+    rule: binding ? 'run.binding-invalid' : (budget?.rule ?? decision.rule),
+    reason: binding ? `the ${binding.check} check of the benchmark's data binding failed (${binding.code ?? 'internal'})` : (budget?.reason ?? decision.reason),
     actor: req.requester,
     ...auditBase(ctx),
   });
   if (!decision.allowed) throw new PolicyDenied(decision.rule, decision.reason);
+  if (budget) throw new PolicyDenied(budget.rule, budget.reason);
   if (binding) {
     throw new UserError(
       binding.code ?? 'internal',
@@ -307,20 +325,22 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
     }
   }
   // The completion and its audit record commit together: a kill between them cannot leave one alone.
+  // A run none of whose instances is done ends failed (the store decides in the same statement).
   const counts = await store.completeIfFinished(runId, (tx, finished) =>
     engine.audit.recordIn(tx, {
-      type: 'run.complete',
+      type: finished.done > 0 ? 'run.complete' : 'run.fail',
       action: 'E',
-      outcome: 'success',
-      rule: 'run.all-instances-finished',
+      outcome: finished.done > 0 ? 'success' : 'failed',
+      rule: finished.done > 0 ? 'run.all-instances-finished' : 'run.no-instance-finished',
       actor: ENGINE_ACTOR,
       ...auditBase(ctx),
       detail: { done: finished.done, blocked: finished.blocked, failed: finished.failed },
     }),
   );
   if (counts) {
-    logger.info('run.completed', { runId, done: counts.done, blocked: counts.blocked, failed: counts.failed });
-    observeRunFinished(ctx, 'completed');
+    const status = counts.done > 0 ? 'completed' : 'failed';
+    logger.info(status === 'completed' ? 'run.completed' : 'run.failed', { runId, done: counts.done, blocked: counts.blocked, failed: counts.failed });
+    observeRunFinished(ctx, status);
     await engine.audit.seal();
   }
   const latest = await store.getRun(runId);
@@ -344,6 +364,8 @@ export async function approveRun(engine: Engine, runId: string, approver: Actor)
   if (run.status !== 'requested') await refuse('run.not-awaiting-approval', `run is ${run.status}, not awaiting approval`);
   const decision = await engine.access.checkRun(ctx);
   if (!decision.allowed) await refuse(decision.rule, decision.reason);
+  const budget = await unenforceableBudget(engine, run.approval_id ?? undefined, ctx.benchmark, ctx.endpoint);
+  if (budget) await refuse(budget.rule, budget.reason);
   await engine.audit.record({
     type: 'run.approve',
     action: 'U',
@@ -414,6 +436,7 @@ export async function summarize(engine: Engine, run: RunRow): Promise<RunSummary
   const aggregates = run.status === 'completed' ? await engine.store.results(run.run_id) : await engine.store.computeAggregates(run.run_id);
   const mainMetric = run.spec.benchmark.mainMetric;
   const tokens = await engine.store.tokenTotals(run.run_id);
+  const causes = counts.failed + counts.blocked > 0 ? await engine.store.causes(run.run_id) : [];
   return {
     runId: run.run_id,
     benchmarkId: run.benchmark_id,
@@ -426,5 +449,6 @@ export async function summarize(engine: Engine, run: RunRow): Promise<RunSummary
     aggregates,
     ...tokens,
     skipped: run.skipped ?? {},
+    outcome: runOutcome({ status: run.status, errorCode: run.error_code, counts, causes }),
   };
 }

@@ -13,6 +13,7 @@ export { approveRun } from './engine';
 export { cancelRun, type StoppedRun } from './engine';
 export { requestRun } from './engine';
 export { summarize } from './engine';
-export type { DeidStage } from './stages';
+export type { DeidPlanning, DeidStage } from './stages';
 export { tokensUnderApproval } from './store';
 export { readProgress, runPhase, type RunProgress } from './progress';
+export { runOutcome, causeMeaning, OUTCOME_LABELS, type RunOutcome, type RunOutcomeKind, type RunCause } from './outcome';

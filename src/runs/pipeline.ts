@@ -75,6 +75,7 @@ export async function processInstance(engine: Engine, ctx: RunContext, item: Cla
       promptTokens: completion.promptTokens,
       completionTokens: completion.completionTokens,
       reasoningTokens: completion.reasoningTokens,
+      ...(completion.usageUnderReported ? { usageUnderReported: true } : {}),
       latencyMs: completion.latencyMs,
     };
     const settle = answer.settle;

@@ -2,8 +2,9 @@
  * Planning: the dataset streamed into the run's work queue in batches. Idempotent, so a plan that was
  * interrupted is completed by the next execution, which inserts only what is missing. Runs beside the
  * workers: each batch wakes them, so the first instances are sent while the rest are still read, except
- * in a de-identified run: there a record's prompt may go only once the names found in its subject's
- * other records are known, so the instances are claimed after planning attached that evidence.
+ * in a de-identified run: there a record's prompt may go only once every record was surveyed (the names
+ * found in its subject's other records, what the whole dataset teaches: src/deid/evidence.ts), so the
+ * instances are claimed after planning attached that evidence.
  */
 import { type Instance, type SkipCounts, streamInstances, verifyDataset } from '../catalog';
 import { UserError } from '../errors';
@@ -19,30 +20,6 @@ import type { RunRow } from './store';
  */
 const FIRST_BATCH = 64;
 const BATCH = 200;
-
-/** Subject -> the name words found in its records; bounded per subject so one subject cannot exhaust memory. */
-class SubjectEvidence {
-  private readonly bySubject = new Map<string, Set<string>>();
-  /** Records seen per subject: a subject's only record has no other to learn from. */
-  private readonly records = new Map<string, number>();
-  static readonly MAX_WORDS = 200;
-
-  add(subject: string, words: string[]): void {
-    this.records.set(subject, (this.records.get(subject) ?? 0) + 1);
-    if (words.length === 0) return;
-    let set = this.bySubject.get(subject);
-    if (!set) this.bySubject.set(subject, (set = new Set()));
-    for (const w of words) if (set.size < SubjectEvidence.MAX_WORDS) set.add(w);
-  }
-
-  get size(): number {
-    return this.entries().length;
-  }
-
-  entries(): { subject: string; words: string[] }[] {
-    return [...this.bySubject].filter(([subject]) => (this.records.get(subject) ?? 0) > 1).map(([subject, words]) => ({ subject, words: [...words] }));
-  }
-}
 
 export interface Planning {
   done: boolean;
@@ -123,7 +100,7 @@ async function plan(engine: Engine, run: RunRow, ctx: RunContext, workerId: stri
   let batch: { itemKey: string; ordinal: number; instance: Instance }[] = [];
   let ordinal = 0;
   let limit = FIRST_BATCH;
-  const evidence = new SubjectEvidence();
+  const evidence = ctx.deidentify ? engine.deid.plan?.(ctx) : undefined;
   const skipped: SkipCounts = {};
   // A capped run takes HELM's seeded sample or the first N, as its spec records (runs from before it
   // recorded one took the first N).
@@ -132,7 +109,7 @@ async function plan(engine: Engine, run: RunRow, ctx: RunContext, workerId: stri
     skipped,
   });
   for await (const instance of stream) {
-    if (ctx.deidentify && engine.deid.harvest && instance.subjectId) evidence.add(instance.subjectId, engine.deid.harvest(ctx, instance, engine.prompt.build(ctx, instance)));
+    evidence?.add(instance, engine.prompt.build(ctx, instance));
     batch.push({ itemKey: instance.key, ordinal, instance });
     ordinal += 1;
     if (batch.length >= limit) {
@@ -154,8 +131,13 @@ async function plan(engine: Engine, run: RunRow, ctx: RunContext, workerId: stri
     throw new UserError('dataset.duplicate-keys', `${ctx.benchmark.dataPath}: ${ordinal - stored} instance ids occur more than once; ids must be unique`);
   }
   // Before the run counts as planned (and a de-identified run's instances can be claimed), every record
-  // of a subject learns the names found in the subject's other records.
-  if (evidence.size > 0) await engine.store.attachEvidence(run.run_id, evidence.entries());
+  // of a subject learns the names found in the subject's other records, and the run keeps what the whole
+  // dataset taught (sealed: keyed hashes), its version appended to the run's de-identification version.
+  if (evidence) {
+    const { subjects, evidence: sealed } = evidence.finish();
+    if (subjects.length > 0) await engine.store.attachEvidence(run.run_id, subjects);
+    if (sealed) await engine.store.saveEvidence(run.run_id, sealed);
+  }
   await engine.store.markPlanned(run.run_id, ordinal, skipped);
   // What the dataset left out is counted, never dropped silently: one line per rule.
   for (const [rule, count] of Object.entries(skipped)) engine.logger.info('run.records-skipped', { runId: run.run_id, rule, count });

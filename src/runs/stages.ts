@@ -31,6 +31,8 @@ export interface RunContext {
   approvalId?: string;
   /** The compliance officer who approved a private run. */
   approvedBy?: string;
+  /** When the run was requested (absent while it is being requested): a revocation after it stops the run. */
+  requestedAt?: Date;
 }
 
 /** A decision always names the rule that made it, a key of the registry (src/policy). */
@@ -66,10 +68,21 @@ export interface DeidStage {
   readonly version: string | null;
   apply(ctx: RunContext, instance: Instance, prompt: string): DeidOutcome | Promise<DeidOutcome>;
   /**
-   * The name words found in one record's prompt, for the subject's other records (planning gathers
-   * them before any prompt of the run is sent). Empty when the run is not de-identified.
+   * Planning of a de-identified run: what its records teach each other, gathered from every record
+   * before any prompt of the run is sent (the subjects' name words, the dataset's evidence).
    */
-  harvest?(ctx: RunContext, instance: Instance, prompt: string): string[];
+  plan?(ctx: RunContext): DeidPlanning;
+}
+
+/** One run's planning: each record's prompt in, then what to keep in the run store. */
+export interface DeidPlanning {
+  add(instance: Instance, prompt: string): void;
+  finish(): {
+    /** The name words of each subject with more than one record, attached to its records. */
+    subjects: { subject: string; words: string[] }[];
+    /** The dataset's evidence as keyed hashes and its version (none when nothing spreads). */
+    evidence?: { version: string; hashes: string[] };
+  };
 }
 
 /** Scores of one instance by metric name; null where a metric does not apply. */

@@ -6,6 +6,7 @@ import type { Database, Queryable } from '../db';
 import { GroupCommit } from '../db';
 import type { Instance } from '../catalog';
 import type { Tier } from '../tiers';
+import { causeMeaning, type RunCause } from './outcome';
 
 export type RunStatus = 'requested' | 'approved' | 'running' | 'completed' | 'failed' | 'cancelled' | 'halted';
 export type ItemState = 'pending' | 'claimed' | 'done' | 'blocked' | 'failed';
@@ -84,6 +85,8 @@ export interface ItemResult {
   completionTokens: number | null;
   /** Of the completion tokens, the reasoning ones (reasoning models that report them). */
   reasoningTokens?: number | null;
+  /** The endpoint did not report usage truthfully: the tokens are the call's worst case (src/calls/cost.ts). */
+  usageUnderReported?: boolean;
   latencyMs: number;
 }
 
@@ -157,6 +160,15 @@ export class RunStore {
     return rows.map((r) => r.run_id);
   }
 
+  /** The runs of a requester that are not finished (requested, approved, running), oldest first. */
+  async activeRunsBy(requester: string): Promise<string[]> {
+    const rows = await this.db.query<{ run_id: string }>(
+      `SELECT run_id::text AS run_id FROM runs WHERE requested_by = $1 AND status IN ('requested', 'approved', 'running') ORDER BY created_at, run_id`,
+      [requester],
+    );
+    return rows.map((r) => r.run_id);
+  }
+
   async listRunsBy(requester: string, limit = 50): Promise<RunRow[]> {
     return this.db.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM runs WHERE requested_by = $1 ORDER BY created_at DESC, run_id LIMIT $2`, [requester, limit]);
   }
@@ -214,6 +226,27 @@ export class RunStore {
     }
   }
 
+  /**
+   * Keeps a run's dataset-wide evidence, sealed (keyed hashes), and appends its version to the run's
+   * de-identification version. Planning again (a takeover) writes the same evidence again.
+   */
+  async saveEvidence(runId: string, sealed: { version: string; hashes: string[] }): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.query(
+        `INSERT INTO run_deid_evidence (run_id, version, hashes) VALUES ($1::uuid, $2, $3::jsonb)
+         ON CONFLICT (run_id) DO UPDATE SET version = EXCLUDED.version, hashes = EXCLUDED.hashes`,
+        [runId, sealed.version, JSON.stringify(sealed.hashes)],
+      );
+      await tx.query(`UPDATE runs SET deid_version = split_part(deid_version, ' ', 1) || ' ' || $2 WHERE run_id = $1::uuid AND deid_version IS NOT NULL`, [runId, sealed.version]);
+    });
+  }
+
+  /** A run's sealed dataset-wide evidence, if planning gathered any. */
+  async loadEvidence(runId: string): Promise<{ version: string; hashes: string[] } | undefined> {
+    const rows = await this.db.query<{ version: string; hashes: string[] }>('SELECT version, hashes FROM run_deid_evidence WHERE run_id = $1::uuid', [runId]);
+    return rows[0];
+  }
+
   async markPlanned(runId: string, count: number, skipped: Record<string, number> = {}): Promise<void> {
     await this.db.query('UPDATE runs SET instance_count = $2, skipped = $3::jsonb WHERE run_id = $1::uuid', [runId, count, JSON.stringify(skipped)]);
   }
@@ -256,10 +289,11 @@ export class RunStore {
   private async writeCompletions(items: CompletedItem[]): Promise<boolean[]> {
     const rows = await this.db.query<{ run_id: string; item_key: string }>(
       `UPDATE run_items AS i SET state = 'done', prediction = x.prediction, scores = x.scores, prompt_tokens = x.prompt_tokens,
-              completion_tokens = x.completion_tokens, reasoning_tokens = x.reasoning_tokens, latency_ms = x.latency_ms, pending_annotators = x.pending_annotators,
+              completion_tokens = x.completion_tokens, reasoning_tokens = x.reasoning_tokens, usage_under_reported = x.usage_under_reported,
+              latency_ms = x.latency_ms, pending_annotators = x.pending_annotators,
               finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
          FROM jsonb_to_recordset($1::jsonb) AS x(run_id uuid, item_key text, worker_id text, prediction text, scores jsonb,
-              prompt_tokens integer, completion_tokens integer, reasoning_tokens integer, latency_ms integer, pending_annotators jsonb)
+              prompt_tokens integer, completion_tokens integer, reasoning_tokens integer, usage_under_reported boolean, latency_ms integer, pending_annotators jsonb)
         WHERE i.run_id = x.run_id AND i.item_key = x.item_key AND i.state = 'claimed' AND i.lease_owner = x.worker_id
        RETURNING i.run_id::text AS run_id, i.item_key`,
       [
@@ -273,6 +307,7 @@ export class RunStore {
             prompt_tokens: r.promptTokens,
             completion_tokens: r.completionTokens,
             reasoning_tokens: r.reasoningTokens ?? null,
+            usage_under_reported: r.usageUnderReported === true,
             latency_ms: r.latencyMs,
             pending_annotators: r.pendingAnnotators?.length ? r.pendingAnnotators : null,
           })),
@@ -397,23 +432,33 @@ export class RunStore {
     return new Set(rows.map((r) => r.metric));
   }
 
-  /** Instances that failed for good, by the error code that failed them (most first). */
-  async failureCauses(runId: string): Promise<{ code: string; n: number }[]> {
-    const rows = await this.db.query<{ code: string | null; n: number }>(
-      `SELECT outcome_rule AS code, count(*)::integer AS n FROM run_items WHERE run_id = $1::uuid AND state = 'failed' GROUP BY 1 ORDER BY 2 DESC, 1`,
+  /** Instances that ended without a result (failed for good, or blocked by a rule), by their code, most first. */
+  async causes(runId: string): Promise<RunCause[]> {
+    const rows = await this.db.query<{ code: string | null; state: 'failed' | 'blocked'; n: number }>(
+      `SELECT outcome_rule AS code, state, count(*)::integer AS n FROM run_items
+        WHERE run_id = $1::uuid AND state IN ('failed', 'blocked') GROUP BY 1, 2 ORDER BY 3 DESC, 2 DESC, 1`,
       [runId],
     );
-    return rows.map((r) => ({ code: r.code ?? 'internal', n: Number(r.n) }));
+    return rows.map((r) => {
+      const code = r.code ?? 'internal';
+      return { code, state: r.state, instances: Number(r.n), meaning: causeMeaning(code) };
+    });
   }
 
-  /** Token totals over finished instances. */
-  async tokenTotals(runId: string): Promise<{ promptTokens: number; completionTokens: number; reasoningTokens: number }> {
-    const rows = await this.db.query<{ p: number; c: number; r: number }>(
-      `SELECT COALESCE(sum(prompt_tokens), 0)::bigint AS p, COALESCE(sum(completion_tokens), 0)::bigint AS c, COALESCE(sum(reasoning_tokens), 0)::bigint AS r
+  /**
+   * Token totals over finished instances, and how many of the run's calls (model and judges) were
+   * charged their worst case because the endpoint did not report usage truthfully.
+   */
+  async tokenTotals(runId: string): Promise<{ promptTokens: number; completionTokens: number; reasoningTokens: number; usageUnderReported: number }> {
+    const rows = await this.db.query<{ p: number; c: number; r: number; u: number; j: number }>(
+      `SELECT COALESCE(sum(prompt_tokens), 0)::bigint AS p, COALESCE(sum(completion_tokens), 0)::bigint AS c, COALESCE(sum(reasoning_tokens), 0)::bigint AS r,
+              count(*) FILTER (WHERE usage_under_reported)::bigint AS u,
+              (SELECT count(*) FROM judge_spend WHERE run_id = $1::uuid AND usage_under_reported)::bigint AS j
          FROM run_items WHERE run_id = $1::uuid AND state = 'done'`,
       [runId],
     );
-    return { promptTokens: Number(rows[0]?.p ?? 0), completionTokens: Number(rows[0]?.c ?? 0), reasoningTokens: Number(rows[0]?.r ?? 0) };
+    const row = rows[0];
+    return { promptTokens: Number(row?.p ?? 0), completionTokens: Number(row?.c ?? 0), reasoningTokens: Number(row?.r ?? 0), usageUnderReported: Number(row?.u ?? 0) + Number(row?.j ?? 0) };
   }
 
   async saveAggregates(runId: string, aggregates: MetricAggregate[], q: Queryable = this.db): Promise<void> {
@@ -431,8 +476,8 @@ export class RunStore {
   }
 
   /**
-   * Marks the run completed when nothing is left to do; returns its counts, or undefined when it was
-   * not finished or another caller won. Exactly one caller wins (the status check), so aggregates
+   * Marks the run finished when nothing is left to do (completed, or failed when no instance is done);
+   * returns its counts, or undefined when it was not finished or another caller won. Exactly one caller wins (the status check), so aggregates
    * are written once even with several workers finishing together.
    */
   async completeIfFinished(runId: string, alongside?: (tx: Queryable, counts: StateCounts) => Promise<void>): Promise<StateCounts | undefined> {
@@ -450,7 +495,10 @@ export class RunStore {
 
   private async markCompleted(runId: string, q: Queryable): Promise<boolean> {
     const rows = await q.query(
-      `UPDATE runs SET status = 'completed', finished_at = now()
+      // A run none of whose instances finished has no results: it is failed, never "completed".
+      `UPDATE runs SET finished_at = now(),
+              status = CASE WHEN EXISTS (SELECT 1 FROM run_items WHERE run_id = $1::uuid AND state = 'done') THEN 'completed' ELSE 'failed' END,
+              error_code = CASE WHEN EXISTS (SELECT 1 FROM run_items WHERE run_id = $1::uuid AND state = 'done') THEN error_code ELSE 'run.no-instance-finished' END
         WHERE run_id = $1::uuid AND status = 'running' AND instance_count IS NOT NULL
           AND NOT EXISTS (SELECT 1 FROM run_items WHERE run_id = $1::uuid AND (state IN ('pending', 'claimed') OR pending_annotators IS NOT NULL))
         RETURNING 1`,

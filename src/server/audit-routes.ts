@@ -8,7 +8,21 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { App } from '../app';
-import { csvHeader, csvRow, type ExportFormat, fhirAuditEvent, jsonlCheckpoint, jsonlEvent, loadCheckpoints, type RecordFilter, streamRecords, tailRecords, toSignedCheckpoint } from '../audit';
+import {
+  AUDIT_EVENT_TYPES,
+  csvHeader,
+  csvRow,
+  type ExportFormat,
+  fhirAuditEvent,
+  jsonlCheckpoint,
+  jsonlEvent,
+  loadCheckpoints,
+  type RecordFilter,
+  streamRecords,
+  tailRecords,
+  toSignedCheckpoint,
+} from '../audit';
+import { UserError } from '../errors';
 import type { Caller, Operations } from '../operations';
 
 type Schema = (name: string) => Record<string, unknown>;
@@ -22,6 +36,36 @@ export interface AuditQuery {
   outcome?: string;
   rule?: string;
   export?: string;
+}
+
+/** A search of the events: the filter, and which page in which order. */
+export interface AuditSearchQuery extends AuditQuery {
+  order?: 'oldest' | 'newest';
+  before?: number;
+  after?: number;
+  exclude?: string;
+  limit?: number;
+}
+
+const KNOWN_TYPES: readonly string[] = AUDIT_EVENT_TYPES;
+
+/** An event type the trail records, or a 400 naming the field and the types there are. */
+function eventType(field: string, value: string): string {
+  if (!KNOWN_TYPES.includes(value)) throw new UserError('request.invalid', `${field}: '${value.slice(0, 60)}' is not an audit event type; use one of ${KNOWN_TYPES.join(', ')}`);
+  return value;
+}
+
+/** The filter of a search: the query's, its types checked, and the page (before or after a seq). */
+export function searchFilter(q: AuditSearchQuery): RecordFilter {
+  if (q.before !== undefined && q.after !== undefined) throw new UserError('request.invalid', 'before and after: give one of them (before pages back newest first, after pages on oldest first)');
+  if (q.type) eventType('type', q.type);
+  const excludeTypes = q.exclude ? q.exclude.split(',').map((t) => eventType('exclude', t)) : [];
+  return {
+    ...auditFilter(q),
+    ...(q.before !== undefined ? { beforeSeq: q.before } : {}),
+    ...(q.after !== undefined ? { afterSeq: q.after } : {}),
+    ...(excludeTypes.length ? { excludeTypes } : {}),
+  };
 }
 
 /** The filter of an audit query (times normalised to UTC ISO-8601). */
@@ -49,6 +93,9 @@ export function readDetail(filter: RecordFilter, extra: Record<string, string | 
     ...(filter.outcome ? { outcome: filter.outcome } : {}),
     ...(filter.rule ? { rule: filter.rule } : {}),
     ...(filter.exportId ? { exportId: filter.exportId } : {}),
+    ...(filter.beforeSeq !== undefined ? { beforeSeq: filter.beforeSeq } : {}),
+    ...(filter.afterSeq !== undefined ? { afterSeq: filter.afterSeq } : {}),
+    ...(filter.excludeTypes ? { excluded: filter.excludeTypes.join(',') } : {}),
     ...extra,
   };
 }

@@ -70,8 +70,12 @@ export function registerConsoleApiRoutes(server: FastifyInstance, app: App, ops:
     async (req, reply) => reply.type(SVG).send(runProgressSvg(await ops.showRun(caller(req), req.params.id))),
   );
   server.get<{ Querystring: { runs: string } }>('/v1/pictures/leaderboard.svg', { schema: { querystring: RUNS_QUERY, response: { '4xx': error, '5xx': error } } }, async (req, reply) => {
-    const { table, board } = boardOf(await runViews(ops, caller(req), req.query.runs));
-    return reply.type(SVG).send(heatmapSvg(table, board));
+    const views = await runViews(ops, caller(req), req.query.runs);
+    const { table, board } = boardOf(views);
+    // A row is an endpoint; it is labelled "model (endpoint)" so the reader finds the model.
+    const models = new Map(views.map((v) => [v.endpointId, v.model]));
+    const label = (endpoint: string) => (models.get(endpoint) ? `${models.get(endpoint)} (${endpoint})` : endpoint);
+    return reply.type(SVG).send(heatmapSvg(table, board, 'Scores per benchmark, one row per endpoint', label));
   });
   server.get<{ Querystring: { runs: string } }>('/v1/pictures/categories.svg', { schema: { querystring: RUNS_QUERY, response: { '4xx': error, '5xx': error } } }, async (req, reply) => {
     const { board } = boardOf(await runViews(ops, caller(req), req.query.runs));

@@ -20,6 +20,7 @@ import type { DetailedPeerCertificate, TLSSocket } from 'node:tls';
 import type { Logger } from '../log';
 import { type HandshakeRefusalReason, observeHandshakeRefusal } from '../observability';
 import { normalizeFingerprint } from './identity';
+import { refusalLogger } from './refusal-log';
 
 /** OpenSSL's verification results, as Node names them, to the reasons the daemon counts. */
 const VERIFY_REASONS: Record<string, HandshakeRefusalReason> = {
@@ -38,10 +39,6 @@ const SHOWABLE_NAME = /^[A-Za-z0-9][A-Za-z0-9 ._@()-]{0,63}$/;
 /** Codes are Node's or OpenSSL's: upper case, digits and underscores. */
 const SAFE_CODE = /^[A-Z0-9_]{1,64}$/;
 
-/** At most this many log lines per reason and minute; the counter stays exact. */
-const LOG_LIMIT = 100;
-const LOG_WINDOW_MS = 60_000;
-
 export interface HandshakeRefusal {
   reasonCode: HandshakeRefusalReason;
   errorCode?: string;
@@ -51,16 +48,20 @@ export interface HandshakeRefusal {
   address: string;
 }
 
-function firstName(value: string | string[] | undefined): string | undefined {
+export function firstName(value: string | string[] | undefined): string | undefined {
   const name = Array.isArray(value) ? value[0] : value;
   if (name === undefined) return undefined;
   return SHOWABLE_NAME.test(name) ? name : '(not shown)';
 }
 
-/** The peer's address as the log may hold it: an IPv4-mapped IPv6 address unwrapped, a zone id dropped. */
-function addressOf(socket: TLSSocket): string {
-  const address = (socket.remoteAddress ?? '').replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '').replace(/%.*$/, '');
+/** A peer's address as the log may hold it: an IPv4-mapped IPv6 address unwrapped, a zone id dropped. */
+export function logAddress(remoteAddress: string | undefined): string {
+  const address = (remoteAddress ?? '').replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '').replace(/%.*$/, '');
   return /^[0-9A-Fa-f:.]{1,64}$/.test(address) ? address : 'unknown';
+}
+
+function addressOf(socket: TLSSocket): string {
+  return logAddress(socket.remoteAddress);
 }
 
 /** What may be said of a certificate the client CAs did not verify. */
@@ -91,32 +92,13 @@ function describeFailure(err: NodeJS.ErrnoException, socket: TLSSocket): Handsha
   return { reasonCode, ...(code ? { errorCode: code } : {}), address: addressOf(socket) };
 }
 
-/** Logs refusals, at most LOG_LIMIT per reason and window, then one line with how many were not logged. */
-function refusalLogger(logger: Logger, now: () => number = Date.now): (r: HandshakeRefusal, level: 'warn' | 'info') => void {
-  const windows = new Map<HandshakeRefusalReason, { startedAt: number; logged: number; suppressed: number }>();
-  return (refusal, level) => {
-    const t = now();
-    let w = windows.get(refusal.reasonCode);
-    if (!w || t - w.startedAt >= LOG_WINDOW_MS) {
-      if (w?.suppressed) logger.warn('server.tls-refused.not-logged', { reasonCode: refusal.reasonCode, count: w.suppressed });
-      w = { startedAt: t, logged: 0, suppressed: 0 };
-      windows.set(refusal.reasonCode, w);
-    }
-    if (w.logged >= LOG_LIMIT) {
-      w.suppressed += 1;
-      return;
-    }
-    w.logged += 1;
-    logger[level]('server.tls-refused', { ...refusal });
-  };
-}
-
 /**
  * Installs the refusal on the daemon's HTTPS server (whose TLS options request a client certificate
  * and leave its rejection to this listener), and the logging and counting of failed handshakes.
  */
 export function refuseUnverifiedClients(server: HttpsServer, logger: Logger): void {
-  const log = refusalLogger(logger);
+  const logLine = refusalLogger(logger, 'server.tls-refused');
+  const log = (refusal: HandshakeRefusal, level: 'warn' | 'info') => logLine(refusal.reasonCode, { ...refusal }, level);
   // First of all listeners: the HTTP layer has not seen this socket yet, and will read nothing from it.
   server.prependListener('secureConnection', (socket: TLSSocket) => {
     if (socket.authorized) {

@@ -3,8 +3,9 @@
  * only), a principal for every request, a request schema on every route (unknown fields are a 400,
  * never silently dropped; size-limited bodies) and a response schema that serialises only listed
  * fields, rate limits per principal and, for refused identities, per client address and certificate
- * (src/server/denials.ts), request, header and idle timeouts, health and readiness, and a graceful
- * shutdown that stops the workers and seals the audit trail.
+ * (src/server/denials.ts), request, header and idle timeouts enforced within a second, caps on the
+ * connections held open in total and per client certificate (src/server/connections.ts), health and
+ * readiness, and a graceful shutdown that stops the workers and seals the audit trail.
  */
 import { commandPrefix } from '../command-prefix';
 import { existsSync, readFileSync } from 'node:fs';
@@ -15,13 +16,14 @@ import type { TLSSocket } from 'node:tls';
 import rateLimit from '@fastify/rate-limit';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { App } from '../app';
-import { formatSchemaErrors, requestValidator } from '../config';
+import { connectionsCheckingIntervalMs, formatSchemaErrors, requestValidator } from '../config';
 import { type ErrorCode, errorEntry, PolicyDenied, UserError, describeError } from '../errors';
 import { type Caller, Operations } from '../operations';
 import { RunScheduler } from '../runs';
 import { registerBrowserSecurity } from '../console';
 import { enableProcessMetrics, metricsText, observeStore, restrictIds, startLocalListener } from '../observability';
 import { pemFingerprints, serviceActor } from '../identity';
+import { limitConnections } from './connections';
 import { DenialLimiter } from './denials';
 import { isSiteFault, SERVICE_UNAVAILABLE_MESSAGE, SiteFaultLog } from './faults';
 import { refuseUnverifiedClients } from './handshake';
@@ -147,6 +149,9 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
       handshakeTimeout: timeouts.headersSeconds * 1000,
       headersTimeout: timeouts.headersSeconds * 1000,
       requestTimeout: timeouts.requestSeconds * 1000,
+      // Node enforces the two above only when it looks (every 30 s by default): look often enough
+      // that a client is closed within a second of its timeout (src/config/server-timeouts.ts).
+      connectionsCheckingInterval: connectionsCheckingIntervalMs(timeouts),
     },
     requestTimeout: timeouts.requestSeconds * 1000,
     keepAliveTimeout: timeouts.keepAliveSeconds * 1000,
@@ -157,7 +162,10 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
     forceCloseConnections: 'idle',
   });
 
-  // Installed before anything listens on the server: an unverified client never reaches HTTP.
+  // Installed before anything listens on the server: an unverified client never reaches HTTP, and
+  // a certificate holds only so many sockets. The caps first: both prepend their listener, so the
+  // refusal of unverified clients runs before the count (src/server/connections.ts).
+  limitConnections(server.server as unknown as HttpsServer, { maxConnections: cfg.maxConnections, maxConnectionsPerCertificate: cfg.maxConnectionsPerCertificate }, app.logger);
   refuseUnverifiedClients(server.server as unknown as HttpsServer, app.logger);
 
   // Bodies: strict (no coercion, unknown fields rejected). Query strings and params: coerced from text.
@@ -197,7 +205,9 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
             'identity.denials-rate-limited',
           )
         : answer('identity.denied', who.reason, who.rule);
-      return reply.code(status).send(body);
+      // The socket goes with the answer: a refused certificate (revoked, unknown) cannot keep it
+      // open by sending one refused request after another.
+      return reply.code(status).header('connection', 'close').send(body);
     }
     req.caller = { principal: who.principal, authMethod: 'mtls' };
   });

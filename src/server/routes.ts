@@ -1,14 +1,24 @@
 /** The daemon's routes: each a request schema, an operation, a response schema. */
 import type { FastifyInstance } from 'fastify';
 import type { App } from '../app';
-import type { ApprovalChange, ApprovalInput } from '../access';
-import { chainOf, lastProbes, loadCheckpoints, loadMacKeysIfPresent, loadWitnesses, type RecordFilter, streamRecords, trustedKeys, verifyAudit, type AuditRecord } from '../audit';
+import { type ApprovalChange, type ApprovalInput, endpointDecision } from '../access';
+import type { Endpoint } from '../egress';
+import { TIERS, type Tier } from '../tiers';
+import { chainOf, lastProbes, loadCheckpoints, loadMacKeysIfPresent, loadWitnesses, type RecordFilter, streamRecords, tailRecords, trustedKeys, verifyAudit, type AuditRecord } from '../audit';
 import type { Operations, RunRequestInput } from '../operations';
 import type { RunScheduler } from '../runs';
-import { type AuditQuery, auditFilter, readDetail, registerAuditReviewRoutes } from './audit-routes';
+import { type AuditSearchQuery, readDetail, registerAuditReviewRoutes, searchFilter } from './audit-routes';
 import { registerConsoleApiRoutes } from './console-routes';
 
 type Schema = (name: string) => Record<string, unknown>;
+
+/** The tiers an endpoint may never receive, whoever asks, each with its rule (the request form offers it for the others only). */
+function refusedTiers(endpoint: Endpoint): { tier: Tier; rule: string; reason: string }[] {
+  return TIERS.flatMap((tier) => {
+    const d = endpointDecision(tier, endpoint);
+    return d && !d.allowed ? [{ tier, rule: d.rule, reason: d.reason }] : [];
+  });
+}
 
 const UUID_PARAM = {
   $id: 'https://ehrbench.local/schemas/api/id-param.inline',
@@ -89,7 +99,7 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
   );
   server.get('/v1/endpoints', { schema: { response: responses(list(schema('api/endpoint-summary.schema.json'))) } }, async () => {
     const probes = await lastProbes(app.db);
-    return app.endpoints.endpoints.map((e) => ({ ...e, deployment: e.deployment ?? null, model: e.model ?? null, lastProbeAt: probes.get(e.id) ?? null }));
+    return app.endpoints.endpoints.map((e) => ({ ...e, deployment: e.deployment ?? null, model: e.model ?? null, lastProbeAt: probes.get(e.id) ?? null, refusedTiers: refusedTiers(e) }));
   });
 
   server.get('/v1/audit/verify', { schema: { response: responses(schema('api/audit-report.schema.json')) } }, async (req) => {
@@ -97,7 +107,7 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     await app.audit.record({ type: 'audit.verify', action: 'E', outcome: 'success', rule: 'audit.verify.api', actor });
     const { witnesses, problems } = loadWitnesses(app.config.audit.witnessDirs);
     const macKeys = loadMacKeysIfPresent(app.config.keysDir);
-    return verifyAudit({
+    const report = await verifyAudit({
       // PostgreSQL on a host with 2 cores or more: read and checked in parallel segments (worker threads); otherwise streamed.
       ...chainOf(app.db),
       checkpoints: await loadCheckpoints(app.db),
@@ -106,19 +116,36 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
       trustedKeys: trustedKeys(app.config.keysDir),
       ...(macKeys ? { macKeys } : {}),
     });
+    // What it found, kept in the trail so that the next reader sees the chain's state and who last checked
+    // it. A trail that refuses the record (stopped) still gets its answer: that is when it is needed most.
+    await app.audit
+      .record({
+        type: 'audit.verify',
+        action: 'E',
+        outcome: report.ok ? 'success' : 'failed',
+        rule: 'audit.verify.outcome',
+        actor,
+        detail: { events: report.events, findings: report.findings.length, checkpoints: report.checkpoints },
+      })
+      .catch(() => undefined);
+    return report;
   });
-  server.get<{ Querystring: AuditQuery & { limit?: number } }>(
+  server.get<{ Querystring: AuditSearchQuery }>(
     '/v1/audit/events',
     { schema: { querystring: query('api/audit-query.schema.json'), response: responses(list(schema('api/audit-event.record.schema.json'))) } },
     async (req) => {
       const actor = await ops.asAny(caller(req), ['compliance', 'auditor'], 'reading the audit trail');
       const q = req.query;
-      const filter: RecordFilter = auditFilter(q);
-      await app.audit.record({ type: 'audit.read', action: 'R', outcome: 'success', rule: 'audit.read.api', reason: 'search', actor, detail: readDetail(filter, { limit: q.limit ?? 100 }) });
+      const filter: RecordFilter = searchFilter(q);
+      const limit = q.limit ?? 100;
+      const order = q.order ?? 'oldest';
+      await app.audit.record({ type: 'audit.read', action: 'R', outcome: 'success', rule: 'audit.read.api', reason: 'search', actor, detail: readDetail(filter, { limit, order }) });
+      // Newest first: the last `limit` matches, the newest at the top (a trail of thousands opens on today).
+      if (order === 'newest') return (await tailRecords(app.db, limit, filter)).reverse();
       const found: AuditRecord[] = [];
       for await (const r of streamRecords(app.db, filter)) {
         found.push(r);
-        if (found.length >= (q.limit ?? 100)) break;
+        if (found.length >= limit) break;
       }
       return found;
     },
@@ -173,7 +200,11 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
           properties: { principal: { type: 'string', pattern: '^[a-z0-9][a-z0-9._-]{0,62}$' } },
         },
         body: body('api/reason.schema.json'),
-        response: responses({ type: 'object', additionalProperties: false, properties: { principal: { type: 'string' }, revoked: { type: 'integer' } } }),
+        response: responses({
+          type: 'object',
+          additionalProperties: false,
+          properties: { principal: { type: 'string' }, revoked: { type: 'integer' }, stoppedRuns: { type: 'array', items: { type: 'string' } } },
+        }),
       },
     },
     async (req) => ops.revokePrincipal(caller(req), req.params.principal, req.body.reason),

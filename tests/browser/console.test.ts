@@ -145,12 +145,30 @@ describeBrowser('the console in Chromium', () => {
     await carol.getByLabel('Principal investigator', { exact: true }).fill('alice');
     await carol.getByLabel('Personnel', { exact: true }).fill('alice, rita');
     await carol.getByLabel('Benchmarks', { exact: true }).fill('site_private');
-    await carol.getByLabel('Tiers', { exact: true }).selectOption('private');
+    // no tier is ticked unless the officer ticks one: the approval covers the benchmark named, no other
+    await expect(carol.getByRole('checkbox', { name: 'every private benchmark' }).isChecked()).resolves.toBe(false);
+    await expect(carol.getByRole('checkbox', { name: 'every approval-required benchmark' }).isChecked()).resolves.toBe(false);
     await carol.getByLabel('Endpoints', { exact: true }).fill('vpc-private');
     await carol.getByLabel('Purpose', { exact: true }).fill('console walk');
     await carol.getByRole('button', { name: 'Record the approval' }).click();
     await carol.getByRole('status').filter({ hasText: 'IRB-CONSOLE-1 recorded' }).waitFor();
     await carol.getByRole('link', { name: 'IRB-CONSOLE-1' }).waitFor();
+    const stored = (await t.app.approvals.list()).find((a) => a.protocolNumber === 'IRB-CONSOLE-1')!;
+    expect({ benchmarks: stored.benchmarks, tiers: stored.tiers }).toEqual({ benchmarks: ['site_private'], tiers: [] });
+    // a tier is granted only when ticked, and then shown as what it is
+    await carol.getByLabel('Protocol number', { exact: true }).fill('IRB-CONSOLE-TIER');
+    await carol.getByLabel('Principal investigator', { exact: true }).fill('bob');
+    await carol.getByLabel('Personnel', { exact: true }).fill('bob');
+    await carol.getByRole('checkbox', { name: 'every private benchmark' }).check();
+    await carol.getByLabel('Purpose', { exact: true }).fill('a whole tier');
+    await carol.getByRole('button', { name: 'Record the approval' }).click();
+    await carol.getByRole('status').filter({ hasText: 'IRB-CONSOLE-TIER recorded' }).waitFor();
+    const tier = (await t.app.approvals.list()).find((a) => a.protocolNumber === 'IRB-CONSOLE-TIER')!;
+    expect({ benchmarks: tier.benchmarks, tiers: tier.tiers }).toEqual({ benchmarks: [], tiers: ['private'] });
+    await carol
+      .getByRole('row', { name: /IRB-CONSOLE-TIER/ })
+      .getByText('every private benchmark (tier)')
+      .waitFor();
     await record(carol, 'approvals');
     await carol.getByRole('link', { name: 'IRB-CONSOLE-1' }).click();
     await carol.getByRole('heading', { name: 'History' }).waitFor();
@@ -178,11 +196,20 @@ describeBrowser('the console in Chromium', () => {
     await record(alice, 'run-awaiting-approval');
 
     // Rita, researcher and officer, requests one herself and may not approve it: the page shows the rule.
-    const own = await t.call('rita', 'POST', '/v1/runs', { benchmarkId: 'site_private', endpointId: 'vpc-private', approvalId: (await t.app.approvals.list())[0]!.approvalId, maxInstances: 2 });
+    const own = await t.call('rita', 'POST', '/v1/runs', {
+      benchmarkId: 'site_private',
+      endpointId: 'vpc-private',
+      approvalId: (await t.app.approvals.list()).find((a) => a.protocolNumber === 'IRB-CONSOLE-1')!.approvalId,
+      maxInstances: 2,
+    });
     expect(own.status).toBe(200);
     const rita = await as('rita');
     await open(rita, '#/queue/runs', /awaiting approval/i);
     await rita.getByRole('button', { name: `approve run ${own.json.runId.slice(0, 8)}` }).click();
+    await rita
+      .getByRole('dialog')
+      .getByRole('button', { name: `Approve run ${own.json.runId.slice(0, 8)}` })
+      .click();
     await expect(rita.getByRole('alert').textContent()).resolves.toMatch(/rule sod\.approver-is-requester/);
     await record(rita, 'run-approvals-self-refused');
     expect((await t.call('rita', 'GET', `/v1/runs/${own.json.runId}`)).json.status).toBe('requested');
@@ -193,12 +220,23 @@ describeBrowser('the console in Chromium', () => {
     await carol.getByTestId('approval-queue-count').filter({ hasText: /^2$/ }).waitFor();
     await record(carol, 'home-compliance');
     await open(carol, '#/queue/runs', /awaiting approval/i);
+    // the officer sees how the approval covers each run: here it names the benchmark
+    await carol.locator(`tr[data-run="${runId}"]`).getByTestId('run-approval-coverage').filter({ hasText: 'IRB-CONSOLE-1: benchmark named' }).waitFor();
     await record(carol, 'run-approvals');
+    // Approving is two steps: the dialog names the run, its data and where it goes; cancel does nothing.
     await carol.getByRole('button', { name: `approve run ${runId.slice(0, 8)}` }).click();
+    const approveDialog = carol.getByRole('dialog', { name: `Approve run ${runId.slice(0, 8)}?` });
+    await expect(approveDialog.innerText()).resolves.toMatch(/site_private \(private data\), at most 8 instances, requested by alice, is sent to .*vpc-private.* under IRB-CONSOLE-1: benchmark named/);
+    await record(carol, 'run-approve-confirm');
+    await approveDialog.getByRole('button', { name: 'Cancel' }).click();
+    expect((await t.call('alice', 'GET', `/v1/runs/${runId}`)).json.status).toBe('requested');
+    await carol.getByRole('button', { name: `approve run ${runId.slice(0, 8)}` }).click();
+    await approveDialog.getByRole('button', { name: `Approve run ${runId.slice(0, 8)}` }).click();
     await carol.getByRole('status').filter({ hasText: 'approved' }).waitFor();
     await alice.getByText('completed', { exact: true }).first().waitFor({ timeout: 120_000 });
     await alice.getByRole('heading', { name: 'Scores' }).waitFor();
-    await picturesDrawn(alice, 1);
+    // The bar and the counts table are drawn from the same counts: the bar says 8 of 8 finished.
+    await alice.getByTestId('run-progress').filter({ hasText: 'completed: 8 of 8 finished' }).waitFor();
     await record(alice, 'run-completed');
     await open(alice, '#/runs', /my runs/i);
     await alice.getByRole('checkbox', { name: `compare run ${runId.slice(0, 8)}` }).check();
@@ -212,11 +250,19 @@ describeBrowser('the console in Chromium', () => {
     await alice.getByRole('heading', { level: 1, name: /^Export / }).waitFor();
     const exportId = alice.url().split('#/exports/')[1]!;
     await open(carol, '#/queue/releases', /release queue/i);
+    // The queue carries what a release is triaged by: tier, benchmark, IRB, model, size, suppressed figures.
+    const queued = carol.locator(`tr[data-export="${exportId}"]`);
+    await expect(queued.innerText()).resolves.toMatch(/private\s+site_private 1\.0\.0\s+IRB-CONSOLE-1\s+.*vpc-private/);
+    await expect(queued.getByTestId('suppressed-count').innerText()).resolves.toMatch(/^\d+$/);
     await record(carol, 'release-queue');
     await carol.getByRole('link', { name: `Review ${exportId.slice(0, 8)}` }).click();
     await carol.getByRole('heading', { name: 'What a release signs' }).waitFor();
     await record(carol, 'export-preview');
     await carol.getByRole('button', { name: 'Release this export (sign it)' }).click();
+    await carol
+      .getByRole('dialog')
+      .getByRole('button', { name: `Release ${exportId.slice(0, 8)}` })
+      .click();
     await carol.getByRole('status').filter({ hasText: 'export released' }).waitFor();
     const released = await t.call('alice', 'GET', `/v1/exports/${exportId}`);
     expect(released.json).toMatchObject({ state: 'released', releasedBy: 'carol', requestedBy: 'alice' });
@@ -226,6 +272,16 @@ describeBrowser('the console in Chromium', () => {
     await open(erin, `#/audit/run/${runId}`, /audit timeline/i);
     await erin.getByText('approved', { exact: true }).first().waitFor();
     await erin.getByText('export released', { exact: true }).first().waitFor();
+    // Alice fetching the released bundle reads as a download by her, not as a release by a researcher.
+    await t.call('alice', 'GET', `/v1/exports/${exportId}/files`);
+    await erin.reload();
+    await erin.getByRole('listitem').filter({ hasText: 'export downloaded by alice (researcher)' }).first().waitFor();
+    await expect(
+      erin
+        .getByRole('listitem')
+        .filter({ hasText: /released by alice/ })
+        .count(),
+    ).resolves.toBe(0);
     await record(erin, 'audit-run-timeline');
     await open(erin, '#/audit', /audit review/i);
     await erin.getByRole('button', { name: 'Verify now' }).click();
@@ -240,6 +296,33 @@ describeBrowser('the console in Chromium', () => {
     expect(csvText.split('\n')[0]).toMatch(/seq/);
     expect(csvText).toContain('sod.approver-is-requester');
     expect(csvText).not.toContain('Synthetic note');
+    // Newest first by default, a picker of event types, model calls hidden on request, paging back.
+    await erin.getByLabel('Outcome').selectOption('');
+    await erin.getByLabel('Type').selectOption('endpoint.call');
+    await erin.getByLabel('At most').fill('3');
+    await erin.getByRole('button', { name: 'Search' }).click();
+    await erin.getByTestId('audit-page').filter({ hasText: 'newest first' }).waitFor();
+    await erin.waitForFunction(() => document.querySelectorAll('[data-testid=audit-events] tbody tr').length === 3);
+    expect(new Set(await erin.getByTestId('audit-events').locator('tbody tr td:nth-child(3)').allInnerTexts())).toEqual(new Set(['endpoint.call']));
+    const firstPage = (await erin.getByTestId('audit-events').locator('tbody tr td:first-child').allInnerTexts()).map(Number);
+    expect(firstPage).toEqual([...firstPage].sort((a, b) => b - a));
+    await erin.getByRole('button', { name: 'Older events' }).click();
+    await erin.waitForFunction((top) => Number(document.querySelector('[data-testid=audit-events] tbody tr td')?.textContent) < top, firstPage[2]!);
+    await erin.getByLabel('Type').selectOption('');
+    await erin.getByLabel('At most').fill('200');
+    await erin.getByRole('checkbox', { name: 'Hide model calls' }).check();
+    await erin.getByRole('button', { name: 'Search' }).click();
+    await erin.getByTestId('audit-page').filter({ hasText: 'model calls hidden' }).waitFor();
+    await expect(erin.getByRole('cell', { name: 'endpoint.call', exact: true }).count()).resolves.toBe(0);
+    await record(erin, 'audit-review-newest');
+    // The auditor's home: the chain's state and the last verification (who, when, what it found).
+    await open(erin, '#/', /what needs my attention/i);
+    await erin
+      .getByTestId('chain-state')
+      .filter({ hasText: /^verified$/ })
+      .waitFor();
+    await expect(erin.getByTestId('chain-last-verify').innerText()).resolves.toMatch(/by erin: verified$/);
+    await record(erin, 'home-auditor');
 
     // The admin's pages.
     const ivan = await as('ivan');
@@ -280,11 +363,18 @@ describeBrowser('the console in Chromium', () => {
     await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
     const before = await storeRuns();
     const alice = await as('alice');
-    const refusals = alice.waitForResponse((r) => r.url().startsWith(`${origin}/v1/runs`) && r.request().method() === 'POST');
+    // Both forgeries (the fetch, then the form it submits) answered before the page is left: leaving
+    // earlier interrupts the form's navigation.
+    const answers: number[] = [];
+    const bothAnswered = new Promise<void>((resolve) =>
+      alice.on('response', (r) => {
+        if (r.url().startsWith(`${origin}/v1/runs`) && r.request().method() === 'POST' && answers.push(r.status()) === 2) resolve();
+      }),
+    );
     await alice.goto(`http://127.0.0.1:${(evil.address() as { port: number }).port}/`);
-    const refused = await refusals;
-    expect(refused.status()).toBe(403);
-    await alice.waitForTimeout(500);
+    await bothAnswered;
+    await alice.waitForLoadState();
+    expect(answers).toEqual([403, 403]);
     await alice.goto(`http://127.0.0.1:${(evil.address() as { port: number }).port}/link`);
     await alice.getByRole('link', { name: 'the console' }).click();
     await alice.getByRole('heading', { level: 1, name: /my runs/i }).waitFor();

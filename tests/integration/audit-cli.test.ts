@@ -46,8 +46,8 @@ describe('ehrbench audit', () => {
   it('verify exits 0 on an intact trail and says what it checked', async () => {
     const r = await cli(home, ['audit', 'verify']);
     expect(r.code).toBe(0);
-    // The first start's two policy.change events (principals, endpoints), the 12 above, this verify.
-    expect(r.stdout).toMatch(/^audit trail intact: 15 events \(seq 1\.\.15\), \d+ checkpoints \(newest at seq 14\), 1 witness file\(s\), row MACs checked\n$/);
+    // The first start's four policy.change events (config, site data, endpoints, principals), the 12 above, this verify.
+    expect(r.stdout).toMatch(/^audit trail intact: 17 events \(seq 1\.\.17\), \d+ checkpoints \(newest at seq 16\), 1 witness file\(s\), row MACs checked\n$/);
   });
 
   it('verify --threads: a whole number from 1 to 32, for the store on this host; anything else is refused in one line, exit 2', async () => {

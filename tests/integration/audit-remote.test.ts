@@ -103,9 +103,15 @@ describe.each(backends())('audit review over --server (%s)', (backend) => {
     const r = await cli(['audit', 'verify', '--json', ...as('erin')]);
     expect(r.code).toBe(0);
     const report = JSON.parse(r.stdout) as { ok: boolean; events: number; macChecked: boolean; findings: unknown[] };
-    const [count] = await t.app.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit_events');
     expect(report).toMatchObject({ ok: true, macChecked: true, findings: [] });
-    expect(report.events).toBe(count?.n);
+    // The daemon keeps what it found as the trail's next event (audit.verify.outcome): the report counts
+    // every event before that one, and the kept outcome names the same count.
+    const [outcome] = await t.app.db.query<{ seq: string; events: number }>(
+      "SELECT seq::text AS seq, (detail->>'events')::int AS events FROM audit_events WHERE rule = 'audit.verify.outcome' AND actor_principal = 'erin' ORDER BY seq DESC LIMIT 1",
+    );
+    expect(outcome?.events).toBe(report.events);
+    const [before] = await t.app.db.query<{ n: number }>('SELECT count(*)::int AS n FROM audit_events WHERE seq < $1', [outcome?.seq]);
+    expect(report.events).toBe(before?.n);
     expect((await t.app.db.query("SELECT 1 FROM audit_events WHERE rule = 'audit.verify.api' AND actor_principal = 'erin'")).length).toBeGreaterThan(0);
     const text = await cli(['audit', 'verify', ...as('erin')]);
     expect(text.stdout).toMatch(/^audit trail intact: \d+ events/);

@@ -3,7 +3,7 @@
  * through the run engine with a site SQLite database, in both scoring modes.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { openApp } from '../../src/app';
@@ -100,6 +100,15 @@ describe('ehrbench benchmarks', () => {
     mkdirSync(out);
     const config = JSON.parse(readFileSync(join(h, 'config.json'), 'utf8'));
     config.catalog = { dirs: ['site-benchmarks'] };
+    writeFileSync(join(h, 'config.json'), JSON.stringify(config));
+    // The import names the dataset where it is, so its folder must be one the catalog reads from.
+    const outside = cli(['benchmarks', 'import-helm', join(src, 'demo.yaml'), '--out', out, '--category', 'Clinical Decision', '--subcategory', 'Supporting Diagnostic Decisions'], {
+      EHRBENCH_HOME: h,
+    });
+    expect(outside.code).toBe(1);
+    expect(outside.stderr).toMatch(/dataset_file: .*demo\.csv is outside the benchmark's folder .*catalog\.dataDirs \(rule benchmark\.file-outside-folder\)\n$/);
+    expect(readdirSync(out)).toEqual([]);
+    config.catalog = { dirs: ['site-benchmarks'], dataDirs: [src] };
     writeFileSync(join(h, 'config.json'), JSON.stringify(config));
 
     const r = cli(['benchmarks', 'import-helm', join(src, 'demo.yaml'), '--out', out, '--category', 'Clinical Decision', '--subcategory', 'Supporting Diagnostic Decisions'], { EHRBENCH_HOME: h });

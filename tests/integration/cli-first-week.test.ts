@@ -88,7 +88,9 @@ describe('a local run', () => {
     expect(failed).toHaveLength(1);
     expect(failed[0]).toMatch(/failed: endpoint demo-loopback: model\.[a-z-]+ \(.+\): 20 instances$/);
     expect(r.stderr).not.toMatch(/run\.item\.call-failed/);
-    expect(r.stderr).toMatch(/ehrbench: run [0-9a-f-]{36}: 20 instances failed for good/);
+    expect(r.stderr).toMatch(/ehrbench: run [0-9a-f-]{36} failed: no instance finished \(20 failed, 0 blocked\): there are no results/);
+    // The run is failed in the store too, not "completed" with nothing done.
+    expect(r.stdout).toMatch(/\bfailed\s+[0-9a-f-]{36}/);
   });
 });
 

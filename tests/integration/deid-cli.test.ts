@@ -298,15 +298,20 @@ describe('ehrbench deid: the lines of one subject share names', () => {
     expect(backward[0]?.spans).toEqual([{ start: NAME_AT[0], end: NAME_AT[1], type: 'NAME' }]);
   });
 
-  it('does not carry a name to another subject (the subject defaults to the id)', () => {
+  it("carries a name a strong rule took to every subject's lines: the file is one dataset", () => {
     const other = spansOf([
       { id: 'c1', subject: 'p1', text: CUE },
       { id: 'c2', subject: 'p2', text: NO_CUE },
-      { id: 'c3', text: CUE },
-      { id: 'c4', text: NO_CUE },
+      { id: 'c3', text: NO_CUE },
     ]);
-    expect(other.map((o) => o.spans.length)).toEqual([1, 0, 1, 0]);
-    expect(other[1]?.text).toBe(NO_CUE);
-    expect(other[3]?.text).toBe(NO_CUE);
+    expect(other.map((o) => o.spans.length)).toEqual([1, 1, 1]);
+    expect(other[2]?.text).not.toMatch(/okonkwo|paredes/i);
+  });
+
+  it('does not carry a word a rule took once among many ordinary uses', () => {
+    // "paged Zorvitab" takes the word once (a verb of contact); five other lines use it as a drug's name
+    const lines = [{ id: 'z0', text: 'Overnight paged Zorvitab re: pain.' }, ...[1, 2, 3, 4, 5].map((k) => ({ id: `z${k}`, text: `zorvitab ${k}0mg given at 0800.` }))];
+    const out = spansOf(lines);
+    expect(out.slice(1).map((o) => o.spans.length)).toEqual([0, 0, 0, 0, 0]);
   });
 });

@@ -139,11 +139,16 @@ describe('ehrbench deid eval', () => {
       { id: 'k1', text: c, spans: [span(c, 'qwzx', 'NAME')], known: { names: ['Qwzx Plorbin'] } },
     ];
     const file = goldFile('subjects.jsonl', docs.map((d) => JSON.stringify(d)).join('\n') + '\n');
-    const without = JSON.parse(cli(home, ['--gold', file, '--json']).stdout);
+    const without = JSON.parse(cli(home, ['--gold', file, '--json', '--evidence', 'subject']).stdout);
+    expect(without.inForce.evidence.scope).toBe('subject');
     expect(without.misses.map((m: { id: string }) => m.id)).toEqual(['s3', 'k1']);
-    const withKnown = JSON.parse(cli(home, ['--gold', file, '--json', '--with-known']).stdout);
+    const withKnown = JSON.parse(cli(home, ['--gold', file, '--json', '--with-known', '--evidence', 'subject']).stdout);
     expect(withKnown.withKnown).toBe(true);
     expect(withKnown.misses.map((m: { id: string }) => m.id)).toEqual(['s3']);
+    // read as one dataset (the default), the name a title took in p1 is found in p2's note too
+    const dataset = JSON.parse(cli(home, ['--gold', file, '--json']).stdout);
+    expect(dataset.inForce.evidence).toMatchObject({ scope: 'dataset', names: 1 });
+    expect(dataset.misses.map((m: { id: string }) => m.id)).toEqual(['k1']);
   });
 
   it.each([

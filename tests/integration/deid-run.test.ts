@@ -263,7 +263,7 @@ describe('private runs send only de-identified prompts', () => {
     }
   });
 
-  it("a name found in one record of a subject is masked in the subject's other records, and only in theirs", async () => {
+  it("a name a strong rule took in one record is masked in every record of the run's data, the evidence kept sealed", async () => {
     // No structured identifiers: the name is in the text only, with a cue ("wife") in one record alone.
     const blank = { name: '', daughter: '', attending: '', mrn: '', dob: '', address: '', phone: '' };
     const rows: Record[] = [
@@ -277,11 +277,9 @@ describe('private runs send only de-identified prompts', () => {
       const summary = await executeRun(t.app.engine, run.run_id);
       expect(summary.counts.done).toBe(3);
       const prompts = t.server.received.map((r) => r.prompt);
-      // both records of p-010 went out without the name; the record of p-020, another subject, did not learn it
-      const withName = prompts.filter((p) => p.includes('Zorbanna'));
+      // every record went out without the name: p-010's from its own records, p-020's from the dataset
       expect(prompts).toHaveLength(3);
-      expect(withName).toHaveLength(1);
-      expect(withName[0]).toContain('brought clothes');
+      expect(prompts.filter((p) => p.includes('Zorbanna'))).toEqual([]);
       const evidence = await t.app.db.query<{ item_key: string; evidence: string[] | null }>("SELECT item_key, payload->'evidence' AS evidence FROM run_items WHERE run_id = $1 ORDER BY item_key", [
         run.run_id,
       ]);
@@ -290,6 +288,13 @@ describe('private runs send only de-identified prompts', () => {
         ['q2', ['zorbanna']],
         ['q3', null],
       ]);
+      // the dataset's evidence is kept as keyed hashes, and its version is the run's
+      const sealed = await t.app.db.query<{ version: string; hashes: string[] }>('SELECT version, hashes FROM run_deid_evidence WHERE run_id = $1', [run.run_id]);
+      expect(sealed).toHaveLength(1);
+      expect(JSON.stringify(sealed[0])).not.toMatch(/zorbanna/i);
+      expect(sealed[0]?.hashes.length).toBeGreaterThan(0);
+      const row = await t.app.db.query<{ deid_version: string }>('SELECT deid_version FROM runs WHERE run_id = $1', [run.run_id]);
+      expect(row[0]?.deid_version).toMatch(new RegExp(`^ehrbench-deid/\\d+:[0-9a-f]+ ${sealed[0]?.version.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
     } finally {
       await t.close();
     }

@@ -43,14 +43,40 @@ describe.each(backends())('approval budgets on %s', (backend) => {
         });
       const run = async (approvalId: string) => (await ops.requestRun(alice, { benchmarkId: 'site_gated', endpointId: 'vpc-gated', approvalId })).runId;
 
-      // A budget without a price for the endpoint cannot be enforced: refused before any call.
-      const unpriced = await run((await approval(5)).approvalId);
-      await expect(executeRun(app.engine, unpriced)).rejects.toMatchObject({ rule: 'budget.no-price' });
-      expect(t.server.requestCount()).toBe(0);
-      expect((await app.engine.store.getRun(unpriced))?.status).toBe('halted');
+      // A budget without a price for the endpoint cannot be enforced: the run is refused when it is
+      // requested, naming the endpoint and the setting, and its refusal is audited; nothing is sent.
+      const budgeted = (await approval(5)).approvalId;
+      await expect(run(budgeted)).rejects.toMatchObject({
+        rule: 'budget.no-price',
+        message: expect.stringContaining('endpoint vpc-gated has no price in the config (export.prices)'),
+      });
+      const [refused] = await app.db.query<{ outcome: string; rule: string }>("SELECT outcome, rule FROM audit_events WHERE event_type = 'run.request' ORDER BY seq DESC LIMIT 1");
+      expect(refused).toEqual({ outcome: 'denied', rule: 'budget.no-price' });
+      // An approval that names such an endpoint with a budget is refused when it is recorded.
+      await expect(
+        ops.createApproval(carol, {
+          protocolNumber: 'IRB-BUDGET-NAMED',
+          principalInvestigator: 'alice',
+          personnel: ['alice'],
+          benchmarks: ['site_gated'],
+          endpoints: ['vpc-gated'],
+          purpose: 'p',
+          budgetUsd: 5,
+        }),
+      ).rejects.toMatchObject({
+        rule: 'budget.no-price',
+      });
+      expect(await app.db.query("SELECT 1 FROM approvals WHERE protocol_number = 'IRB-BUDGET-NAMED'")).toEqual([]);
 
       // The price table is read from the config at start-up; the test adds one to the same table.
       app.config.export.prices.push({ endpoint: 'vpc-gated', ...PRICE });
+      // A price taken away after the request: the gateway still refuses the first call (a second wall).
+      const unpriced = await run(budgeted);
+      const priced = app.config.export.prices.pop()!;
+      await expect(executeRun(app.engine, unpriced)).rejects.toMatchObject({ rule: 'budget.no-price' });
+      expect(t.server.requestCount()).toBe(0);
+      expect((await app.engine.store.getRun(unpriced))?.status).toBe('halted');
+      app.config.export.prices.push(priced);
       const budget = 0.25;
       const capped = await run((await approval(budget)).approvalId);
       const err = await executeRun(app.engine, capped).catch((e: unknown) => e as { rule?: string });

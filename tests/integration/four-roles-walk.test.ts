@@ -137,6 +137,15 @@ describe('four roles on the daemon, through the real binary', () => {
     config.server = { port: daemonPort, pollSeconds: 0.2 };
     writeFileSync(join(home, 'config.json'), JSON.stringify(config, null, 2));
 
+    // The ward's own model: a non-test endpoint IT adds by hand (here the stand-in plays the hospital's
+    // vLLM on loopback). Runs on a test endpoint are never exported (export.test-endpoint), so the run the
+    // researcher exports goes here.
+    const endpointsFile = join(home, 'access-policies', 'endpoints.json');
+    const policy = JSON.parse(readFileSync(endpointsFile, 'utf8')) as { endpoints: Record<string, unknown>[] };
+    const { test: _test, ...standIn } = policy.endpoints.find((e) => e.id === 'test-private') as Record<string, unknown>;
+    policy.endpoints.push({ ...standIn, id: 'ward-vllm', description: 'the ward vLLM (in this walk: the stand-in on loopback)' });
+    writeFileSync(endpointsFile, JSON.stringify(policy, null, 2));
+
     // The test endpoint: the stand-in in the foreground, the URL checked against the allowlist, a probe.
     const model = await start(['demo-server'], /listening on https:\/\/localhost:\d+\/v1 for endpoints .*test-private/);
     const url = `https://localhost:${modelPort}/v1`;
@@ -178,7 +187,7 @@ describe('four roles on the daemon, through the real binary', () => {
       '--benchmarks',
       'shc_conf_med',
       '--endpoints',
-      'test-private',
+      'test-private,ward-vllm',
       '--purpose',
       'smoke test of the private tier before a real model is connected',
       ...as('cora'),
@@ -187,10 +196,10 @@ describe('four roles on the daemon, through the real binary', () => {
     expect(approval.stdout).toMatch(/^approval [0-9a-f-]{36} recorded for protocol IRB-2026-017 \(active\)/);
 
     // ---- The researcher requests a private run: it waits for an officer.
-    const requested = await cli(['runs', 'request', '--benchmark', 'shc_conf_med', '--endpoint', 'test-private', '--purpose', 'smoke test', '--json', ...as('rhea')]);
+    const requested = await cli(['runs', 'request', '--benchmark', 'shc_conf_med', '--endpoint', 'ward-vllm', '--purpose', 'smoke test', '--json', ...as('rhea')]);
     expect(requested.code).toBe(0);
     const run = JSON.parse(requested.stdout) as { runId: string; status: string; tier: string; irbProtocol: string; testEndpoint: boolean };
-    expect(run).toMatchObject({ status: 'requested', tier: 'private', irbProtocol: 'IRB-2026-017', testEndpoint: true });
+    expect(run).toMatchObject({ status: 'requested', tier: 'private', irbProtocol: 'IRB-2026-017', testEndpoint: false });
     const selfApprove = await cli(['runs', 'approve', run.runId, ...as('rhea')]);
     expect(selfApprove.code).toBe(3);
     expect(selfApprove.stderr).toBe('ehrbench: denied by rule rbac.compliance-required: approving a run needs the compliance role; rhea holds researcher\n');
@@ -253,7 +262,7 @@ describe('four roles on the daemon, through the real binary', () => {
     const review = await cli(['export', 'show', exportId, ...as('cora')]);
     expect([review.code, review.stderr]).toEqual([0, '']);
     expect(review.stdout).toMatch(new RegExp(`^export ${exportId}: requested`));
-    expect(review.stdout).toMatch(/shc_conf_med v1\.0\.0 \(private\) on test-private .*n 20-29/);
+    expect(review.stdout).toMatch(/shc_conf_med v1\.0\.0 \(private\) on ward-vllm .*n 20-29/);
     const selfRelease = await cli(['export', 'release', exportId, ...as('rhea')]);
     expect(selfRelease.code).toBe(3);
     expect(selfRelease.stderr).toMatch(/^ehrbench: denied by rule rbac\.compliance-required: releasing an export needs the compliance role/);

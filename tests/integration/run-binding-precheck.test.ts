@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { openApp } from '../../src/app';
 import { startModelServer } from '../../src/demo/model-server';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
 import { makeHome, type TestHome } from '../helpers/home';
@@ -31,9 +32,24 @@ const question = (i: number, withAnswer = true) =>
 const GOOD = [1, 2, 3].map((i) => question(i)).join('\n') + '\n';
 const NO_ANSWER = [1, 2, 3].map((i) => question(i, false)).join('\n') + '\n';
 
+/** An in-VPC endpoint (the same loopback server) for site-bound data, which is at least approval-required. */
+const SITE_ENDPOINT = 'site-vpc';
+
 let home: TestHome;
 beforeEach(async () => {
   home = await makeHome('pglite');
+  // Data the site binds is EHR data (SECURITY T50): the local researcher needs an IRB approval and an in-VPC endpoint.
+  const endpointsFile = join(home.home, 'access-policies', 'endpoints.json');
+  const policy = JSON.parse(readFileSync(endpointsFile, 'utf8')) as { endpoints: Record<string, unknown>[] };
+  policy.endpoints.push({ ...policy.endpoints[0], id: SITE_ENDPOINT, classification: { inVpc: true, baa: false, maxTier: 'approval-required', development: false } });
+  writeFileSync(endpointsFile, JSON.stringify(policy, null, 2));
+  const local = (JSON.parse(readFileSync(join(home.home, 'access-policies', 'principals.json'), 'utf8')) as { principals: { id: string }[] }).principals[0]?.id as string;
+  const app = await openApp({ file: home.configFile, env: home.env });
+  try {
+    await app.approvals.create({ protocolNumber: 'IRB-MEDQA-1', principalInvestigator: local, personnel: [local], benchmarks: ['med_qa'], purpose: 'binding pre-flight' }, 'carol');
+  } finally {
+    await app.close();
+  }
 });
 afterEach(async () => {
   await home.cleanup();
@@ -45,7 +61,7 @@ function bind(source: Record<string, unknown>): string {
   return file;
 }
 
-const request = () => cli(['runs', 'request', '--benchmark', 'med_qa', '--endpoint', DEMO_ENDPOINT_ID, '--max-instances', '2', '--json'], home.env);
+const request = () => cli(['runs', 'request', '--benchmark', 'med_qa', '--endpoint', SITE_ENDPOINT, '--max-instances', '2', '--json'], home.env);
 
 async function runIds(): Promise<string[]> {
   const r = await cli(['runs', 'list', '--json'], home.env);
@@ -69,7 +85,7 @@ describe('a run request of a site-bound benchmark', () => {
     // A file that differs from its pin: named with the field to fix.
     writeFileSync(data, GOOD);
     bind({ sha256: createHash('sha256').update('another file').digest('hex') });
-    const changed = await cli(['runs', 'request', '--benchmark', 'med_qa', '--endpoint', DEMO_ENDPOINT_ID], home.env);
+    const changed = await cli(['runs', 'request', '--benchmark', 'med_qa', '--endpoint', SITE_ENDPOINT], home.env);
     expect(changed.code).toBe(1);
     expect(changed.stderr).toMatch(
       /^ehrbench: benchmark med_qa: no run requested \(rule run\.binding-invalid\): .*med_qa\.jsonl: content differs from the sha256 pinned for benchmark med_qa; .*\[dataset\.hash-mismatch\]/,
@@ -97,7 +113,11 @@ describe('a run request of a site-bound benchmark', () => {
       port: home.port,
     });
     try {
-      const r = await cli(['run', '--benchmark', 'med_qa', '--endpoint', DEMO_ENDPOINT_ID, '--max-instances', '2', '--json'], home.env);
+      // On the public demo endpoint site-bound data is refused by tier.
+      const onDemo = await cli(['run', '--benchmark', 'med_qa', '--endpoint', DEMO_ENDPOINT_ID, '--max-instances', '2', '--json'], home.env);
+      expect(onDemo.code).toBe(3);
+      expect(JSON.parse(onDemo.stderr)).toMatchObject({ error: 'policy.denied', rule: 'endpoint.tier-ceiling' });
+      const r = await cli(['run', '--benchmark', 'med_qa', '--endpoint', SITE_ENDPOINT, '--max-instances', '2', '--json'], home.env);
       expect(r.code).toBe(0);
       expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', counts: { done: 2, failed: 0 } });
       bind({});

@@ -128,6 +128,15 @@ describe('the test profile: init --test-endpoints, demo-server, runs of every ti
     const shown = await cli(['runs', 'show', priv.json.runId, '--server', `https://localhost:${t.daemon.port}`, '--cert', alice.certFile, '--key', alice.keyFile, '--ca', t.caFile], t.home.env);
     expect(shown.stderr).toBe('');
     expect(shown.stdout).toMatch(/on test-private \[TEST ENDPOINT: loopback stand-in, never real data\] \(private\), completed/);
+
+    // Its results never leave, so they can never pass for real ones: no export is even requested.
+    const exported = await cli(
+      ['export', 'request', '--runs', gated.json.runId, '--server', `https://localhost:${t.daemon.port}`, '--cert', alice.certFile, '--key', alice.keyFile, '--ca', t.caFile],
+      t.home.env,
+    );
+    expect(exported.code).toBe(3);
+    expect(exported.stderr).toMatch(/^ehrbench: denied by rule export\.test-endpoint: run [0-9a-f-]{36} went to the test endpoint test-approval-required/);
+    expect(await t.app.db.query('SELECT 1 FROM exports')).toEqual([]);
   });
 
   it('refuses EHR-tier data for a test endpoint under an approval that does not name it', async () => {

@@ -186,6 +186,7 @@ describe('request bodies: clear 4xx, never 5xx', () => {
     expect(Object.keys(r.json).sort()).toEqual(
       [
         'aggregates',
+        'approvalCoverage',
         'approvalId',
         'approvedBy',
         'benchmarkId',
@@ -201,7 +202,11 @@ describe('request bodies: clear 4xx, never 5xx', () => {
         'irbProtocol',
         'mainMetric',
         'mainScore',
+        'maxInstances',
+        'model',
+        'outcome',
         'promptTokens',
+        'purpose',
         'reasoningTokens',
         'requestedBy',
         'runId',
@@ -212,6 +217,7 @@ describe('request bodies: clear 4xx, never 5xx', () => {
         'status',
         'testEndpoint',
         'tier',
+        'usageUnderReported',
         'withheld',
       ].sort(),
     );
@@ -244,7 +250,9 @@ describe('certificates', () => {
     expect((await t.call('bob', 'GET', '/v1/whoami')).json).toMatchObject({ principal: 'bob', roles: ['researcher'], authMethod: 'mtls' });
     expect((await t.call('alice', 'POST', '/v1/principals/bob/revoke', { reason: 'x' })).json.rule).toBe('rbac.compliance-required');
     const revoked = await t.call('ivan', 'POST', '/v1/principals/bob/revoke', { reason: 'left the hospital' });
-    expect(revoked.json).toEqual({ principal: 'bob', revoked: 1 });
+    // bob's runs of the earlier tests still in progress are halted with his certificates.
+    expect(revoked.json).toMatchObject({ principal: 'bob', revoked: 1 });
+    for (const runId of revoked.json.stoppedRuns as string[]) expect((await t.app.engine.store.getRun(runId))?.status).toBe('halted');
     const r = await t.call('bob', 'GET', '/v1/whoami');
     expect(r.status).toBe(403);
     expect(r.json.rule).toBe('pki.certificate-revoked');

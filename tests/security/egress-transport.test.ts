@@ -3,7 +3,18 @@
  * certificates. Every refusal must happen before any HTTP request reaches the server; the
  * legitimate endpoint must work end to end through the official SDK.
  */
-import { brotliCompressSync, gzipSync } from 'node:zlib';
+import { brotliCompressSync, constants as zlibConstants, gzipSync } from 'node:zlib';
+
+/**
+ * The bombs, made once and fast: compressed at the test's own quality (brotli's default, 11, spends
+ * seconds on 50 MB, and that time counted against the call's 5 s deadline on a loaded host).
+ */
+let bombs: { gzip: Buffer; br: Buffer } | undefined;
+function bomb(kind: 'gzip' | 'br'): Buffer {
+  const spaces = Buffer.alloc(50 * 1024 * 1024, 0x20);
+  bombs ??= { gzip: gzipSync(spaces, { level: 1 }), br: brotliCompressSync(spaces, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 1 } }) };
+  return bombs[kind];
+}
 import { createEndpointTransport, EgressDenied, type Endpoint, type EgressEvent, type Resolver, spkiSha256 } from '../../src/egress';
 import { ModelCallError, ModelClient } from '../../src/models';
 import { loopbackEndpoint, openAiHandler, startTlsServer, testPki, type Handler, type TlsServer } from '../helpers/tls';
@@ -232,17 +243,16 @@ describe('responses', () => {
     [
       'a gzip bomb (50 MB inflated from a small body)',
       ((_req, res) => {
-        const bomb = gzipSync(Buffer.alloc(50 * 1024 * 1024, 0x20));
-        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(bomb.length) });
-        res.end(bomb);
+        const body = bomb('gzip');
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(body.length) });
+        res.end(body);
       }) as Handler,
     ],
     [
       'a brotli bomb, unasked for and without a length (50 MB inflated)',
       ((_req, res) => {
-        const bomb = brotliCompressSync(Buffer.alloc(50 * 1024 * 1024, 0x20));
         res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'br' });
-        res.end(bomb);
+        res.end(bomb('br'));
       }) as Handler,
     ],
   ])('aborts %s at the size cap and records only the error code', async (_what, handler) => {

@@ -13,7 +13,9 @@ import { makeHome } from '../helpers/home';
 
 jest.setTimeout(120_000);
 
-const WINDOW_SECONDS = 4;
+// Long enough for 60 refused requests on a loaded host: each is a TLS handshake of its own, since a
+// refused certificate's connection is closed with its answer.
+const WINDOW_SECONDS = 8;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 describe.each(backends())('refused identities (%s)', (backend) => {
@@ -35,10 +37,10 @@ describe.each(backends())('refused identities (%s)', (backend) => {
   it('answers 429 after the limit and audits 60 refusals of one certificate as one event and one count', async () => {
     await nextWindow();
     expect((await t.call('ivan', 'POST', '/v1/principals/bob/revoke', { reason: 'left the hospital' })).status).toBe(200);
-    const statuses: number[] = [];
-    for (let i = 0; i < 60; i++) statuses.push((await t.call('bob', 'GET', '/v1/whoami')).status);
-    expect(statuses.slice(0, 10)).toEqual(Array(10).fill(403));
-    expect(statuses.slice(10)).toEqual(Array(50).fill(429));
+    // Sent together, within one window: the first ten refusals are answered 403, the rest 429.
+    const statuses = (await Promise.all(Array.from({ length: 60 }, () => t.call('bob', 'GET', '/v1/whoami')))).map((r) => r.status);
+    expect(statuses.filter((s) => s === 403)).toHaveLength(10);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(50);
     // Within the window: the first refusal only.
     expect((await denials('pki.certificate-revoked')).map((d) => d.count)).toEqual([1]);
     // Once the window has closed, the rest is one event with its count.

@@ -56,7 +56,7 @@ describe.each(backends())('certificates and their issuance record (%s)', (backen
     // Whole seconds: X.509 validity has no finer resolution.
     const notBefore = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3000);
     const early = await t.issue('bob', { notBefore });
-    expect((await t.call('ivan', 'POST', '/v1/principals/bob/revoke', { reason: 'left the hospital' })).json).toEqual({ principal: 'bob', revoked: 1 });
+    expect((await t.call('ivan', 'POST', '/v1/principals/bob/revoke', { reason: 'left the hospital' })).json).toEqual({ principal: 'bob', revoked: 1, stoppedRuns: [] });
     await sleep(notBefore.getTime() + 1000 - Date.now());
     const r = await t.call(early, 'GET', '/v1/whoami');
     expect(r.status).toBe(403);
@@ -91,7 +91,7 @@ describe.each(backends())('certificates and their issuance record (%s)', (backen
   it('accepts a certificate of an external CA without a record, and revokes it by its validity start', async () => {
     const cert = identity(issueCertificate(external, { commonName: 'xena', usage: 'client', days: 30 }));
     expect((await t.call(cert, 'GET', '/v1/whoami')).json.principal).toBe('xena');
-    expect((await t.call('carol', 'POST', '/v1/principals/xena/revoke', { reason: 'lost laptop' })).json).toEqual({ principal: 'xena', revoked: 1 });
+    expect((await t.call('carol', 'POST', '/v1/principals/xena/revoke', { reason: 'lost laptop' })).json).toEqual({ principal: 'xena', revoked: 1, stoppedRuns: [] });
     const r = await t.call(cert, 'GET', '/v1/whoami');
     expect(r.status).toBe(403);
     expect(r.json.rule).toBe('pki.certificate-revoked');

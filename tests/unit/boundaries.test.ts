@@ -3,7 +3,8 @@
  *  - a folder of src/ is a room: another room imports it through its index.ts, never its insides;
  *  - src/models (the SDK clients) is imported by the outbound gateway (src/calls) only, and only the
  *    gateway builds an endpoint transport or a model client;
- *  - only the de-identification stage mints a de-identified prompt.
+ *  - only the de-identification stage mints a de-identified prompt;
+ *  - only src/csv.ts writes CSV, so no cell escapes its formula check.
  * Each rule is also run on a planted violation, so a rule that can no longer fail is noticed.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -65,6 +66,8 @@ const RESTRICTED: { what: RegExp; allowed: (rel: string) => boolean; rule: strin
   { what: /\bnew\s+ModelClient\s*\(/, allowed: (rel) => rel.startsWith('src/calls/') || rel.startsWith('src/models/'), rule: 'only src/calls builds a model client' },
   { what: /\bnew\s+(?:OpenAI|AzureOpenAI)\s*\(/, allowed: (rel) => rel.startsWith('src/models/'), rule: 'only src/models builds an SDK client' },
   { what: /\bdeidentifiedPrompt\s*\(/, allowed: (rel) => rel === 'src/deid/stage.ts' || rel.startsWith('src/prompt/'), rule: 'only the de-identification stage mints a de-identified prompt' },
+  // A CSV library or a hand-written quote doubling would write cells that no formula check has seen.
+  { what: /['"]csv-stringify|\.replace(?:All)?\(\s*\/"\/g\s*,\s*'""'\s*\)/, allowed: (rel) => rel === 'src/csv.ts', rule: 'only src/csv.ts writes CSV (formula cells neutralised)' },
 ];
 
 export function restrictedUse(rel: string, text: string): string[] {
@@ -86,7 +89,7 @@ describe('boundaries of src/', () => {
     expect(violations).toEqual([]);
   });
 
-  it('builds transports and clients only in the gateway, and mints de-identified prompts only in the de-identification stage', () => {
+  it('builds transports and clients only in the gateway, mints de-identified prompts only in the de-identification stage, writes CSV only in src/csv.ts', () => {
     expect(files.flatMap(({ rel, text }) => restrictedUse(rel, text))).toEqual([]);
   });
 
@@ -109,10 +112,13 @@ describe('each rule fails on a planted violation', () => {
     expect(forbiddenRoom({ file: inRuns, specifier: '../models' })).toMatch(/only src\/calls/);
     expect(forbiddenRoom({ file: join(SRC, 'calls', 'x.ts'), specifier: '../models' })).toBeUndefined();
   });
-  it('a transport, a client or a de-identified prompt made elsewhere', () => {
+  it('a transport, a client, a de-identified prompt or a CSV cell made elsewhere', () => {
     expect(restrictedUse('src/runs/x.ts', 'const t = createEndpointTransport(e, {});')).toHaveLength(1);
     expect(restrictedUse('src/metrics/x.ts', 'const c = new ModelClient(e, t, o);')).toHaveLength(1);
     expect(restrictedUse('src/runs/x.ts', 'return { ok: true, prompt: deidentifiedPrompt(text) };')).toHaveLength(1);
     expect(restrictedUse('src/calls/clients.ts', 'const t = createEndpointTransport(e, {});')).toEqual([]);
+    expect(restrictedUse('src/report/x.ts', "import { stringify } from 'csv-stringify/sync';")).toEqual(['src/report/x.ts: only src/csv.ts writes CSV (formula cells neutralised)']);
+    expect(restrictedUse('src/export/x.ts', `const cell = '"' + v.replace(/"/g, '""') + '"';`)).toHaveLength(1);
+    expect(restrictedUse('src/csv.ts', `return \`"\${text.replace(/"/g, '""')}"\`;`)).toEqual([]);
   });
 });

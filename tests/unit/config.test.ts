@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadConfig } from '../../src/config';
+import { connectionsCheckingIntervalMs, loadConfig } from '../../src/config';
 import { UserError } from '../../src/errors';
 import { initHome } from '../../src/setup/init';
 import { tempDir } from '../helpers/db';
@@ -68,6 +68,22 @@ describe('configuration', () => {
     const err = errorOf(() => loadConfig({ file, env: {} }));
     expect(err.message).toMatch(/not valid JSON near character \d+/);
     expect(err.message).not.toContain('secret-value');
+  });
+
+  it('caps the API server connections, 512 in total and 32 per client certificate unless configured', () => {
+    expect(loadConfig({ file: writeConfig({ configVersion: 1, site: { id: 's1' } }), env: {} }).server).toMatchObject({ maxConnections: 512, maxConnectionsPerCertificate: 32 });
+    const file = writeConfig({ configVersion: 1, site: { id: 's1' }, server: { maxConnections: 64, maxConnectionsPerCertificate: 4 } });
+    expect(loadConfig({ file, env: {} }).server).toMatchObject({ maxConnections: 64, maxConnectionsPerCertificate: 4 });
+    const zero = errorOf(() => loadConfig({ file: writeConfig({ configVersion: 1, site: { id: 's1' }, server: { maxConnectionsPerCertificate: 0 } }), env: {} }));
+    expect(zero.message).toContain('/server/maxConnectionsPerCertificate: must be >= 1');
+  });
+
+  it('looks for expired headers and requests every half header timeout, at most every second', () => {
+    const timeouts = (headersSeconds: number, requestSeconds: number) => ({ headersSeconds, requestSeconds, keepAliveSeconds: 5, idleSeconds: 60 });
+    expect(connectionsCheckingIntervalMs(timeouts(1, 2))).toBe(500);
+    expect(connectionsCheckingIntervalMs(timeouts(2, 30))).toBe(1000);
+    expect(connectionsCheckingIntervalMs(timeouts(10, 30))).toBe(1000);
+    expect(connectionsCheckingIntervalMs(timeouts(0.1, 1))).toBe(100);
   });
 
   it('keeps existing files and keys when init runs again', () => {

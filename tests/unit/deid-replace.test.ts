@@ -186,7 +186,11 @@ describe('residual scan', () => {
 
 describe('the de-identification stage', () => {
   const ctx = (deidentify: boolean) =>
-    ({ deidentify, tier: deidentify ? 'private' : 'public', benchmark: { definition: { id: 'b', tier: deidentify ? 'private' : 'public' } } as Benchmark }) as unknown as RunContext;
+    ({
+      deidentify,
+      tier: deidentify ? 'private' : 'public',
+      benchmark: { dataTier: deidentify ? 'private' : 'public', definition: { id: 'b', tier: deidentify ? 'private' : 'public' } } as Benchmark,
+    }) as unknown as RunContext;
   const instance: Instance = { key: 'k1', vars: {}, references: [], known: { names: ['Ann Hollis'] }, subjectId: 'p-9' };
 
   it('passes public prompts through untouched', async () => {

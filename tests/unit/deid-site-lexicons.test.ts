@@ -115,3 +115,28 @@ describe('site lexicons', () => {
     expect(d.find('Pt resting comfortably.')).toEqual([]);
   });
 });
+
+describe('site lexicon entries that are ordinary words need a cue', () => {
+  const { deid } = withLexicons({ staff: 'Will Okafor # seen 4\nHope\nMo # seen 2; needs a cue\n', facilities: 'LMC # seen 14\nLakeside\n' });
+
+  it.each([
+    ['a staff first name that is a word, after a role', 'RN will at bedside, aware of plan', 'will'],
+    ['the same after a hand-off', 'report given to hope on the floor', 'hope'],
+    ['a two-letter name after a role', 'coordinator Mo met w/ family', 'Mo'],
+    ['the whole entry, without a cue', 'will okafor drew the labs', 'will okafor'],
+    ['an acronym written in capitals, without a cue', 'LMC faxed the records', 'LMC'],
+    ['a facility word after a place cue', 'transferred from Lakeside this am', 'Lakeside'],
+  ])('finds %s', (_label, text, part) => {
+    expect(covered(text, part, deid.find(text))).toBe(true);
+  });
+
+  it.each([
+    ['the word as a verb', 'pt will need a PT eval tomorrow', 'will'],
+    ['the word as a noun', 'family has hope for recovery', 'hope'],
+    ['the word capitalised at a sentence start', 'Hope is the family word today.', 'Hope'],
+    ['an acronym entry in lowercase', 'lmc was the old name of the unit', 'lmc'],
+  ])('leaves %s', (_label, text, part) => {
+    const at = text.indexOf(part);
+    expect(deid.find(text).some((s) => s.start < at + part.length && at < s.end)).toBe(false);
+  });
+});

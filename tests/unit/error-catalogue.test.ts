@@ -57,10 +57,11 @@ describe('the error catalogue', () => {
     expect(errorEntry('policy.denied').exit).toBe(3);
     expect(errorEntry('audit.unavailable').exit).toBe(4);
     expect(errorEntry('internal').exit).toBe(70);
-    // 130: a local run interrupted (Ctrl-C); 5: a run whose instances failed for good.
+    // 130: a local run interrupted (Ctrl-C); 5: a run whose instances failed for good, or that failed.
     expect(ERRORS['cli.interrupted'].exit).toBe(130);
     expect(ERRORS['run.instances-failed'].exit).toBe(5);
-    const others = Object.entries(ERRORS).filter(([c]) => !['cli.usage', 'policy.denied', 'audit.unavailable', 'internal', 'cli.interrupted', 'run.instances-failed'].includes(c));
+    expect(ERRORS['run.failed'].exit).toBe(5);
+    const others = Object.entries(ERRORS).filter(([c]) => !['cli.usage', 'policy.denied', 'audit.unavailable', 'internal', 'cli.interrupted', 'run.instances-failed', 'run.failed'].includes(c));
     expect(others.filter(([, e]) => e.exit !== 1).map(([c]) => c)).toEqual([]);
     expect(new PolicyDenied('tier.public', 'x').exitCode).toBe(3);
     expect(new AuditUnavailable('test').exitCode).toBe(4);

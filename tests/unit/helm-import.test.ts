@@ -4,8 +4,8 @@
  * a catalog benchmark and the settings a hospital must configure. Fixtures: tests/fixtures/helm/
  * (unchanged copies, Apache-2.0; SOURCE.txt there).
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { Catalog, importHelmBenchmark, instancesOf, loadBenchmark, mapHelmRunEntries, type Instance } from '../../src/catalog';
 import { tempDir } from '../helpers/db';
 import { ROOT } from '../helpers/paths';
@@ -42,13 +42,17 @@ function juryDemo(dataset: (csv: string) => string = (csv) => csv): string {
 
 const placement = { category: 'Patient Communication and Education', subcategory: 'Delivering Personalized Care Instructions' };
 
+/** The import names its dataset where it is: that folder is declared for site data (config catalog.dataDirs). */
+const beside = (yaml: string) => ({ dataDirs: [dirname(yaml)], daemonFiles: [] });
+
 describe("import-helm on HELM's documented LLM-jury example", () => {
   it('imports the jury-only benchmark without a correct_answer column, as HELM allows', async () => {
     const out = tempDir('helm-out');
-    const report = await importHelmBenchmark(juryDemo(), { outDir: out, ...placement, judges: ['judge-a', 'judge-b', 'judge-c'] });
+    const yaml = juryDemo();
+    const report = await importHelmBenchmark(yaml, { outDir: out, ...placement, judges: ['judge-a', 'judge-b', 'judge-c'], files: beside(yaml) });
     expect(report.id).toBe('llm_jury_score_demo');
     expect(report.metrics).toEqual(['jury_score', 'jury_score_normalized', 'jury_judges_used']);
-    const b = loadBenchmark(report.dir);
+    const b = loadBenchmark(report.dir, { files: beside(yaml) });
     expect(b.definition.dataset.columns).toEqual({ id: '#row', vars: { patient_id: 'patient_id', note: 'note' } });
     expect(b.definition.dataRequirements?.columns.map((c) => c.name)).toEqual(['patient_id', 'note']);
     expect(b.definition.references).toMatch(/^none/);
@@ -68,15 +72,15 @@ describe("import-helm on HELM's documented LLM-jury example", () => {
         .map((l, i) => (l === '' ? l : i === 0 ? `${l},correct_answer` : `${l},"x"`))
         .join('\n'),
     );
-    const report = await importHelmBenchmark(config, { outDir: tempDir('helm-out'), ...placement });
-    expect(loadBenchmark(report.dir).definition.jury?.criteria).toEqual(['faithfulness', 'completeness', 'safety', 'clarity', 'conciseness']);
+    const report = await importHelmBenchmark(config, { outDir: tempDir('helm-out'), ...placement, files: beside(config) });
+    expect(loadBenchmark(report.dir, { files: beside(config) }).definition.jury?.criteria).toEqual(['faithfulness', 'completeness', 'safety', 'clarity', 'conciseness']);
   });
 
   it('still requires correct_answer when a metric other than jury_score needs a reference (HELM: unless jury_score is the only metric)', async () => {
     const config = juryDemo();
     const yaml = readFileSync(config, 'utf8').replace('metrics:\n', 'metrics:\n  - name: "rouge_l"\n');
     writeFileSync(config, yaml);
-    const err = await failure(importHelmBenchmark(config, { outDir: tempDir('helm-out'), ...placement }));
+    const err = await failure(importHelmBenchmark(config, { outDir: tempDir('helm-out'), ...placement, files: beside(config) }));
     expect(err.code).toBe('helm-import.dataset');
     expect(err.message).toContain('missing column "correct_answer"');
     expect(err.message).toContain('unless jury_score is the only metric');
@@ -86,9 +90,19 @@ describe("import-helm on HELM's documented LLM-jury example", () => {
     const config = juryDemo();
     const judge = join(config, '..', 'llm_jury_score_demo_judge_prompt.txt');
     writeFileSync(judge, readFileSync(judge, 'utf8').replace('</RESPONSE>', '</RESPONSE>\n<GOLD>{GOLD_RESPONSE}</GOLD>'));
-    const err = await failure(importHelmBenchmark(config, { outDir: tempDir('helm-out'), ...placement }));
+    const err = await failure(importHelmBenchmark(config, { outDir: tempDir('helm-out'), ...placement, files: beside(config) }));
     expect(err.code).toBe('helm-import.dataset');
     expect(err.message).toContain('{GOLD_RESPONSE}');
+  });
+
+  it('refuses, before writing anything, a dataset the catalog would not read: outside the output folder and catalog.dataDirs', async () => {
+    const config = juryDemo();
+    const out = tempDir('helm-out');
+    const err = await failure(importHelmBenchmark(config, { outDir: out, ...placement, files: { dataDirs: [], daemonFiles: [] } }));
+    expect(err.code).toBe('helm-import.dataset');
+    expect(err.message).toContain(`${config}: dataset_file: ${join(dirname(config), 'llm_jury_score_demo_dataset.csv')} is outside the benchmark's folder`);
+    expect(err.message).toMatch(/catalog\.dataDirs \(rule benchmark\.file-outside-folder\)$/);
+    expect(readdirSync(out)).toEqual([]);
   });
 });
 

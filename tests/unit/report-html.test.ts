@@ -22,6 +22,10 @@ const RUN: RunView = {
   approvedBy: null,
   approvalId: null,
   irbProtocol: HOSTILE,
+  approvalCoverage: null,
+  purpose: HOSTILE,
+  model: HOSTILE,
+  maxInstances: 40,
   scoring: 'corrected',
   createdAt: '2025-05-01T10:00:00.000Z',
   startedAt: null,
@@ -37,7 +41,16 @@ const RUN: RunView = {
   promptTokens: 12345,
   completionTokens: 40,
   reasoningTokens: 0,
+  usageUnderReported: 0,
   estimatedCostUsd: 0.0123,
+  outcome: {
+    kind: 'completed-with-failures',
+    label: 'completed with failures',
+    summary: '37 of 40 instances done, 1 failed for good',
+    hasResults: true,
+    success: false,
+    causes: [{ code: 'model.connection', state: 'failed', instances: 1, meaning: HOSTILE }],
+  },
   withheld: null,
 };
 
@@ -51,10 +64,25 @@ describe('runReportHtml', () => {
     expect(html).toContain('12345');
     expect(html).toContain('$0.0123');
     expect(html).toContain('report written 2025-05-02 (UTC)');
+    // what happened, in the outcome's words, and why the failed instance has no result
+    expect(html).toContain('completed with failures');
+    expect(html).toContain('<code>model.connection</code>');
   });
 
   it('shows the rule and no figure when the view withholds them', () => {
-    const figures = { instanceCount: null, skipped: null, counts: null, mainScore: null, aggregates: null, promptTokens: null, completionTokens: null, reasoningTokens: null, estimatedCostUsd: null };
+    const figures = {
+      instanceCount: null,
+      skipped: null,
+      counts: null,
+      mainScore: null,
+      aggregates: null,
+      promptTokens: null,
+      completionTokens: null,
+      reasoningTokens: null,
+      usageUnderReported: null,
+      estimatedCostUsd: null,
+      outcome: null,
+    };
     const html = runReportHtml({
       ...RUN,
       ...figures,

@@ -57,6 +57,8 @@ export interface ReadOptions {
    * the error for a mismatch. A check of the file before the read cannot see it replaced in between.
    */
   pin?: { sha256: string; mismatch: () => UserError };
+  /** Called with each file descriptor opened, before a byte is read: throws to refuse the file (catalog/confine.ts). */
+  opened?: (fd: number, file: string) => void;
 }
 
 /** The message of a record over the limit; the catalog's own limit check says the same of instances. */
@@ -91,14 +93,21 @@ export async function* readRecords(file: string, format: RecordFormat, opts: Rea
 /** The streaming reader itself, whatever the file's size (readRecords takes it for all but small files). */
 export async function* streamRecords(file: string, format: RecordFormat, opts: ReadOptions = {}): AsyncGenerator<RawRecord> {
   const stream = createReadStream(file);
-  const opened = new Promise<void>((resolve, reject) => {
-    stream.once('open', () => resolve());
+  const opened = new Promise<number>((resolve, reject) => {
+    stream.once('open', resolve);
     stream.once('error', reject);
   });
+  let fd: number;
   try {
-    await opened;
+    fd = await opened;
   } catch (err) {
     throw new UserError('dataset.unreadable', `${file}: cannot read (${(err as NodeJS.ErrnoException).code ?? 'error'}); check the dataset path`);
+  }
+  try {
+    opts.opened?.(fd, file);
+  } catch (err) {
+    stream.destroy();
+    throw err;
   }
   const text = decodedText(file, opts.digest ? digested(stream, opts.digest) : stream, opts);
   try {

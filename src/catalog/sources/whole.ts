@@ -22,7 +22,7 @@ export const WHOLE_FILE_BYTES = 4 * 1024 * 1024;
 
 /** The file's records, or undefined when the streaming reader must read it (see above). */
 export async function wholeFileRecords(file: string, format: RecordFormat, opts: ReadOptions): Promise<RawRecord[] | undefined> {
-  const bytes = await smallFile(file);
+  const bytes = await smallFile(file, opts.opened);
   if (!bytes) return undefined;
   const text = textOf(bytes, opts.encoding ?? 'utf-8');
   if (text === undefined) return undefined;
@@ -44,10 +44,21 @@ export async function wholeFileRecords(file: string, format: RecordFormat, opts:
  * be read (the streaming reader says why). A device or a pipe goes the streaming way: its size says
  * nothing of how much it holds.
  */
-async function smallFile(file: string): Promise<Buffer | undefined> {
+async function smallFile(file: string, opened: ReadOptions['opened']): Promise<Buffer | undefined> {
   let handle;
   try {
     handle = await open(file, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    // A refusal of the file opened is the reader's answer, not a reason to try the streaming way.
+    opened?.(handle.fd, file);
+  } catch (err) {
+    await handle.close().catch(() => undefined);
+    throw err;
+  }
+  try {
     const st = await handle.stat();
     if (!st.isFile() || st.size > WHOLE_FILE_BYTES) return undefined;
     const buffer = Buffer.alloc(st.size + 1);

@@ -1,5 +1,5 @@
 import type { CommandModule } from 'yargs';
-import { type ApprovalChange, type ApprovalInput, approvalStatusAt } from '../../access';
+import { type ApprovalChange, type ApprovalInput, approvalStatusAt, coverageText } from '../../access';
 import { validateOrThrow } from '../../config';
 import type { Tier } from '../../tiers';
 import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';
@@ -98,15 +98,7 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
             io.stdout(
               formatTable(
                 ['approval id', 'protocol', 'status', 'PI', 'personnel', 'covers', 'expires'],
-                all.map((a) => [
-                  a.approvalId,
-                  a.protocolNumber,
-                  approvalStatusAt(a, now),
-                  a.principalInvestigator,
-                  a.personnel.join(','),
-                  [...a.benchmarks, ...a.tiers].join(','),
-                  a.expiresAt ?? 'none',
-                ]),
+                all.map((a) => [a.approvalId, a.protocolNumber, approvalStatusAt(a, now), a.principalInvestigator, a.personnel.join(','), coverageText(a), a.expiresAt ?? 'none']),
               ),
             );
           },
@@ -123,7 +115,7 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
               [
                 `approval ${a.approvalId}: protocol ${a.protocolNumber}${a.title ? ` "${a.title}"` : ''}, ${approvalStatusAt(a, new Date())} (version ${a.version})`,
                 `  PI ${a.principalInvestigator}; personnel ${a.personnel.join(', ')}`,
-                `  covers benchmarks [${a.benchmarks.join(', ')}] tiers [${a.tiers.join(', ')}]; endpoints [${a.endpoints.join(', ') || 'any allowed'}]`,
+                `  covers ${coverageText(a)}; endpoints [${a.endpoints.join(', ') || 'any allowed'}]`,
                 `  purpose: ${a.purpose}; DUA ${a.duaId ?? '-'}; budget ${a.budgetUsd ?? '-'} USD`,
                 `  valid from ${a.startsAt} until ${a.expiresAt ?? 'no expiry'}`,
                 '',

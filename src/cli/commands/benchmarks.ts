@@ -4,7 +4,7 @@ import type { CommandModule } from 'yargs';
 import { CATEGORIES, Catalog, dataStatus, importHelmBenchmark, loadBenchmark, mapHelmRunEntries, type Benchmark, type RunEntriesReport, TAXONOMY } from '../../catalog';
 import { type Config, configPath, loadConfig } from '../../config';
 import { UserError } from '../../errors';
-import { TIERS } from '../../tiers';
+import { requiresDeidentification, TIERS } from '../../tiers';
 import type { GlobalArgs } from '../context';
 import { formatTable, type Io, printJson } from '../output';
 import { checkText, siteCheck } from './benchmarks-check';
@@ -32,10 +32,20 @@ function configFor(args: GlobalArgs, io: Io): Config | undefined {
   return loadConfig(opts);
 }
 
+/** Why a run's tier is not the definition's: the site's data bound to it, the site database it is scored on. */
+function tierNote(b: Benchmark): string {
+  const d = b.definition;
+  const why = [
+    ...(b.dataTier !== d.tier ? [`its definition says ${d.tier}; the data site-data.json binds to it is ${b.dataTier}`] : []),
+    ...(b.tier !== b.dataTier ? [`the site database it is scored on is ${b.tier}`] : []),
+  ];
+  return why.length ? ` (${why.join('; ')})` : '';
+}
+
 /** The site's catalog, with or without its site data; before `ehrbench init` the shipped catalog alone, so a newcomer can look at the benchmarks first. */
 function catalogOf(config: Config | undefined, withSiteData = true): Catalog {
   if (!config) return Catalog.load([]);
-  return Catalog.load(config.catalogDirs, { ...(withSiteData ? { siteDataFile: config.catalogSiteData } : {}), limits: config.catalogLimits });
+  return Catalog.load(config.catalogDirs, { ...(withSiteData ? { siteDataFile: config.catalogSiteData } : {}), limits: config.catalogLimits, files: config.catalogFiles });
 }
 
 function catalogFor(args: GlobalArgs, io: Io): Catalog {
@@ -169,7 +179,7 @@ function showText(b: Benchmark): string {
   const d = b.definition;
   const lines = [
     `${d.displayName} (${d.id} v${d.version})`,
-    `  ${d.category} / ${d.subcategory}; tier ${b.tier}${b.tier !== d.tier ? ` (its data ${d.tier}; the site database it is scored on is private)` : ''}; split ${d.split}; de-identification ${d.deidentification ?? (d.tier === 'public' ? 'never' : 'required')}`,
+    `  ${d.category} / ${d.subcategory}; tier ${b.tier}${tierNote(b)}; split ${d.split}; de-identification ${requiresDeidentification(b.dataTier) ? 'required' : (d.deidentification ?? 'never')}`,
     `  ${d.description ?? ''}`,
     `  main metric ${d.metrics.main} (${d.lowerIsBetter === null ? 'no direction' : d.lowerIsBetter ? 'lower is better' : 'higher is better'})${d.metrics.secondary?.length ? `; also ${d.metrics.secondary.join(', ')}` : ''}`,
     `  output length ${d.prompt.maxTokens} tokens; temperature ${d.prompt.temperature ?? 0}`,
@@ -290,7 +300,9 @@ export function benchmarksCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs>
               return io.stdout(runEntriesText(report));
             }
             const { config, out, category, subcategory } = importPlacement(args);
+            const files = configFor(args, io)?.catalogFiles;
             const report = await importHelmBenchmark(config, {
+              ...(files ? { files } : {}),
               outDir: out,
               category,
               subcategory,
@@ -299,7 +311,7 @@ export function benchmarksCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs>
               ...(args.judge?.length ? { judges: args.judge } : {}),
             });
             // The written definition must load exactly as the catalog will load it.
-            const loaded = loadBenchmark(report.dir);
+            const loaded = loadBenchmark(report.dir, files ? { files } : {});
             if (args.json) return printJson(io, { ...report, definitionHash: loaded.definitionHash });
             io.stdout(
               [

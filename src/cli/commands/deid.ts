@@ -5,11 +5,14 @@
  * {"id", "text", "spans", "residual"?} with span offsets into the input text and residual offsets into
  * the output text (schemas/deid-output.schema.json).
  *
- * Lines of one subject share evidence: a name found in one of them is looked for in all of them, as
- * `Deidentifier.findAll` and `deid eval` do. So the file is read twice, line by line: first to validate
- * it and collect each subject's name words, then to de-identify. Memory grows with the number of
- * subjects and name words, never with the text. The output appears only when the command finished
- * (written to a temporary file, then renamed). Errors name the file and line, never the text.
+ * The file is one dataset, read twice, line by line (as `Deidentifier.findAll` and `deid eval` read
+ * theirs): first to validate and survey every line (each subject's name words; the words strong rules
+ * took anywhere, weighed against their ordinary uses: src/deid/evidence.ts), then to de-identify each
+ * line knowing both. The first reading's detections are kept for the second while they cover at most
+ * READS_KEPT_CHARS of text (reading is the costly part); the lines after that are read again. So memory
+ * grows with the dataset's vocabulary and subjects, and with its text only up to that bound (100 MB of
+ * notes kept every reading: 903 MB peak). The output appears only when the command finished (written to a
+ * temporary file, then renamed). Errors name the file and line, never the text.
  *
  * `ehrbench deid eval` (deid-eval.ts) is registered here as a subcommand.
  */
@@ -19,18 +22,25 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { CommandModule } from 'yargs';
 import { loadConfig, validateOrThrow } from '../../config';
-import { Deidentifier, type DeidOutput, loadSecret, RESIDUAL_RULE, type ReplacementMode, settingsFrom, type SpanType } from '../../deid';
+import { Deidentifier, type DeidOutput, EvidenceCollector, loadSecret, type PackedDetections, RESIDUAL_RULE, type ReplacementMode, settingsFrom, type SpanType } from '../../deid';
 import type { KnownIdentifiers } from '../../catalog';
 import { UserError } from '../../errors';
 import type { GlobalArgs } from '../context';
 import { type Io, printJson } from '../output';
 import { deidEvalCommand } from './deid-eval';
+import { deidLexiconsCommand } from './deid-lexicons';
 
 /** What to do with a line whose output the residual scan still flags. */
 export type OnResidual = 'fail' | 'mark';
 
 /** Exit code of `--on-residual mark` when a line was marked: the file is complete but not clean. */
 export const MARKED_EXIT_CODE = 3;
+
+/**
+ * How much text (in characters) the first reading's detections are kept for: about 9 bytes of memory a
+ * character, so some 300 MB at most; past it the second pass reads each line again (slower, bounded).
+ */
+export const READS_KEPT_CHARS = 32 * 1024 * 1024;
 
 interface DeidArgs extends GlobalArgs {
   in?: string;
@@ -58,9 +68,6 @@ export interface DeidFileReport {
   /** 1-based input line numbers of the marked lines. */
   markedLines: number[];
 }
-
-/** Subject -> the name words harvested from all its lines. */
-type Evidence = Map<string, Set<string>>;
 
 function subjectOf(line: InputLine): string {
   return line.subject ?? line.id;
@@ -118,42 +125,32 @@ async function* inputLines(inFile: string): AsyncGenerator<{ lineNo: number; lin
 }
 
 /**
- * First pass: every line parsed and validated (bad lines are refused here, before anything is written),
- * and the number of lines of each subject. Only counts are kept.
+ * First pass: every line parsed and validated (bad lines are refused here, before anything is written)
+ * and surveyed (`Deidentifier.survey`, the name and place rules alone): the file is one dataset, so each
+ * subject's name words and the words strong rules took anywhere are collected before any line is
+ * de-identified. Only words and counts are kept (evidence.ts), so memory grows with the dataset's
+ * vocabulary and subjects, never with its text.
  */
-async function countSubjects(inFile: string): Promise<Map<string, number>> {
-  const counts = new Map<string, number>();
-  for await (const { line } of inputLines(inFile)) {
-    const subject = subjectOf(line);
-    counts.set(subject, (counts.get(subject) ?? 0) + 1);
-  }
-  return counts;
-}
-
-/**
- * Second pass, for subjects of more than one line only (a subject's only line has no other record to
- * learn from, and detection is the costly part): each subject's name words, from all its lines. Only
- * the words are kept, so a file of any size needs memory for its subjects, not its text.
- */
-export async function collectEvidence(deid: Deidentifier, inFile: string): Promise<Evidence> {
-  const evidence: Evidence = new Map();
-  const counts = await countSubjects(inFile);
-  if (![...counts.values()].some((n) => n > 1)) return evidence;
+export async function collectEvidence(deid: Deidentifier, inFile: string, keptChars = READS_KEPT_CHARS): Promise<{ collector: EvidenceCollector; reads: PackedDetections[]; lines: number }> {
+  const collector = new EvidenceCollector();
+  const reads: PackedDetections[] = [];
+  let lines = 0;
+  let kept = 0;
   for await (const { lineNo, line } of inputLines(inFile)) {
-    const subject = subjectOf(line);
-    if ((counts.get(subject) ?? 0) < 2) continue;
-    let words: string[];
     try {
-      words = deid.harvest(line.text, line.known);
+      const read = deid.read(line.text, line.known);
+      collector.add(subjectOf(line), read.survey);
+      lines += 1;
+      // Kept while under the bound, in order: the second pass reads again whatever comes after.
+      if (reads.length === lines - 1 && kept + line.text.length <= keptChars) {
+        reads.push(read.found);
+        kept += line.text.length;
+      }
     } catch (err) {
       throw failure(err, inFile, lineNo);
     }
-    if (words.length === 0) continue;
-    let set = evidence.get(subject);
-    if (!set) evidence.set(subject, (set = new Set()));
-    for (const w of words) set.add(w);
   }
-  return evidence;
+  return { collector, reads, lines };
 }
 
 /** The output file, opened exclusively under a temporary name next to the target. */
@@ -195,7 +192,15 @@ function publish(tmp: string, outFile: string): void {
  * line that still carries an identifier stops everything and nothing is written; with `mark`, it is
  * written with its residual findings and counted, and the file is completed.
  */
-async function writeDeidentified(deid: Deidentifier, inFile: string, output: WriteStream, evidence: Evidence, onResidual: OnResidual): Promise<DeidFileReport> {
+async function writeDeidentified(
+  deid: Deidentifier,
+  inFile: string,
+  output: WriteStream,
+  { collector: evidence, reads, lines }: Awaited<ReturnType<typeof collectEvidence>>,
+  onResidual: OnResidual,
+): Promise<DeidFileReport> {
+  const dataset = evidence.dataset();
+  let index = 0;
   // A write error (disk full) is kept and reported at the next step rather than thrown from an event.
   let writeError: Error | undefined;
   output.on('error', (err) => {
@@ -208,8 +213,19 @@ async function writeDeidentified(deid: Deidentifier, inFile: string, output: Wri
       lineNo = next.lineNo;
       const { line } = next;
       const subject = subjectOf(line);
-      const words = evidence.get(subject);
-      const out = deid.run({ text: line.text, subject, ...knownOf(line), ...(words ? { evidence: words } : {}) });
+      const words = evidence.subject(subject);
+      // the file changed between the two readings: its lines no longer match what was read
+      if (index >= lines)
+        throw new UserError('deid.input-changed', `${inFile}: line ${lineNo} was not there when the file was first read; the file changed while ehrbench read it; nothing was written`);
+      const found = reads[index++] ?? deid.read(line.text, line.known).found;
+      let out: DeidOutput;
+      try {
+        out = deid.runRead({ text: line.text, subject, ...knownOf(line), ...(words ? { evidence: words } : {}), dataset }, found);
+      } catch (err) {
+        if (err instanceof UserError && err.code === 'deid.input-changed')
+          throw new UserError('deid.input-changed', `${inFile}: line ${lineNo} changed while ehrbench read the file; nothing was written; run it again on a file nobody is writing`);
+        throw err;
+      }
       if (out.residual.length > 0) {
         if (onResidual === 'fail') {
           throw new UserError('deid.residual-identifier', `${inFile}: line ${lineNo}: an identifier remained after de-identification (rule ${RESIDUAL_RULE}); nothing was written`);
@@ -224,6 +240,7 @@ async function writeDeidentified(deid: Deidentifier, inFile: string, output: Wri
       if (writeError) throw writeError;
       if (!output.write(outputLine(line.id, out))) await once(output, 'drain');
     }
+    if (index !== lines) throw new UserError('deid.input-changed', `${inFile}: lines went missing after the file was first read; the file changed while ehrbench read it; nothing was written`);
     await new Promise<void>((done, fail) => output.end((err?: Error | null) => (err ? fail(err) : done())));
     if (writeError) throw writeError;
     return report;
@@ -233,9 +250,9 @@ async function writeDeidentified(deid: Deidentifier, inFile: string, output: Wri
 }
 
 /** De-identifies `inFile` into `outFile` atomically; returns counts only (no text). */
-export async function deidentifyFile(deid: Deidentifier, inFile: string, outFile: string, onResidual: OnResidual = 'fail'): Promise<DeidFileReport> {
+export async function deidentifyFile(deid: Deidentifier, inFile: string, outFile: string, onResidual: OnResidual = 'fail', keptChars = READS_KEPT_CHARS): Promise<DeidFileReport> {
   // Evidence first: the whole input is read (and validated) before the output is created.
-  const evidence = await collectEvidence(deid, inFile);
+  const evidence = await collectEvidence(deid, inFile, keptChars);
   const { tmp, output } = await openOutput(outFile);
   try {
     const report = await writeDeidentified(deid, inFile, output, evidence, onResidual);
@@ -271,8 +288,11 @@ export function deidCommand(io: Io): CommandModule<GlobalArgs, DeidArgs> {
     describe: 'De-identify a JSON-lines file (HIPAA Safe Harbor identifiers replaced, spans reported); `deid eval` scores detection on annotated notes',
     builder: (y) =>
       y
-        .usage('$0 deid --in FILE.jsonl --out FILE.jsonl [--on-residual fail|mark] [--mode surrogate|tag]\n$0 deid eval --gold FILE [--json] [--show-text] [--with-known]')
+        .usage(
+          '$0 deid --in FILE.jsonl --out FILE.jsonl [--on-residual fail|mark] [--mode surrogate|tag]\n$0 deid eval --gold FILE [--json] [--show-text] [--with-known] [--holdout-by subject --proposal FILE]\n$0 deid lexicons propose --gold FILE --out DIR',
+        )
         .command(deidEvalCommand(io))
+        .command(deidLexiconsCommand(io))
         // Not global: `deid eval` has options of its own and must not inherit these (or their demands).
         .option('in', {
           type: 'string',

@@ -182,7 +182,7 @@ export function pkiCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
               { announceStore: true },
             );
             if (args.json) return printJson(io, out);
-            io.stdout(`revoked the certificates of ${out.principal} (${out.revoked} issuing CA(s))\n`);
+            io.stdout(`revoked the certificates of ${out.principal} (${out.revoked} issuing CA(s))${out.stoppedRuns.length ? `; halted their runs ${out.stoppedRuns.join(', ')}` : ''}\n`);
           },
         })
         .command<GlobalArgs>({

@@ -1,10 +1,10 @@
 import { commandPrefix } from '../../command-prefix';
 import type { CommandModule } from 'yargs';
 import type { App } from '../../app';
-import { UserError, errorEntry } from '../../errors';
+import { UserError } from '../../errors';
 import { interruptibly } from '../interrupt';
 import type { RunRequestInput, RunView, StoppedRunView } from '../../operations';
-import { executeRun, readProgress, type RunProgress, type RunSummary } from '../../runs';
+import { executeRun, readProgress, type RunOutcome, type RunProgress, type RunSummary } from '../../runs';
 import { followLocal, ProgressDisplay } from '../progress';
 import { CLIENT_OPTIONS, type ClientArgs, localCaller, withClient } from '../client';
 import { type GlobalArgs, withApp } from '../context';
@@ -25,13 +25,27 @@ interface RunArgs extends GlobalArgs {
 }
 
 /** A run summary, or a run view whose figures may be withheld (null) from the caller. */
-type Summarised = Pick<RunSummary, 'benchmarkId' | 'tier' | 'mainMetric' | 'status' | 'runId'> & { mainScore: number | null; counts: RunSummary['counts'] | null };
+type Summarised = Pick<RunSummary, 'benchmarkId' | 'tier' | 'mainMetric' | 'status' | 'runId'> & {
+  mainScore: number | null;
+  counts: RunSummary['counts'] | null;
+  outcome: RunOutcome | null;
+};
 
 export function printSummaries(io: Io, summaries: Summarised[]): void {
   io.stdout(
     formatTable(
       ['benchmark', 'tier', 'n', 'main metric', 'score', 'blocked', 'failed', 'status', 'run id'],
-      summaries.map((s) => [s.benchmarkId, s.tier, s.counts?.done ?? '-', s.mainMetric, formatScore(s.mainScore), s.counts?.blocked ?? '-', s.counts?.failed ?? '-', s.status, s.runId]),
+      summaries.map((s) => [
+        s.benchmarkId,
+        s.tier,
+        s.counts?.done ?? '-',
+        s.mainMetric,
+        formatScore(s.mainScore),
+        s.counts?.blocked ?? '-',
+        s.counts?.failed ?? '-',
+        s.outcome?.label ?? s.status,
+        s.runId,
+      ]),
     ),
   );
 }
@@ -48,10 +62,40 @@ function skippedLines(run: RunView): string[] {
   return Object.entries(run.skipped ?? {}).map(([rule, n]) => `  skipped: ${n} record${n === 1 ? '' : 's'} (${rule})`);
 }
 
+/** A warning when an endpoint did not report usage truthfully: those calls were charged their worst case. */
+function underReportedLines(run: RunView): string[] {
+  const n = run.usageUnderReported ?? 0;
+  if (!n) return [];
+  return [
+    `  warning: ${n} call${n === 1 ? '' : 's'} of this run came back without truthful usage (missing, negative, beyond the request or implausibly low); each was charged its worst case, so tokens and cost are upper bounds for them. Check the endpoint (metric ehrbench_endpoint_usage_under_reported_total)`,
+  ];
+}
+
+/** One line per cause of instances without a result: the code, what it means, how many. */
+function causeLines(outcome: RunOutcome, endpointId: string): string[] {
+  return outcome.causes.map((c) => `  ${c.state}: ${c.state === 'failed' ? `endpoint ${endpointId}: ` : ''}${c.code} (${c.meaning}): ${c.instances} instance${c.instances === 1 ? '' : 's'}`);
+}
+
+/**
+ * A finished run that is not a success fails the command, so a script notices: a run with no result
+ * or stopped on an error (run.failed, exit 5), one whose instances partly failed for good
+ * (run.instances-failed, exit 5), one cancelled or halted (run.stopped). The causes are on stderr.
+ */
+function failUnlessSucceeded(io: Io, args: GlobalArgs, run: { runId: string; endpointId: string; status: string; outcome: RunOutcome | null }): void {
+  const kind = run.outcome?.kind ?? (run.status === 'completed' ? 'completed' : run.status);
+  if (kind === 'completed') return;
+  if (run.outcome && !args.json) for (const line of causeLines(run.outcome, run.endpointId)) io.stderr(`${line}\n`);
+  const why = run.outcome?.summary ?? run.status;
+  if (kind === 'completed-with-failures') throw new UserError('run.instances-failed', `run ${run.runId} completed with failures: ${why}`);
+  if (kind === 'halted' || kind === 'cancelled') throw new UserError('run.stopped', `run ${run.runId} ${why}`);
+  throw new UserError('run.failed', `run ${run.runId} failed: ${why}`);
+}
+
 function printRun(io: Io, run: RunView): void {
   io.stdout(
     [
-      `run ${run.runId}: ${run.benchmarkId} v${run.benchmarkVersion} on ${run.endpointId}${run.testEndpoint ? ` [${TEST_ENDPOINT_DESCRIPTION}]` : ''} (${run.tier}), ${run.status}${run.errorCode ? ` (${run.errorCode})` : ''}`,
+      `run ${run.runId}: ${run.benchmarkId} v${run.benchmarkVersion} on ${run.endpointId}${run.testEndpoint ? ` [${TEST_ENDPOINT_DESCRIPTION}]` : ''} (${run.tier}), ${run.outcome?.label ?? run.status}${run.errorCode ? ` (${run.errorCode})` : ''}`,
+      ...(run.outcome ? [`  ${run.outcome.summary}`, ...causeLines(run.outcome, run.endpointId)] : []),
       `  requested by ${run.requestedBy} at ${run.createdAt}${run.approvedBy ? `; approved by ${run.approvedBy}` : ''}`,
       `  ${run.irbProtocol ? `IRB protocol ${run.irbProtocol}; ` : ''}scoring ${run.scoring}`,
       ...(run.counts
@@ -59,6 +103,7 @@ function printRun(io: Io, run: RunView): void {
             `  instances: ${run.instanceCount ?? '?'} planned${sampled(run)}, ${run.counts.done} done, ${run.counts.blocked} blocked, ${run.counts.failed} failed`,
             ...skippedLines(run),
             `  tokens: ${run.promptTokens} in, ${run.completionTokens} out${run.reasoningTokens ? ` (${run.reasoningTokens} of them reasoning)` : ''}; estimated cost ${run.estimatedCostUsd === null ? 'unknown (no price in the config)' : `$${run.estimatedCostUsd.toFixed(4)}`}`,
+            ...underReportedLines(run),
           ]
         : [`  counts, scores and usage: withheld (rule ${run.withheld}); before a release only the requester and compliance officers see them`]),
       '',
@@ -88,7 +133,7 @@ function runInput(args: Omit<RunArgs, keyof GlobalArgs>): RunRequestInput {
 }
 
 /** `ehrbench run`: request and execute here, in local mode (the embedded single-user setup). */
-async function runHere(app: App, args: RunArgs, io: Io): Promise<RunSummary & { failures: Failure[] }> {
+async function runHere(app: App, args: RunArgs, io: Io): Promise<RunSummary> {
   const ops = new Operations(app);
   const view = await ops.requestRun(localCaller(app), runInput(args));
   if (view.status === 'requested') {
@@ -100,36 +145,21 @@ async function runHere(app: App, args: RunArgs, io: Io): Promise<RunSummary & { 
   return executeHere(app, view.runId, view.benchmarkId, args, io);
 }
 
-interface Failure {
-  code: string;
-  instances: number;
-}
-
-/** Executes a run in this process, stoppable with Ctrl-C, with its progress on stderr; the summary carries the failure causes. */
-async function executeHere(app: App, runId: string, label: string, args: GlobalArgs, io: Io): Promise<RunSummary & { failures: Failure[] }> {
+/** Executes a run in this process, stoppable with Ctrl-C, with its progress on stderr. */
+async function executeHere(app: App, runId: string, label: string, args: GlobalArgs, io: Io): Promise<RunSummary> {
   const progress = args.json ? undefined : followLocal(io, label, () => readProgress(app.engine.store, runId));
-  const summary = await interruptibly(
+  return interruptibly(
     io,
     (signal) => executeRun(app.engine, runId, { signal }).finally(() => progress?.stop()),
     () => runId,
   );
-  const failures = summary.counts.failed ? (await app.engine.store.failureCauses(runId)).map((c) => ({ code: c.code, instances: c.n })) : [];
-  return { ...summary, failures };
 }
 
-/**
- * Prints a run's summary, then one line per failure cause; instances that failed for good make the
- * command fail (exit 5), so a script notices an endpoint that was down.
- */
-function report(io: Io, args: GlobalArgs, summary: RunSummary & { failures: Failure[] }, endpointId: string): void {
+/** Prints a run's summary; a run that is not a success then fails the command (failUnlessSucceeded). */
+function report(io: Io, args: GlobalArgs, summary: RunSummary): void {
   if (args.json) printJson(io, summary);
   else printSummaries(io, [summary]);
-  if (summary.failures.length === 0) return;
-  if (!args.json) for (const f of summary.failures) io.stderr(`  failed: endpoint ${endpointId}: ${f.code} (${errorEntry(f.code).meaning}): ${f.instances} instance${f.instances === 1 ? '' : 's'}\n`);
-  throw new UserError(
-    'run.instances-failed',
-    `run ${summary.runId}: ${summary.counts.failed} instances failed for good; fix the cause, then request a new run (finished instances are kept in this one)`,
-  );
+  failUnlessSucceeded(io, args, summary);
 }
 
 const runOptions = {
@@ -154,7 +184,7 @@ export function runCommand(io: Io): CommandModule<GlobalArgs, RunArgs> {
     builder: (y) => y.options(runOptions),
     handler: async (args) => {
       const summary = await withApp(args, io, (app) => runHere(app, args, io));
-      report(io, args, summary, args.endpoint);
+      report(io, args, summary);
     },
   };
 }
@@ -253,6 +283,7 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
             const run = await watch(args, io);
             if (args.json) printJson(io, run);
             else printSummaries(io, [run]);
+            failUnlessSucceeded(io, args, run);
           },
         })
         .command<ClientArgs & { id: string; reason: string }>({
@@ -274,7 +305,7 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
               const run = await new Operations(app).showRun(localCaller(app), args.id);
               return executeHere(app, args.id, run.benchmarkId, args, io);
             });
-            report(io, args, summary, summary.endpointId);
+            report(io, args, summary);
           },
         })
         .demandCommand(1, 'name a subcommand: request, approve, list, show, watch, cancel or resume'),

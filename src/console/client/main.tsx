@@ -12,7 +12,7 @@ import { EndpointsPage, HealthPage, PrincipalsPage } from './pages/admin';
 import { ExportPage, ReleaseQueuePage } from './pages/exports';
 import { HomePage } from './pages/home';
 import { RequestRunPage, RunApprovalQueuePage, RunPage, RunsPage } from './pages/runs';
-import { holds, Problem } from './ui';
+import { holds, Problem, visible } from './ui';
 
 interface MenuEntry {
   href: string;
@@ -95,7 +95,7 @@ function Console({ session }: { session: Session }) {
       <header class="top">
         <span class="brand">ehrbench</span>
         <span class="who" data-testid="who">
-          {session.displayName ? `${session.displayName} (${session.principal})` : session.principal}
+          {session.displayName ? `${visible(session.displayName)} (${session.principal})` : session.principal}
           {session.roles.map((r) => (
             <span class="role" key={r}>
               {r}

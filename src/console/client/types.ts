@@ -23,6 +23,22 @@ export interface Run {
   approvedBy: string | null;
   approvalId: string | null;
   irbProtocol: string | null;
+  /**
+   * Why the run's approval covers it: it names the benchmark, or only the benchmark's whole tier, or (narrowed since) no longer; null without an approval
+   */
+  approvalCoverage: 'benchmark' | 'tier' | 'none' | null;
+  /**
+   * What the researcher said the run is for
+   */
+  purpose: string | null;
+  /**
+   * The endpoint's model or deployment as the run recorded it
+   */
+  model: string | null;
+  /**
+   * The cap the researcher asked for; null for the whole dataset
+   */
+  maxInstances: number | null;
   scoring: string;
   createdAt: string;
   startedAt: string | null;
@@ -76,9 +92,44 @@ export interface Run {
    */
   reasoningTokens: number | null;
   /**
+   * Calls of the run (model and judges) whose usage the endpoint did not report truthfully (missing, negative, beyond the request, implausibly low): each was charged its worst case, so the tokens and cost are an upper bound for them
+   */
+  usageUnderReported: number | null;
+  /**
    * From the price table in the config (export.prices); null when the endpoint has no price
    */
   estimatedCostUsd: number | null;
+  /**
+   * What happened to the run, in the words the CLI, the console and the README use (src/runs/outcome.ts); null when the run's figures are withheld from the caller (then read status)
+   */
+  outcome: null | {
+    kind: 'awaiting-approval' | 'queued' | 'running' | 'completed' | 'completed-with-failures' | 'failed' | 'halted' | 'cancelled';
+    /**
+     * The short label (completed, completed with failures, failed, ...)
+     */
+    label: string;
+    /**
+     * One sentence: what happened and what to do
+     */
+    summary: string;
+    /**
+     * The run ended with at least one instance done: it has scores and may be exported
+     */
+    hasResults: boolean;
+    /**
+     * Completed with no instance failed (runs watch exits 0 only then)
+     */
+    success: boolean;
+    /**
+     * Why instances ended without a result: one entry per error code or rule, most first
+     */
+    causes: {
+      code: string;
+      state: 'failed' | 'blocked';
+      instances: number;
+      meaning: string;
+    }[];
+  };
   /**
    * The rule that withheld the run's exact figures (counts, scores, aggregates, tokens, cost: null) from the caller, or null when they are shown
    */
@@ -191,6 +242,14 @@ export interface Endpoint {
    * When the endpoint was last probed (ehrbench endpoints probe), from the audit trail; null if never
    */
   lastProbeAt: string | null;
+  /**
+   * The data tiers this endpoint may never receive, whoever asks, each with the rule that refuses it (src/access endpointDecision): a form offers the endpoint only for the other tiers
+   */
+  refusedTiers: {
+    tier: string;
+    rule: string;
+    reason: string;
+  }[];
 }
 
 /** api/export-view.schema.json */
@@ -277,6 +336,10 @@ export interface AuditHealth {
     at: string;
     actor: string;
     rule: string | null;
+    /**
+     * What the last verification found; null when the trail does not hold its outcome (a verification on the host)
+     */
+    outcome: 'verified' | 'broken' | null;
   };
   witnesses: {
     dir: string;

@@ -1,7 +1,21 @@
 /** Small pieces every page uses: loading a resource, showing an API refusal, tables, times. */
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, type Session } from './api';
+
+/** Bidirectional formatting characters: embeddings, overrides, isolates, their pops, and the marks. */
+const BIDI_CONTROLS = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+
+/**
+ * A name an insider wrote (a principal's display name, a benchmark's, an approval's title, an
+ * endpoint's model), as the console shows it: every bidirectional control written out as [U+202E].
+ * Left in, a right-to-left override makes "rita\u202Elive" read "ritaevil", and in a <select> nothing
+ * shows where the name ends and the option's own words begin: an officer could choose by a name that
+ * is not the one stored. Shown, not removed, so the oddity is seen and can be asked about.
+ */
+export function visible(text: string): string {
+  return text.replace(BIDI_CONTROLS, (c) => `[U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}]`);
+}
 
 /** The viewer holds one of `roles` (no roles: everyone). Hiding a page is a convenience; the API decides. */
 export const holds = (s: Session, roles?: string[]) => !roles || roles.some((r) => s.roles.includes(r));
@@ -40,13 +54,13 @@ export function useLoad<T>(fn: () => Promise<T>, deps: unknown[], poll?: { ms: n
   return { data, error, reload };
 }
 
-/** An API refusal as the API said it: the code, the rule it names, its one line. */
+/** An API refusal as the API said it: the code, the rule it names, its one line (a name it quotes, such as a certificate's, through `visible`). */
 export function Problem({ error }: { error: unknown }) {
   if (error === undefined || error === null) return null;
   if (error instanceof ApiError) {
     return (
       <div class="error" role="alert">
-        <strong>{error.status === 403 ? 'Refused' : 'Error'}</strong>: {error.message}
+        <strong>{error.status === 403 ? 'Refused' : 'Error'}</strong>: {visible(error.message)}
         {error.rule ? (
           <>
             {' '}
@@ -105,6 +119,9 @@ export function usd(value: number | null | undefined): string {
 
 const STATUS_CLASS: Record<string, string> = {
   completed: 'status-ok',
+  'completed with failures': 'status-warn',
+  'awaiting approval': 'status-warn',
+  'approved, waiting for a worker': 'status-warn',
   released: 'status-ok',
   active: 'status-ok',
   ok: 'status-ok',
@@ -209,5 +226,91 @@ export function SchemaProblems({ what, problems }: { what: string; problems: str
         ))}
       </ul>
     </div>
+  );
+}
+
+export interface ConfirmProps {
+  /** The button that opens the confirmation, and its accessible name when the text alone is ambiguous in a table. */
+  label: string;
+  ariaLabel?: string;
+  secondary?: boolean;
+  /** The question, naming the object: "Revoke every certificate of alice?". */
+  title: string;
+  /** What happens if confirmed, in words: who loses what, what leaves, whether it can be undone. */
+  consequence: ComponentChildren;
+  /** The confirming button's words ("Revoke alice"); cancel is always "Cancel" and does nothing. */
+  confirmLabel: string;
+  /** Asks for a reason, required, where the CLI requires --reason (it goes to the audit trail). */
+  reason?: boolean;
+  onConfirm: (reason: string) => void;
+}
+
+/**
+ * An act that cannot be taken back is two steps: the button opens a <dialog> that names the object and
+ * the consequence (and asks the reason where the CLI asks one); only its confirming button acts. One
+ * click on the wrong row revoked a researcher before.
+ */
+export function ConfirmAct(p: ConfirmProps) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const [reason, setReason] = useState('');
+  const [missing, setMissing] = useState(false);
+  const id = `confirm-${p.confirmLabel.replace(/[^A-Za-z0-9]+/g, '-').toLowerCase()}`;
+  const open = () => {
+    setReason('');
+    setMissing(false);
+    dialog.current?.showModal();
+  };
+  const close = () => dialog.current?.close();
+  const confirm = (e: Event) => {
+    e.preventDefault();
+    if (p.reason && !reason.trim()) {
+      setMissing(true);
+      return;
+    }
+    close();
+    p.onConfirm(reason.trim());
+  };
+  return (
+    <>
+      <button type="button" class={p.secondary ? 'secondary' : undefined} onClick={open} aria-label={p.ariaLabel}>
+        {p.label}
+      </button>
+      <dialog ref={dialog} class="confirm" aria-labelledby={`${id}-title`} aria-describedby={`${id}-what`}>
+        <form onSubmit={confirm} noValidate>
+          <h2 id={`${id}-title`}>{p.title}</h2>
+          <div id={`${id}-what`} class="consequence">
+            {p.consequence}
+          </div>
+          {p.reason ? (
+            <div class="field">
+              <label for={`${id}-reason`}>Reason</label>
+              <span id={`${id}-reason-hint`} class="hint">
+                required; recorded in the audit trail (no patient information)
+              </span>
+              <input
+                id={`${id}-reason`}
+                name="reason"
+                aria-describedby={`${id}-reason-hint`}
+                aria-invalid={missing ? 'true' : undefined}
+                maxLength={200}
+                value={reason}
+                onInput={(e) => setReason((e.target as HTMLInputElement).value)}
+              />
+              {missing ? (
+                <span class="field-error" role="alert">
+                  Give a reason: it is recorded with the act.
+                </span>
+              ) : null}
+            </div>
+          ) : null}
+          <div class="actions">
+            <button type="submit">{p.confirmLabel}</button>
+            <button type="button" class="secondary" onClick={close}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      </dialog>
+    </>
   );
 }

@@ -11,7 +11,7 @@ import { STATE_RE_SOURCE } from './patterns';
 
 /** Street suffixes: the common ones of USPS Publication 28, Appendix C1, with their abbreviations. */
 const STREET_SUFFIX = [
-  'Street|St|Avenue|Ave|Av|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|Court|Ct|Courts|Place|Pl|Way|Ways|Terrace|Ter|Circle|Cir|Circles|Parkway|Pkwy',
+  'Street|St|Avenue|Ave|Av|Road|Rd|Lane|Ln|Drive|Dr|Boulevard|Blvd|Court|Ct|Courts|Place|Pl|Way|Ways|Terrace|Terr|Ter|Circle|Cir|Circles|Parkway|Pkwy',
   'Highway|Hwy|Route|Rte|Square|Sq|Trail|Trl|Pike|Turnpike|Tpke|Alley|Aly|Row|Path|Crescent|Close|Loop|Run|Plaza|Plz|Heights|Hts|Commons?',
   'Green|Grove|Hill|Hills|Landing|Park|Ridge|Ridges|View|Views|Walk|Wharf|Crossing|Xing|Expressway|Expy|Causeway|Mall|Pass|Point|Points|Pt',
   'Bay|Bayou|Beach|Bend|Bluffs?|Bottom|Branch|Bridge|Brooks?|Burgs?|Bypass|Camp|Canyon|Cape|Centers?|Cliffs?|Club|Corners?|Course|Coves?',
@@ -21,7 +21,8 @@ const STREET_SUFFIX = [
   'Rapids?|Rest|Rivers?|Shoals?|Shores?|Skyway|Springs?|Spurs?|Stations?|Stravenue|Streams?|Streets|Summit|Throughway|Trace|Track|Trafficway',
   'Tunnel|Underpass|Unions?|Valleys?|Viaduct|Villas?|Villages?|Ville|Vista|Walls?|Wells?|Trails|Terraces|Routes|Roads|Lanes|Drives|Avenues',
 ].join('|');
-const UNIT = String.raw`(?:,?\s*(?:Apt|Apartment|Unit|Suite|Ste|Fl|Floor|Rm|Room|#)\.?\s*#?\s*[A-Za-z0-9-]{1,6}\b)?`;
+// "Apt 3", "#4", and the floor as notes write it: "2nd fl", "3rd floor"
+const UNIT = String.raw`(?:,?\s*(?:(?:Apt|Apartment|Unit|Suite|Ste|Fl|Floor|Rm|Room|#)\.?\s*#?\s*[A-Za-z0-9-]{1,6}\b|\d{1,2}(?:st|nd|rd|th)\s*(?:fl|floor)\b\.?))?`;
 
 /** Street words a street name ends with when no house number says it is one ("on Mercer St", "Haywood Rd"). */
 const NAMED_STREET_SUFFIX = 'Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Place|Pl|Terrace|Ter|Parkway|Pkwy|Highway|Hwy|Square|Sq|Circle|Cir|Turnpike|Tpke|Pike';
@@ -98,6 +99,14 @@ class Addresses {
       if (/[/.:]$/.test(text.slice(Math.max(0, m.index - 1), m.index)) || /\.\s/.test(m[0])) continue;
       if (/^(?:[01]\d|2[0-3])[0-5]\d\s/.test(m[0]) && /\s(?:per|by|ho|md|rn|np|pa|pt|with|to|and|for|from|at)\s/i.test(m[0])) continue;
       if (/^\d+\s+(?:mg|mcg|ml|cc|units?|x|times|days?|weeks?|hours?|mins?|tabs?|of|to|and|or|in|at|on|the|a|pt|pts|patients?)\b/i.test(m[0])) continue;
+      // "14 BEAT RUN" of VT, "7A REPEAT CT HEAD": a count or an order, not a house and its street
+      if (
+        /^\d+[A-Za-z]?\s+(?:beats?|runs?|repeat|head|chest|abd|abdomen|pelvis|spine|neck|sinus|beat|hr|hour|day|week|month|yr|year|pack|point|lead|view|slice|cut|sec|second|min|minute|step|stair|flight|block|foot|ft|inch|cm|mm)\b/i.test(
+          m[0],
+        )
+      )
+        continue;
+      if (/\s(?:CT|Ct|ct)\.?$/.test(m[0].trim()) && /\b(?:repeat|head|chest|abd|abdomen|pelvis|spine|neck|sinus|cta|noncon|non-contrast|contrast)\s+ct\.?$/i.test(m[0].trim())) continue;
       const end = m.index + m[0].replace(/[.,]$/, '').length;
       push(m.index, end);
       // "88 ORCHARD HILL LANE, AMESBURY": the town after the street
@@ -158,10 +167,14 @@ class Addresses {
       if (!/\b(?:on|at|near|off|of|from|to|along|corner|cross|and|&)\s+(?:the\s+)?$|,\s*$|^\s*$|\n\s*$/i.test(before)) continue;
       if (words.some((w) => this.lex.clinical.has(w) || STREET_STOPWORDS.has(w))) continue;
       if (/\bDr\.?$/.test(m[0]) && !/\bDrive\b/.test(m[0])) continue;
-      this.add(m.index, m.index + m[0].replace(/[.,]$/, '').length, 'place.street');
+      // "Unit 5B, Washington St": the unit written before the street belongs to the address
+      const unit = /(?:Apt|Apartment|Unit|Suite|Ste|#)\.?\s*#?\s*[A-Za-z0-9-]{1,6},\s*$/.exec(before);
+      this.add(unit ? m.index - unit[0].length : m.index, m.index + m[0].replace(/[.,]$/, '').length, 'place.street');
     }
-    for (const m of text.matchAll(/\b(?:Route|Rte|Hwy|Highway|Interstate|RT|ROUTE|HWY|I)[ -]?(\d{1,3}[A-Z]?)\b(?!\s*(?:mg|ml|cc|%|units?))/g)) {
+    for (const m of text.matchAll(/\b(?:Route|Rte|Rt|Hwy|Highway|Interstate|RT|ROUTE|HWY|I)[ -]?(\d{1,3}[A-Z]?)\b(?!\s*(?:mg|ml|cc|%|units?|cm|mm|x\b|times|fingers?|toes?|ribs?|digits?))/g)) {
       if (m[0].startsWith('I') && !/^I-\d/.test(m[0]) && !/^Interstate/.test(m[0])) continue;
+      // "Rt" and "RT" are also "right": a road only after a word of place ("MVC on Rt 3", "off RT 128")
+      if (/^R[Tt]\b/.test(m[0]) && !/\b(?:on|off|along|near|from|to|at|via|take|took|exit|crossing|cross|of)\s+$/i.test(text.slice(Math.max(0, m.index - 12), m.index))) continue;
       this.add(m.index, m.index + m[0].length, 'place.street');
     }
   }

@@ -9,7 +9,7 @@ const words = (s: string): Set<string> => new Set(s.trim().split(/\s+/));
 
 /** Titles before a name ("Dr. Kowal", "dr kowal", "Mrs. Hunt", "dra Lozano"). */
 export const TITLES = words(`dr doctor dra mr mrs ms miss mx mme mlle sra srta herr frau prof professor rev reverend nurse sister father pastor
-  rabbi imam chaplain judge officer det detective capt captain sgt sergeant lt col`);
+  rabbi imam chaplain judge officer det detective capt captain sgt sergeant lt col fr`);
 
 /** Titles that introduce a name even in lowercase shorthand or ALL CAPS. */
 export const STRONG_TITLES = words('dr dra mr mrs ms mme prof rev capt det mx');
@@ -29,7 +29,7 @@ export const RELATIONS = words(`wife husband son daughter mother mom mum father 
   neighbor neighbour roommate caregiver caretaker hcp hcproxy proxy poa guardian stepson stepdaughter stepmother stepfather dil sil son-in-law
   daughter-in-law sister-in-law brother-in-law mother-in-law father-in-law companion housemate landlord landlady employer boss coworker co-worker
   sponsor godmother godfather stepbrother stepsister ex-wife ex-husband widow widower twin child kids children sons daughters gf bf hubby
-  bro sis stepdad stepmom nok next-of-kin grandniece grandnephew great-grandson great-granddaughter grandkids grandchildren grandsons
+  bro sis stepdad stepmom nok next-of-kin dtr dau dgtr grandniece grandnephew great-grandson great-granddaughter grandkids grandchildren grandsons
   granddaughters nieces nephews cousins brothers sisters parents siblings stepchildren stepkids`);
 
 /** Care-team and other roles before a name ("HO Kwame", "covering NP kowal", "RN Dana", "registrar TPK"). */
@@ -38,7 +38,7 @@ export const ROLES = words(`attending resident intern fellow pcp ho np pa rn nur
   anesthesiologist radiologist pathologist psychiatrist psychologist dentist podiatrist optometrist counselor coordinator manager aide pca cna
   tech technician dietitian nutritionist vna rep representative scribe preceptor student clinician oncall moonlighter charge rrt lpn crna
   casemanager socialworker supervisor registrar clerk agent adjuster officer sitter volunteer liaison navigator educator specialist
-  implanting interrogating programmer operator dispatcher caseworker advocate worker intake homemaker`);
+  implanting interrogating programmer operator dispatcher caseworker advocate worker intake homemaker rt`);
 
 /** Services and teams: a name follows them only in parentheses or after "per" ("per psych (AMSELEM)", "renal (Dr. Ng)"). */
 export const SERVICES = words(`cardiology cards neurology neuro renal nephrology surgery ortho orthopedics gi pulm pulmonary id psych psychiatry onc
@@ -142,10 +142,13 @@ export const CLINICAL_DESTINATIONS = words(`icu micu sicu ccu cvicu csru nicu pi
  * vocabularies cannot explain, or a known town.
  */
 export const STRONG_PLACE_CUE =
-  /(?:\b(?:i['’]?m|i\s+am|we['’]?re|we\s+are|they['’]?re|she['’]?s|he['’]?s)\s+(?:now\s+|still\s+|currently\s+|back\s+|home\s+)*(?:in|at|near)\s+(?:the\s+)?$)|\b(?:lives?|living|resides?|residing|moved|relocated|born|raised|grew\s+up|visiting|visit|vacation(?:ing)?|staying|stays|transferred|xferred|xfer(?:red)?|trans(?:ferred)?|transfer|tx(?:'d|d)?|admitted|adm|came|coming|returned|returning|discharged|d\/c(?:'d|d)?|dc(?:'d|d)?|sent|brought|drove|flew|travel(?:l?ed|ing)?|trip|works?|worked|working|employed|employee|retired|job|shelter|placement|accepted|referred|seen|followed)\s+(?:back\s+)?(?:in|from|to|at|near)\s+(?:the\s+)?$/i;
+  /(?:\b(?:i['’]?m|i\s+am|we['’]?re|we\s+are|they['’]?re|she['’]?s|he['’]?s)\s+(?:now\s+|still\s+|currently\s+|back\s+|home\s+)*(?:in|at|near)\s+(?:the\s+)?$)|\b(?:lives?|living|resides?|residing|moved|relocated|born|raised|grew\s+up|visiting|visit|vacation(?:ing)?|staying|stays|transferred|xferred|xfer(?:red)?|trans(?:ferred)?|transfer|tx(?:'d|d)?|admitted|adm|taken|presented|presenting|went|arrived|flown|airlifted|med\s?flighted|readmitted|called\s+out|call\s+out|initially|originally|came|coming|returned|returning|discharged|d\/c(?:'d|d)?|dc(?:'d|d)?|sent|brought|drove|flew|travel(?:l?ed|ing)?|trip|works?|worked|working|employed|employee|retired|job|shelter|placement|accepted|referred|seen|followed)\s+(?:back\s+)?(?:in|from|to|at|near)\s+(?:the\s+)?$/i;
 export const FROM_CUE = /\b(?:from|osh)\s+(?:the\s+)?$/i;
 export const WEAK_PLACE_CUE = /\b(?:in|at|near|to|outside)\s+(?:the\s+)?$/i;
 
-/** Cues that introduce an employer ("works at", "employed by", "job at", "retired from"). */
+/**
+ * Cues that introduce an employer ("works at", "employed by", "job at", "retired from", "is a cashier at").
+ * "is a 67F admitted with COPD" is no job: after "is a" only a word without digits, and only "at" or "for".
+ */
 export const EMPLOYER_CUE =
-  /\b(?:works?|worked|working|employed|employee|job|retired|emp(?:loyer)?\s*:|employer\s+is|occupation\s*:|works\s+as\s+an?\s+\w+(?:\s+\w+)?|(?:is|was|as)\s+an?\s+\w+(?:\s+\w+)?)\s+(?:at|for|by|from|with)\s+(?:the\s+)?$/i;
+  /\b(?:works?|worked|working|employed|employee|job|retired|emp(?:loyer)?\s*:|employer\s+is|occupation\s*:|works\s+as\s+an?\s+\w+(?:\s+\w+)?)(?:\s+(?:part[\s-]time|full[\s-]time|per[\s-]diem|nights?|days?|weekends?|there|now|still|currently))?\s+(?:at|for|by|from|with)\s+(?:the\s+)?$|\b(?:is|was|as)\s+an?\s+(?!\w*\d)[a-z]+(?:\s+[a-z]+)?\s+(?:at|for)\s+(?:the\s+)?$/i;

@@ -74,19 +74,26 @@ const validMonth = (m: number) => m >= 1 && m <= 12;
 const validYear = (y: number) => y >= 1800 && y <= 2199;
 
 function detection(start: number, text: string, parts: DateParts, render: (p: Required<DateParts>) => string, priority = PRIORITY.DATE): Detection {
-  return { start, end: start + text.length, type: 'DATE', priority, source: 'detector', date: { parts, render } };
+  return { start, end: start + text.length, type: 'DATE', priority, source: 'detector', rule: 'date', date: { parts, render } };
 }
 
 // Words that make m/d a score, a grade, a ratio or a dose rather than a date.
 const BEFORE_NOT_DATE =
-  /\b(?:pain|scale|score[sd]?|rated?|rates|rating|strength|motor|power|grade[sd]?|gcs|apgar|bp|sbp|dbp|pressure|ratio|murmur|pulses?|reflexes|dtrs?|vision|acuity|fio2?|o2|peep|vent|tv|ie|i:e|sem|hsm|holosystolic|systolic|diastolic|dose|tabs?|x|of|out of|level|lvl|stage|class|tanner|gravida|para|ps|cpap|bipap|settings?|psv|epap|ipap|abg|vbg|pupils?|perrla?|fraction|approx|about|around|nodes?|took|takes|take|day|tof|bcx|cx|ucx|crackles|rales|rails|names|fingers|ha|headache|cp|tender(?:ness)?|sore(?:ness)?|weak|weakness|bottles?)\s*[:=]?\s*$/i;
+  /\b(?:pain|scale|score[sd]?|rated?|rates|rating|strength|motor|power|grade[sd]?|gcs|apgar|bp|sbp|dbp|pressure|ratio|murmur|pulses?|reflexes|dtrs?|vision|acuity|fio2?|o2|peep|vent|tv|ie|i:e|sem|hsm|holosystolic|systolic|diastolic|dose|tabs?|x|of|out of|level|lvl|stage|class|tanner|gravida|para|ps|cpap|bipap|settings?|psv|epap|ipap|abg|vbg|pupils?|perrla?|fraction|approx|about|around|nodes?|took|takes|take|day|tof|bcx|cx|ucx|crackles|rales|rails|names|fingers|ha|headache|cp|tender(?:ness)?|sore(?:ness)?|weak|weakness|bottles?|sbt|trial|trialed|imv|mae|moves?|moving|ext|extrems?|extremities|sirs|qsofa|mmse|moca|slums|bestest|test|=)\s*[:=]?\s*$/i;
+/** A ventilator's settings just before: "weaned to 8/5", "AC 500x14/5/40", "IMV 12/5/40%", "changed to 10/5". */
+const VENT_BEFORE =
+  /(?:\b(?:ac|a\/c|simv|imv|ps|psv|cpap|bipap|prvc|cmv|peep|fio2|vent|settings?|mode)\b[^\n]{0,12}|\b(?:weaned|wean|weaning|down|up|increased|decreased|changed|titrated|placed|back|dropped|turned)\s+(?:down\s+|up\s+|back\s+)?(?:to|on)\s*|\d\s?x\s?)$/i;
 /** "last dose 2/2", "first dose 4/2": a dose with a word of time before it is dated, not measured. */
 const DATED_DOSE = /\b(?:last|first|next|final|prior|previous|loading|most\s+recent)\s+(?:clinic\s+)?dose\s*[:=]?\s*$/i;
 const AFTER_NOT_DATE =
-  /^\s*(?:pain|murmur|sem|hsm|systolic|diastolic|holosystolic|strength|scale|ratio|tabs?|tablets?|caps?|capsules?|pills?|doses?|ns|normal|mg|mcg|g|gm|ml|cc|l|units?|inch(?:es)?|cm|mm|miles?|blocks?|flights?|hours?|hrs?|days?|cups?|glass(?:es)?|ppd|packs?|of|bottles?|pulses?|reflexes|times|vision|mmhg|mm hg|bilat|bilaterally|throughout|x|\+|th|strength|power|motor|lobes?|nodes?|brisk|sluggish|nrb|nc|strength|teaspoons?|tsp|tbsp|sliding|ss|saline|str|concentration|up|rails|objects|words|bottles|sets)\b/i;
+  /^\s*(?:pain|murmur|sem|hsm|systolic|diastolic|holosystolic|strength|scale|ratio|tabs?|tablets?|caps?|capsules?|pills?|doses?|ns|normal|mg|mcg|g|gm|ml|cc|l|units?|inch(?:es)?|cm|mm|miles?|blocks?|flights?|hours?|hrs?|days?|cups?|glass(?:es)?|ppd|packs?|of|bottles?|pulses?|reflexes|times|vision|mmhg|mm hg|bilat|bilaterally|throughout|x|\+|th|strength|power|motor|lobes?|nodes?|brisk|sluggish|nrb|nc|strength|teaspoons?|tsp|tbsp|sliding|ss|saline|str|concentration|up|rails|objects|words|bottles|sets|amps?|ampules?|vials?|bags?)\b/i;
 /** What may follow a date: a time (13:05, 0900, 2pm, 1:30 pm), a range to another date, a comma or the end. */
 const TIME_AFTER = /^\s*(?:@\s*)?(?:\d{1,2}:\d{2}|[01]\d[0-5]\d|2[0-3][0-5]\d|\d{1,2}\s?(?:am|pm|a|p)\b)/i;
 const RANGE_AFTER = /^\s*(?:-|–|to|thru|through|until|till)\s*\d{1,2}\/\d{1,2}\b/i;
+
+/** Words before a date that say it dates something. */
+const DATE_CUE_BEFORE =
+  /\b(?:on|since|from|until|till|til|by|of|dated|adm(?:itted)?|admission|d\/c(?:'d)?|discharged?|seen|last|next|before|after|thru|through|due|starting|started|stopped|held|ended|until|through|effective|dos|dob|born)\s*:?\s*$/i;
 
 /** m/d without a year, unless the words around it say it is a measurement. */
 function bareMonthDay(text: string, out: Detection[]): void {
@@ -101,9 +108,19 @@ function bareMonthDay(text: string, out: Detection[]): void {
     const after = text.slice(end, end + 20);
     if (BEFORE_NOT_DATE.test(before) && !/\b(?:on|of)\s*$/i.test(before) && !DATED_DOSE.test(before)) continue;
     if (AFTER_NOT_DATE.test(after)) continue;
+    if (VENT_BEFORE.test(before) && !/\b(?:on|since|from|until|of|dated)\s*$/i.test(before)) continue;
+    // "1-2/4" (train of four), "3-4/5": the end of a range of counts, not a date
+    if (/\d\s?-\s?$/.test(text.slice(Math.max(0, start - 2), start)) && !/\d\/\d{1,2}\s?-\s?$/.test(text.slice(Math.max(0, start - 8), start))) continue;
+    // "2/2 COPD", "failure 2/2 sepsis": 2/2 is "secondary to" unless a word of time says it dates
+    if (month === 2 && day === 2 && /^\s+[A-Za-z]/.test(after) && !DATE_CUE_BEFORE.test(before)) continue;
+    if (/^\s*(?:ext|extrems?|extremities|limbs|ue|le)\b/i.test(after)) continue;
+    // "metastatic carcinoma in 2 of 19 (2/19)": the fraction a count just wrote
+    if (new RegExp(`\\b${month}\\s+of\\s+${day}\\b`).test(text.slice(Math.max(0, start - 30), start))) continue;
     // "x/10" is a score when pain or rating words are near, and "5/5" when strength words are.
     const near = text.slice(Math.max(0, start - 60), Math.min(text.length, end + 30)).toLowerCase();
-    if (day === 10 && month <= 10 && /pain|scale|rate|score|discomfort|ache|nausea|anxiety|tender|sore|\bha\b|headache|\bcp\b|hurt|cramp|burn|itch|dyspnea|sob\b/.test(near)) continue;
+    const dated = DATE_CUE_BEFORE.test(before);
+    if (day === 10 && month <= 10 && !dated && /pain|scale|rate|score|discomfort|ache|tight|pressure|nausea|anxiety|tender|sore|\bha\b|headache|\bcp\b|hurt|cramp|burn|itch|dyspnea|sob\b/.test(near))
+      continue;
     if (day === 5 && month <= 5 && /strength|motor|power|grip|ue|le|extremit|weak|\bx4\b|bue|ble|rue|lue|rle|lle/.test(near)) continue;
     if ((day === 4 || day === 6) && /murmur|pulse|sem|hsm|grade/.test(near)) continue;
     if (day <= 4 && month <= 4 && /\b(?:tabs?|tablets?|pills?|caps?|strength|ns|saline|nodes?|lobes?|way)\b/.test(near) && !DATED_DOSE.test(before)) continue;
@@ -124,16 +141,23 @@ function numericDates(text: string, out: Detection[]): void {
   }
   // With a year, month first (7/22/2104, 7-22-04, 07.22.2104) or day first (22/07/2104, 14.03.1946): a
   // first number above 12 says day first; otherwise the US order is read (either way it is a date).
-  for (const m of text.matchAll(/(?<![\d/.-])(\d{1,2})([-/.])(\d{1,2})\2(\d{4}|\d{2})(?![\d/]|\.\d|-\d)/g)) {
-    const [a, sep, b, y] = [m[1] as string, m[2] as string, m[3] as string, m[4] as string];
+  // A line wrap may fall after a separator ("03/14/" at the end of a line, "1931" on the next): kept as written.
+  for (const m of text.matchAll(/(?<![\w/.-])(\d{1,2})([-/.])((?:[ \t]*\n[ \t]*)?)(\d{1,2})\2((?:[ \t]*\n[ \t]*)?)(\d{4}|\d{2})(?![\d/%]|\.\d|-\d)/g)) {
+    const [a, sep, wrap1, b, wrap2, y] = [m[1] as string, m[2] as string, m[3] as string, m[4] as string, m[5] as string, m[6] as string];
     const dayFirst = +a > 12 && validMonth(+b);
     const [mo, d] = dayFirst ? [b, a] : [a, b];
     if (!validMonth(+mo) || !validDay(+d)) continue;
     if (sep === '.' && y.length === 2) continue; // 1.5.20 is more often a version or a dose
+    // a two-digit "year" on the next line is a count or a value as often as not
+    if (wrap2 && y.length === 2) continue;
+    // "IMV 12/5/40", "PS 10/5/35": a ventilator's rate, pressure and oxygen, not a date of birth
+    if (y.length === 2 && sep === '/' && VENT_BEFORE.test(text.slice(Math.max(0, m.index - 24), m.index))) continue;
     const year = fullYear(y);
     out.push(
       detection(m.index, m[0], { year, month: +mo, day: +d }, (p) =>
-        dayFirst ? `${padLike(d, p.day)}${sep}${padLike(mo, p.month)}${sep}${yearLike(y, p.year)}` : `${padLike(mo, p.month)}${sep}${padLike(d, p.day)}${sep}${yearLike(y, p.year)}`,
+        dayFirst
+          ? `${padLike(d, p.day)}${sep}${wrap1}${padLike(mo, p.month)}${sep}${wrap2}${yearLike(y, p.year)}`
+          : `${padLike(mo, p.month)}${sep}${wrap1}${padLike(d, p.day)}${sep}${wrap2}${yearLike(y, p.year)}`,
       ),
     );
   }
@@ -147,7 +171,117 @@ function numericDates(text: string, out: Detection[]): void {
     out.push(detection(m.index, m[0], { year: +y, month: +mo }, (p) => `${p.year}-${pad(p.month, 2)}`));
   }
   bareMonthDay(text, out);
+  hyphenMonthDay(text, out);
   years(text, out);
+  eventYears(text, out);
+}
+
+/**
+ * m-d after a word that dates ("adm on 3-4", "presented on 1-20", "since 12-24"): without that word a
+ * hyphen makes a range ("3-4 L", "1-2 tabs"), so the word is required, and the month and day must be
+ * valid and followed by nothing that measures.
+ */
+function hyphenMonthDay(text: string, out: Detection[]): void {
+  for (const m of text.matchAll(/(?<![\w/.:+-])(\d{1,2})-(\d{1,2})(?![\w/]|[-.]\d)/g)) {
+    const [mText, dText] = [m[1] as string, m[2] as string];
+    if (!validMonth(+mText) || !validDay(+dText)) continue;
+    const before = text.slice(Math.max(0, m.index - 24), m.index);
+    if (!HYPHEN_DATE_CUE.test(before)) continue;
+    const after = text.slice(m.index + m[0].length, m.index + m[0].length + 20);
+    if (!/^(?:\s*(?:$|[,.;:)]|\n)|\s+(?:@|w\/|->|-\s)|\s+(?:at|with|and|for|to|by|when|after|before|from|until|\d{3,4}|\d{1,2}:\d\d|am|pm|[a-z]+day)\b)/i.test(after)) continue;
+    out.push(detection(m.index, m[0], { month: +mText, day: +dText }, (p) => `${padLike(mText, p.month)}-${padLike(dText, p.day)}`));
+  }
+}
+const HYPHEN_DATE_CUE =
+  /\b(?:on|since|from|until|till|til|dated|adm(?:itted)?|admission|d\/c(?:'d)?|discharged|seen|last|next|thru|through|due|started|stopped|held|ended|effective|dos|dob|born|of|by|before|after)\s*:?\s*$/i;
+
+/** Clinical events a year may follow without "in": "stent 2004", "CABG 98", "s/p AVR 2001", "MI 2003". */
+const EVENT_YEAR = new RegExp(
+  String.raw`\b(${[
+    'stents?',
+    'cabg',
+    'mi',
+    'nstemi',
+    'stemi',
+    'cva',
+    'tia',
+    'stroke',
+    'avr',
+    'mvr',
+    'tavr',
+    'tah',
+    'tka',
+    'tha',
+    'orif',
+    'ptca',
+    'pci',
+    'aaa',
+    'lami',
+    'laminectomy',
+    'fusion',
+    'bypass',
+    'repair',
+    'replacement',
+    'transplant',
+    'resection',
+    'surgery',
+    'fx',
+    'fracture',
+    'cath',
+    'ablation',
+    'ppm',
+    'pacer',
+    'pacemaker',
+    'icd',
+    'aicd',
+    'dx',
+    'diagnosed',
+    'hysterectomy',
+    'mastectomy',
+    'lumpectomy',
+    'colectomy',
+    'chole',
+    'cholecystectomy',
+    'appy',
+    'appendectomy',
+    'turp',
+    'cea',
+    'endarterectomy',
+    'amputation',
+    'bka',
+    'aka',
+    'c-section',
+    'csection',
+    'sah',
+    'dvt',
+    'pe',
+    'chemo',
+    'xrt',
+    'radiation',
+    'biopsy',
+    'colonoscopy',
+    'egd',
+    'echo',
+    'intubation',
+    'intubated',
+    'admission',
+    'hospitalization',
+    'hospitalized',
+  ].join('|')})(?:\s*\([^()\n]{1,20}\))?(?:\s+(?:in|on|of|was|done))?[\s:,(]{1,3}((?:19|20)\d\d|\d\d)(?![\d/:+%-]|[.,]\d|\s*(?:x\b|%|mg|cc|ml|units?|beats?|mmhg))`,
+  'gi',
+);
+/** Events written as acronyms, after which two digits are a year ("CABG 98", "MI 02"), not a value. */
+const TWO_DIGIT_EVENTS = new Set(['cabg', 'mi', 'cva', 'tia', 'avr', 'mvr', 'tah', 'tka', 'tha', 'orif', 'ptca', 'pci', 'aaa', 'stent', 'stents', 'turp', 'cea', 'bka', 'aka', 'sah']);
+
+function eventYears(text: string, out: Detection[]): void {
+  for (const m of text.matchAll(EVENT_YEAR)) {
+    const [event, y] = [(m[1] as string).toLowerCase(), m[2] as string];
+    if (y.length === 2 && !TWO_DIGIT_EVENTS.has(event)) continue;
+    const start = m.index + m[0].length - y.length;
+    const after = text.slice(start + y.length, start + y.length + 14);
+    if (NOT_YEAR_AFTER.test(after)) continue;
+    out.push(detection(start, y, { year: fullYear(y) }, (p) => yearLike(y, p.year)));
+  }
 }
 
 /** Words before a year that say it dates an event: "in 2009", "since 98", "quit in 89", "(2021)". */
@@ -165,7 +299,7 @@ const VALUE_BEFORE =
   /\b(?:hr|rr|bp|sbp|dbp|map|sats?|spo2|o2|temp|t|fs|bs|glucose|sugars?|k|na|cr|bun|hgb|hct|plt|wbc|inr|ph|pco2|po2|peep|fio2|tv|vt|ve|rate|rates|range|ranging|pressures?|values?|levels?|numbers?|counts?|output|uo|i\/o|weight|wt|score|gcs|rass|cpot|cvp|pap|icp|cpp|pain|lactate|goals?|mid|high|low|upper|lower|the)\s+(?:in|since|from|of|to)\s*(?:the\s+)?$/i;
 /** After a year: not a unit, a decimal, a percentage, a time or "s" (the 90s are values). */
 const NOT_YEAR_AFTER =
-  /^(?:['’]?s\b|\.\d|%|\s*(?:%|mg|mcg|ml|cc|l\b|units?|hrs?|hours?|h\b|min|mins|minutes|kg|lbs?|cm|mm|bpm|beats|breaths|mmhg|x\b|times|pack|pk|meq|mmol|-\d|:\d|\/\d|cal|kcal|calories|steps|ft|feet|meters|m\b|yo\b|y\/o|years?\s+old|year-old))/i;
+  /^(?:['’]?s\b|\.\d|%|\s*(?:%|mg|mcg|ml|cc|l\b|units?|hrs?|hours?|h\b|min|mins|minutes|kg|lbs?|cm|mm|bpm|beats|breaths|mmhg|x\b|times|pack|pk|meq|mmol|-\d|:\d|\/\d|cal|kcal|calories|steps|ft|feet|meters|m\b|yo\b|y\/o|years?\s+old|year-old|deg\b|degrees?|°))/i;
 
 const VEHICLE_AFTER =
   /^\s+(?:toyota|honda|subaru|ford|chevy|chevrolet|nissan|hyundai|kia|mazda|volkswagen|vw|bmw|mercedes|audi|lexus|jeep|dodge|ram|gmc|buick|cadillac|tesla|volvo|harley|harley-davidson|yamaha|kawasaki|ducati|acura|infiniti|chrysler|mitsubishi|porsche|jaguar|mini|fiat|suzuki|triumph|pontiac|saturn|scion|genesis|lincoln)\b/i;
@@ -204,7 +338,9 @@ function years(text: string, out: Detection[]): void {
       continue; // "at 2000" is a time
     else if (/\b(?:from|until|till|til|by|before|after|since|last)\s*$/i.test(before) && /(?:00|15|30|45)$/.test(y))
       continue; // "until 1900", "since 2000": a clock
-    else if (/^\s*(?:-|to|until)\s*\d{4}\b/.test(after) && /[0-5]0$/.test(y)) continue; // "2000-0800" is a shift
+    else if (/^\s*(?:-|to|until)\s*\d{4}\b/.test(after) && /[0-5]0$/.test(y))
+      continue; // "2000-0800" is a shift
+    else if (+y > 2030 && /^(?:[01]\d|2[0-3])[0-5]\d$/.test(y)) continue; // "arrived 2040": a clock, not a year to come
     out.push(detection(m.index, y, { year: fullYear(y) }, (p) => yearLike(y, p.year)));
   }
 }
@@ -288,7 +424,9 @@ function monthNameDates(text: string, out: Detection[], caps: boolean): void {
     const lower = mon.toLowerCase();
     const before = text.slice(Math.max(0, m.index - 25), m.index).toLowerCase();
     const full = MONTH_NAMES.includes(lower);
-    const cue = /\b(?:in|since|until|till|by|during|early|late|mid|last|next|this|of|from|through|thru|before|after|around|since early|since late|beginning of|end of)\s*-?\s*$/.test(before);
+    const cue =
+      /\b(?:in|since|until|till|by|during|early|late|mid|last|next|this|of|from|through|thru|before|after|around|since early|since late|beginning of|end of)\s*-?\s*$|\(\s*$/.test(before) &&
+      !(/\(\s*$/.test(before) && !/^\.?\s*\)/.test(text.slice(m.index + m[0].length, m.index + m[0].length + 3)));
     const ambiguous = ['may', 'march', 'april', 'june', 'august', 'jan', 'mar', 'jun', 'aug'].includes(lower);
     if (!cue && (!full || ambiguous)) continue;
     // lowercase only a full month name after a word of time ("til end of june"), never "may" or "march"
@@ -343,11 +481,36 @@ function apostropheYears(text: string, out: Detection[]): void {
   }
 }
 
+/** Holidays date an event as much as a day does: "after Thanksgiving", "last drink New Year's Eve". */
+const HOLIDAY =
+  /\b(?:thanksgiving|christmas(?:\s+(?:eve|day))?|xmas|new\s+year['’]?s(?:\s+(?:eve|day))?|easter(?:\s+sunday)?|good\s+friday|memorial\s+day|labor\s+day|labour\s+day|independence\s+day|(?:the\s+)?(?:4th|fourth)\s+of\s+july|halloween|valentine['’]?s\s+day|mother['’]?s\s+day|father['’]?s\s+day|veterans\s+day|columbus\s+day|presidents['’]?\s+day|mlk\s+day|martin\s+luther\s+king\s+day|hanukkah|chanukah|passover|yom\s+kippur|rosh\s+hashanah|ramadan|eid(?:\s+al-(?:fitr|adha))?|diwali|kwanzaa|(?:lunar|chinese)\s+new\s+year|super\s+bowl\s+sunday)\b/gi;
+
+function holidays(text: string, out: Detection[]): void {
+  for (const m of text.matchAll(HOLIDAY)) {
+    // "eid" alone is also a name and an abbreviation: only capitalised and followed by nothing that makes it a code
+    if (/^eid$/i.test(m[0]) && m[0] !== 'Eid') continue;
+    out.push({ start: m.index, end: m.index + m[0].length, type: 'DATE', priority: PRIORITY.DATE, source: 'detector', rule: 'date.holiday' });
+  }
+}
+
+const WEEKDAY_BEFORE = /\b(?:mon|tue|tues|wed|weds|thu|thur|thurs|fri|sat|sun)(?:day|sday|nesday|rsday|urday)?\.?,?\s{1,2}$/i;
+
+/** "Friday 6/11", "Tues, March 4": the weekday before a date belongs to it (a shifted date is written without it). */
+function withWeekdays(text: string, out: Detection[]): void {
+  for (const d of out) {
+    if (!d.date || d.date.parts.month === undefined) continue;
+    const w = WEEKDAY_BEFORE.exec(text.slice(Math.max(0, d.start - 12), d.start));
+    if (w) d.start -= w[0].length;
+  }
+}
+
 export function detectDates(text: string, caps: boolean): Detection[] {
   const out: Detection[] = [];
   numericDates(text, out);
   monthNameDates(text, out, caps);
   ordinalDays(text, out);
   apostropheYears(text, out);
+  withWeekdays(text, out);
+  holidays(text, out);
   return out;
 }

@@ -1,7 +1,8 @@
 /** All detectors over one text, and the resolution of overlapping spans into one list. */
 import { isAllCaps, type Token, tokenize } from '../text';
 import { vocabulary, type WordFacts } from '../vocabulary';
-import type { Detection } from '../types';
+import { type Detection, type Evidence, PRIORITY } from '../types';
+import { foreignRuns } from '../scripts';
 import { detectDates } from './dates';
 import { detectAddresses } from './addresses';
 import { detectExtracts } from './extracts';
@@ -9,8 +10,9 @@ import { LocationDetector } from './locations';
 import { NameDetector } from './names';
 import { detectPatterns } from './patterns';
 
-export { monthNumber } from './dates';
+export { detectDates, monthNumber } from './dates';
 export { NameDetector } from './names';
+export { LocationDetector } from './locations';
 
 /** What every detector may want to know about a text, computed once. */
 export interface TextInfo {
@@ -19,11 +21,11 @@ export interface TextInfo {
   tokens: Token[];
   /** What the vocabularies say of each token. */
   facts: WordFacts[];
-  /** Name words found in the subject's other records. */
-  evidence?: ReadonlySet<string>;
+  /** What the subject's other records and the dataset taught. */
+  evidence?: Evidence;
 }
 
-export function textInfo(text: string, evidence?: ReadonlySet<string>): TextInfo {
+export function textInfo(text: string, evidence?: Evidence): TextInfo {
   const tokens = tokenize(text);
   const v = vocabulary();
   return { caps: isAllCaps(text), tokens, facts: tokens.map((t) => v.facts(t.lower)), ...(evidence ? { evidence } : {}) };
@@ -39,9 +41,18 @@ export function defaultDetectors(): Detector[] {
     (t) => detectPatterns(t),
     (t, i) => detectDates(t, i.caps),
     (t, i) => names.detect({ text: t, tokens: i.tokens, facts: i.facts, caps: i.caps, ...(i.evidence ? { evidence: i.evidence } : {}) }),
-    (t, i) => places.detect({ text: t, tokens: i.tokens, facts: i.facts, caps: i.caps }),
+    (t, i) =>
+      places.detect({
+        text: t,
+        tokens: i.tokens,
+        facts: i.facts,
+        caps: i.caps,
+        ...(i.evidence?.dataset ? { dataset: i.evidence.dataset } : {}),
+        ...(i.evidence?.site ? { site: i.evidence.site } : {}),
+      }),
     (t, i) => detectAddresses(t, i.caps, i.tokens),
     (t) => detectExtracts(t),
+    (t) => foreignRuns(t).map(([start, end]) => ({ start, end, type: 'NAME' as const, priority: PRIORITY.NAME, source: 'detector' as const, rule: 'name.script' })),
   ];
 }
 

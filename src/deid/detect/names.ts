@@ -7,14 +7,17 @@
  *   name.relation     after or before a relation: "wife ann", "son GIDEON", "Wendell (husband)"
  *   name.role         after a care-team role: "HO Kwame", "covering NP kowal", "RN Dana"
  *   name.contact      after a verb of contact: "per Okafor", "d/w halvorsen", "paged Ng"
+ *   name.weak-cue     after "by", "with", "to": a capitalised name ("seen by Okafor", "with Will Young")
  *   name.label        after a label: "Patient: Rose Hunt", "Pt Anna Kerr", "Dear Dr", "Thanks, Dana"
  *   name.right-cue    before a word that says a person was meant: "Kowal aware", "okafor updated"
  *   name.inverted     "KERR, ANNA" or "Kerr, Anna 54F" where a header or an age and sex says so
  *   name.lexicon      a capitalised word the name lists know and the safe vocabulary does not
  *   name.backstop     a capitalised word no vocabulary explains, inside a sentence of mixed case
  *   name.signature    a note's closing initials: "-K.", "JS RN"
+ *   name.subject      opening a sentence that presents a patient: "Tavita Mbeki is a 45 yo man"
  *   name.recurrence   a word found as a name once is a name wherever it recurs in the note, and in the
  *                     subject's other notes (the evidence the caller passes)
+ *   name.dataset      a word strong rules took as a name elsewhere in the dataset (evidence.ts)
  * A name found is widened over adjacent initials, particles and name words ("Marguerite E. Hollis",
  * "van de Berg"). Which words may carry a name depends on the strength of the cue: a title or a
  * relation takes a lowercase word no vocabulary explains, a weak cue ("by", "with") only a
@@ -22,10 +25,11 @@
  */
 import { vocabulary, type WordFacts } from '../vocabulary';
 import { gap, sentenceInitial, type Token } from '../text';
-import { type Detection, PRIORITY } from '../types';
+import { type DatasetEvidence, type Detection, type Evidence, PRIORITY } from '../types';
 import { lexicons } from '../lexicons';
 import { nameShape } from '../name-shape';
 import {
+  CLINICAL_DESTINATIONS,
   CLOSING,
   COMMA_CREDENTIALS,
   CONTACT_CUES,
@@ -62,13 +66,17 @@ export const NAME_RULES = [
   'name.lexicon',
   'name.backstop',
   'name.signature',
+  'name.subject',
   'name.recurrence',
+  'name.dataset',
+  'name.weak-cue',
   'name.widened',
 ] as const;
 export type NameRule = (typeof NAME_RULES)[number];
 
 /** How strongly a cue says "a person follows": what kinds of word it can turn into a name. */
-type Strength = 'title' | 'relation' | 'strong' | 'weak';
+/** `role`: a care-team role or a hand-off ("RT bill", "report given to dawn"), strong, and taking a lowercase first name. */
+type Strength = 'title' | 'relation' | 'role' | 'strong' | 'weak';
 
 /** What the name detector reads: the folded text, its words, their facts, and evidence from elsewhere. */
 export interface NameInput {
@@ -76,8 +84,8 @@ export interface NameInput {
   tokens: Token[];
   facts: WordFacts[];
   caps: boolean;
-  /** Lowercase name words found in the subject's other records. */
-  evidence?: ReadonlySet<string>;
+  /** Name words found in the subject's other records, and what the dataset taught. */
+  evidence?: Evidence;
 }
 
 /** Slash cues the tokenizer splits: "d/w Okafor", "s/w kowal", "c/w dana". */
@@ -85,12 +93,72 @@ const SLASH_CONTACT = /(?:\b[dsc]\/w|\bw\/|\bf\/u\s+w(?:ith|\/)?|\bspoke\s+w\/?|
 /** "Kerr, Anna 54F", "OKAFOR, CHIDI (DOB ...)": an age and sex, a date of birth or an MRN after an inverted name. */
 const AFTER_INVERTED = /^\s*(?:\(?\d{1,3}\s?(?:y\/?o|yo|yrs?)?\s?[MFmf]\b|\(?(?:dob|d\.o\.b|mrn|mr#|#|age|sex|[MF]\/\d)|[,;(]\s*\d)/i;
 /** A grade, stage or score after a word makes it a classification: "Clark IV", "Fitzpatrick II", "Breslow 1.3 mm", "Morse 55". */
-const CLASSIFICATION_AFTER = /^[\s-]*(?:[IVX]{1,4}\b|[A-D]\d?\b(?![a-z])|\d|\(?grade|\(?class|\(?stage|\(?score)/;
+const CLASSIFICATION_AFTER = /^[\s-]*(?:[IVX]{1,4}[a-c]?\b|[A-D]\d?\b(?![a-z])|\d|\(?grade|\(?class|\(?stage|\(?score|level\b|thickness\b|fall\s+score)/;
 /** How name-like an unknown capitalised word must read (name-shape.ts) before the backstop takes it alone. */
 const BACKSTOP_SHAPE = 0.3;
 /** A dash signature: "-K.", "- dlw", "-will rn", "-m. dacosta rrt", "-Ruth" at the end of a line or before "(". */
 const DASH_SIGNATURE =
-  /(?:^|\n|[.;!?)]\s+)[-–~]\s?((?:[A-Za-z]\.\s?)?[A-Za-z][A-Za-z'-]*(?:\s[A-Za-z][A-Za-z'-]*)?)\.?(?:\s*,?\s*(RN|rn|MD|md|NP|np|RRT|rrt|LPN|lpn|PT|pt|OT|ot|SLP|slp|CM|cm|SW|sw|PA|pa|MSW|msw|LCSW|lcsw|CNA|cna)\b\.?)?[ \t]*(?=\(|\n|$)/g;
+  /(?:^|\n|[.;!?)]\s+)[-–~]\s?((?:[A-Za-z]\.\s?)?[A-Za-z][A-Za-z'-]*(?:\s[A-Za-z][A-Za-z'-]*)?)\.?(?:\s*[,/]?\s*(RN|rn|MD|md|NP|np|RRT|rrt|LPN|lpn|PT|pt|OT|ot|SLP|slp|CM|cm|SW|sw|PA|pa|MSW|msw|LCSW|lcsw|CNA|cna)\b\.?)?[ \t]*(?=\(|\n|$)/g;
+/**
+ * The last line of a note, initials alone: "dp", "TW", "B.L.", "jt rn", "KD/RN". A line of two or three
+ * letters at the very end is the writer's, unless it is a word or a status ("DNR", "NPO", "OK").
+ */
+const END_INITIALS = /(?:^|\n)[ \t]*[-–~]?[ \t]*((?:[A-Za-z]\.?[ \t]?){2,3})(?:[ \t]*[,/]?[ \t]*(?:RN|rn|Rn|MD|md|NP|np|RRT|rrt|LPN|lpn|PA|pa)\.?)?[ \t]*\s*$/;
+const END_STATUS = new Set([
+  'dnr',
+  'dni',
+  'npo',
+  'cmo',
+  'ok',
+  'yes',
+  'no',
+  'na',
+  'nka',
+  'vss',
+  'icu',
+  'ccu',
+  'rn',
+  'md',
+  'np',
+  'pa',
+  'tbd',
+  'prn',
+  'am',
+  'pm',
+  'bid',
+  'tid',
+  'qd',
+  'end',
+  'nkda',
+  'amb',
+  'ooc',
+  'nad',
+  'wnl',
+  'etc',
+]);
+
+/** The verb of a sentence that presents a patient, after the name opening it: "is a 45 yo", "presented with", ", 67F,". */
+const SUBJECT_VERB =
+  /^(?:\s*,?\s*(?:is|was)\s+an?\s+(?:\d|very\s|pleasant\s|previously\s|otherwise\s|healthy\s|known\s|(?:[a-z]+-)?year)|\s+(?:presents|presented|presenting|comes|came|returns|returned|arrived|re-?presents|is\s+admitted|was\s+admitted|was\s+transferred|is\s+transferred|has\s+a\s+(?:h\/o|hx|history|pmh))\b|\s*,\s*(?:a|an)\s+\d{1,3}|\s*\(\d{1,3}\s?(?:y|[MF]\b)|\s*,\s*\d{1,3}\s?(?:y|[MF]\b)|\s+\d{1,3}\s?(?:y\/?o\s?|yo\s?)?[MF]\b)/i;
+
+/** A hand-off before "to": "report given to", "reported off to", "signed out to", "handed off to". */
+const HAND_OFF = /\b(?:report(?:ed)?(?:\s+(?:given|called|off|gvn))?|gave\s+report|called\s+report|sign(?:ed)?\s+out|hand(?:ed)?\s*off|endorsed|handover|passed\s+on)\s+$/i;
+
+/** Words after which two or three capitals are a writer's initials ("read by MK", "co-signed SO"), besides roles and credentials. */
+const INITIALS_CUES = new Set(['by', 'attest', 'attested', 'co-signed', 'cosigned', 'signed', 'read', 'reviewed', 'dictated', 'performed', 'verified', 'witnessed', 'transcribed']);
+
+/** Two-letter words that stay words when written in capitals ("OR", "NO", "AT"): never initials. */
+const WORDS_IN_CAPITALS = new Set('or on no in to at by am pm us it is as be do go up me my we he an if of ok hi'.split(' '));
+
+/** Words of address after a greeting: "hi honey", "hello dear", "thanks doc". */
+const ADDRESS_TERMS = new Set(
+  "honey hon sweetie sweetheart sweety darling dear dearie love luv babe baby buddy pal doc doctor nurse everyone everybody all guys folks team friend friends mom mommy dad daddy ma pa sir madam maam ma'am".split(
+    ' ',
+  ),
+);
+
+/** Days of the week: "sister was Sunday" dates something, it names nobody. */
+const WEEKDAYS = new Set(['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday', 'mon', 'tue', 'tues', 'wed', 'thu', 'thur', 'thurs', 'fri', 'sat', 'sun']);
 
 /** Which cue lists a word is on, as bits: one lookup per word instead of one per list. */
 /** Person labels that head a message, where a department is written as often as a person. */
@@ -157,6 +225,15 @@ export class NameDetector {
   detect(input: NameInput): Detection[] {
     return new NameScan(input).run();
   }
+
+  /**
+   * What outside evidence adds to names already found (`found`, offsets into the same text): the words
+   * of the subject's other records and of the dataset wherever they recur, widened as a name is. Only
+   * the new spans are returned.
+   */
+  extend(input: NameInput, found: readonly { start: number; end: number }[]): Detection[] {
+    return new NameScan(input).runEvidence(found);
+  }
 }
 
 /** One text's scan: the marks per word and the rule that made each. */
@@ -167,12 +244,24 @@ class NameScan {
   private readonly facts: WordFacts[];
   private readonly caps: boolean;
 
+  /** Words of the site's lists that are ordinary words: names after a cue, never without one. */
+  private readonly siteCue: Uint8Array;
+
   constructor(private readonly input: NameInput) {
     this.text = input.text;
     this.tokens = input.tokens;
-    this.facts = input.facts;
     this.caps = input.caps;
     this.rule = new Array(input.tokens.length);
+    this.siteCue = new Uint8Array(input.tokens.length);
+    const site = input.evidence?.site;
+    if (site) {
+      // a staff entry that is also a word ("will", "hope") reads, after a cue, as a name-list word would
+      this.facts = input.facts.map((f, i) => {
+        if (!site.name((input.tokens[i] as Token).lower)) return f;
+        this.siteCue[i] = 1;
+        return { ...f, cls: 'name' as const };
+      });
+    } else this.facts = input.facts;
   }
 
   run(): Detection[] {
@@ -180,11 +269,28 @@ class NameScan {
     for (let i = 0; i < n; i++) this.cuesAt(i);
     for (let i = 0; i < n; i++) this.withoutCue(i);
     this.signatures();
+    this.slashSignatures();
     // Recurrence and widening feed each other: "Daughter Vamexez Vanadoz" makes the first "Vanadoz" a
     // recurrence, widening takes "Qimufev" beside it, and only then can "VANADOZ, QIMUFEV" recur.
     // Each round marks only unmarked words, so this ends; three rounds cover every chain seen.
     this.widen();
     for (let round = 0; round < 3 && this.recurring() > 0; round++) this.widen();
+    return this.spans();
+  }
+
+  /** The evidence-only reading: names found before are seeds; recurrence and widening from them, and only the new words out. */
+  runEvidence(found: readonly { start: number; end: number }[]): Detection[] {
+    const seeded = new Uint8Array(this.tokens.length);
+    let k = 0;
+    for (const s of [...found].sort((a, b) => a.start - b.start)) {
+      while (k < this.tokens.length && this.t(k).end <= s.start) k++;
+      for (let j = k; j < this.tokens.length && this.t(j).start < s.end; j++) {
+        seeded[j] = 1;
+        this.rule[j] = 'name.recurrence';
+      }
+    }
+    for (let round = 0; round < 4 && this.recurring() > 0; round++) this.widen();
+    for (let i = 0; i < this.tokens.length; i++) if (seeded[i]) this.rule[i] = undefined;
     return this.spans();
   }
 
@@ -215,6 +321,9 @@ class NameScan {
     const t = this.t(i);
     const l = t.lower;
     if (FUNCTION_WORDS.has(l) || RIGHT_CUES.has(l) || NATIONALITIES.has(l) || lexicons().regions.has(l)) return true;
+    if (/['’]d$/.test(l) && FUNCTION_WORDS.has(l.slice(0, -2))) return true; // "husband ok'd it\"
+    // "hi honey", "thanks doc": a word of address in lowercase
+    if (t.shape === 'lower' && ADDRESS_TERMS.has(l)) return true;
     if (MONTHS_DAYS.has(l)) return !(inside && t.shape !== 'lower' && this.f(i).first);
     if (TITLES.has(l) || RELATIONS.has(l) || ROLES.has(l) || (CREDENTIALS.has(l) && t.shape === 'upper')) return !(inside && this.f(i).last && !CREDENTIALS.has(l));
     return false;
@@ -232,6 +341,7 @@ class NameScan {
     // "EU-trained", "non-tender": a lowercase word after a hyphen makes a compound word, not a name
     if (
       /-[a-z]/.test(t.text) &&
+      !(f.cls === 'name' && f.first) &&
       t.text
         .split('-')
         .slice(1)
@@ -245,9 +355,12 @@ class NameScan {
     const capsText = this.caps && t.shape === 'upper';
     // In mixed-case text a word in capitals after "per", "to" or a role is an acronym ("per MOLST", "to LIWS")
     // unless a name list knows it or it reads like a name: "RN KOWAL".
-    if (!this.caps && t.shape === 'upper' && (strength === 'weak' || strength === 'strong') && !inside) {
-      if (!(f.cls === 'name' && t.text.length >= 3) && !(strength === 'strong' && f.cls === 'unknown' && t.text.length >= 4 && nameShape(t.lower) >= 0.5)) return false;
+    const strong = strength === 'strong' || strength === 'role';
+    if (!this.caps && t.shape === 'upper' && (strength === 'weak' || strong || strength === 'relation') && !inside) {
+      if (!(f.cls === 'name' && t.text.length >= 3) && !(strong && f.cls === 'unknown' && t.text.length >= 4 && nameShape(t.lower) >= 0.5)) return false;
     }
+    // "fellow: RA 18", "wife, MAE": two capitals in mixed-case text are an abbreviation after any cue but a title
+    if (!this.caps && t.shape === 'upper' && t.text.length <= 2 && !inside && strength !== 'title') return false;
     switch (f.cls) {
       case 'name':
         return strength !== 'weak' || cap || capsText;
@@ -257,16 +370,22 @@ class NameScan {
         // "HCP tmrw", "kids, facetimed": shorthand after a relation is not a name either
         if (strength === 'relation' && t.shape === 'lower' && !inside) return nameShape(t.lower) >= 0.2;
         // "discussed paratransit": a lowercase coinage after a verb must at least read like a name
-        if (strength === 'strong' && t.shape === 'lower' && !inside) return nameShape(t.lower) >= 0.2;
+        if (strong && t.shape === 'lower' && !inside) return nameShape(t.lower) >= 0.2;
         return true;
       case 'misspelt':
-        return strength === 'weak' ? false : cap || capsText || strength === 'title' || strength === 'relation';
+        if (strength === 'weak') return false;
+        // "resident tunde": after a role a lowercase word that reads like a name
+        if (strength === 'role' && t.shape === 'lower') return nameShape(t.lower) >= 0.3;
+        return cap || capsText || strength === 'title' || strength === 'relation';
       case 'ambiguous':
         // "Dr. Foley", "supervisor Ray": a clinical word that is also a first name, capitalised after a cue
         if (f.clinical) return (strength === 'title' || (strength !== 'weak' && f.first)) && (cap || capsText);
         if (strength === 'weak') return false;
         if (cap || capsText) return true;
-        // lowercase: "dr hunt" after a title; after a relation only a first name ("wife rose", not "wife first")
+        // lowercase: "dr hunt" after a title; after a relation or a role only a first name ("wife rose",
+        // "RT bill", "report given to dawn"; not "wife first"), and after a role only where what follows
+        // cannot make it a verb ("interpreter read it back")
+        if (strength === 'role' && f.first && !inside) return this.nameEndsHere(i);
         return strength === 'title' || (strength === 'relation' && f.first);
       case 'safe':
         if (f.clinical) return strength === 'title' && (cap || capsText);
@@ -294,6 +413,8 @@ class NameScan {
     // one lookup says which lists the word is on; most words are on none, and have only the checks below
     const cue = CUE_FLAGS.get(l) ?? 0;
     if (cue !== 0) this.cueWord(i, cue);
+    // (a single letter is a credential's only inside "R.N.": "R IJ", "s/p AVR" are no cues)
+    if ((cue & (CUE.role | CUE.credential | CUE.contact | CUE.title) && l.length >= 2) || INITIALS_CUES.has(l)) this.initialsAfter(i);
     const p = i > 0 ? this.t(i - 1).lower : '';
     const quoted = t.start > 0 && (this.text.charCodeAt(t.start - 1) === 34 || (this.text.charCodeAt(t.start - 1) === 32 && this.text.charCodeAt(t.start - 2) === 34));
     // the phrases before a word are matched only where the word before could end one
@@ -312,12 +433,102 @@ class NameScan {
     }
   }
 
+  /**
+   * "report given to will on the floor", "husband will at bedside": after a hand-off or a relation a first
+   * name that is also a function word or a month, when what follows it cannot continue a verb ("on", "at",
+   * "rn", a comma, the end).
+   */
+  private firstNameAlone(i: number, rule: NameRule): void {
+    const j = i + 1;
+    const n = this.tokens[j];
+    if (!n || this.rule[j] || gap(this.text, this.t(i), n) !== ' ' || n.shape === 'initial' || WEEKDAYS.has(n.lower)) return;
+    // of the function words only those that are common first names ("will", "may"); never "in", "so", "an"
+    if (!this.siteCue[j] && FUNCTION_WORDS.has(n.lower) && !['will', 'may', 'june', 'april'].includes(n.lower)) return;
+    // a first name, or a word the site's staff list holds ("coordinator Mo")
+    if (!this.siteCue[j] && (!this.f(j).first || this.f(j).clinical)) return;
+    if (!/^(?:\s*(?:[,.;)(]|$)|\s+(?:on|at|in|rn|rrt|np|md|pa|who|for|and|x\d|@)\b)/i.test(this.text.slice(n.end, n.end + 6))) return;
+    this.mark(j, rule);
+  }
+
+  /**
+   * "d/w joy (charge rn)", "per will (RN on floor)", "Mo (coordinator)": a first name just before a role
+   * in parentheses. The role opens the parenthesis, or follows one word there ("charge", "night", "floor").
+   */
+  private roleInParentheses(i: number): void {
+    const open = this.text.lastIndexOf('(', this.t(i).start);
+    if (open < 0 || !/^\(\s*(?:[A-Za-z]+\s+)?$/.test(this.text.slice(open, this.t(i).start))) return;
+    let j = i - 1;
+    while (j >= 0 && this.t(j).start > open) j--;
+    if (j < 0 || this.rule[j] || !/^\s*$/.test(this.text.slice(this.t(j).end, open))) return;
+    const t = this.t(j);
+    const f = this.f(j);
+    if (t.shape === 'initial' || t.lower.length < 2 || f.clinical || RELATIONS.has(t.lower) || ROLES.has(t.lower) || SERVICES.has(t.lower) || this.glued(t)) return;
+    if (FUNCTION_WORDS.has(t.lower) && !f.first) return;
+    if (f.first || f.cls === 'name' || (f.cls === 'unknown' && nameShape(t.lower) >= 0.2) || (t.shape === 'title' && (f.last || f.cls === 'misspelt'))) this.mark(j, 'name.role');
+  }
+
+  /** What follows word i cannot continue a verb: a punctuation mark, the end, a credential, a preposition of place or a word of awareness. */
+  private nameEndsHere(i: number): boolean {
+    const t = this.t(i);
+    return /^(?:\s*(?:[,.;:)(]|$|\n)|\s+(?:on|at|in|to|rn|rrt|np|md|pa|aware|notified|paged|called|updated|is|was|ok|who|for|and|x\d|@)\b|\s+[A-Z])/.test(this.text.slice(t.end, t.end + 10));
+  }
+
+  /**
+   * Staff by their initials: "RN JT aware", "Triage RN: MH", "read by MK", "co-signed SO", "attending
+   * PH": two or three capitals after a role, a credential, a verb of signing or "by", in a mixed-case
+   * text, when they are no abbreviation the vocabularies or the cue lists know ("RN BSN", "by CT", "by PT").
+   */
+  private initialsAfter(i: number): void {
+    const n = this.tokens[i + 1];
+    if (!n || this.caps || n.shape !== 'upper' || n.text.length < 2 || n.text.length > 3 || this.rule[i + 1] || this.glued(n)) return;
+    if (!/^:?\s{1,2}$/.test(gap(this.text, this.t(i), n))) return;
+    if (!this.initialsWord(n.lower)) return;
+    // "by CT 3/4", "witnessed GTC seizure": what follows initials ends a signature or names the person
+    if (!/^(?:\s*(?:$|\n|[,.;:)(/-]|->)|\s+(?:aware|notified|updated|paged|called|rn|md|np|pa|at\s+bedside|to\s+bedside)\b|\s+[A-Z][a-z])/.test(this.text.slice(n.end, n.end + 14))) return;
+    this.mark(i + 1, 'name.credential');
+  }
+
+  /** Letters that may be a person's initials: no abbreviation the vocabularies or the cue lists know. */
+  private initialsWord(lower: string): boolean {
+    const f = vocabulary().facts(lower);
+    // "SO", "SD" may be initials; "OR", "NO", "AT" in capitals are words or places of the hospital
+    if (f.clinical || (f.english && lower.length > 2) || WORDS_IN_CAPITALS.has(lower)) return false;
+    return !(CREDENTIALS.has(lower) || COMMA_CREDENTIALS.has(lower) || ROLES.has(lower) || SERVICES.has(lower) || CLINICAL_DESTINATIONS.has(lower) || TITLES.has(lower) || RELATIONS.has(lower));
+  }
+
+  /** "... NGTD. /kd", "/pr attest SO", "/os RA": initials after a slash that follows a space, at a line's end or before a sign-off word. */
+  private slashSignatures(): void {
+    if (!this.text.includes('/')) return;
+    for (const m of this.text.matchAll(/(?:^|[\s(])\/([A-Za-z]{2,4})(?=[ \t]*(?:$|\n|attest|[A-Z]{2}\b|RN\b|rn\b|MD\b|md\b|\)))/gm)) {
+      const letters = m[1] as string;
+      const start = m.index + m[0].length - letters.length;
+      const k = this.tokens.findIndex((t) => t.start === start);
+      if (k < 0 || this.rule[k]) continue;
+      const lower = letters.toLowerCase();
+      if (CREDENTIALS.has(lower) || COMMA_CREDENTIALS.has(lower) || /^(?:day|hr|hrs|wk|min|dose|kg|dl|ml|mg|l|week|month|yr|shift|prn|am|pm|sec|unit|units)$/.test(lower)) continue;
+      this.mark(k, 'name.signature');
+      // "/os RA": a second writer's initials right after
+      const n = this.tokens[k + 1];
+      if (n && n.shape === 'upper' && n.text.length <= 3 && /^\s$/.test(gap(this.text, this.t(k), n)) && this.initialsWord(n.lower)) this.mark(k + 1, 'name.signature');
+    }
+  }
+
+  /** "rt bill", "rn dana": a lowercase two-letter role counts only before a first name. */
+  private firstNameAfter(i: number): boolean {
+    const n = this.tokens[i + 1];
+    return !!n && gap(this.text, this.t(i), n) === ' ' && this.f(i + 1).first && !this.reserved(i + 1) && !this.f(i + 1).clinical;
+  }
+
   /** The rules of a cue word: what it introduces after it, or before it. */
   private cueWord(i: number, cue: number): void {
     const t = this.t(i);
     const l = t.lower;
-    if (cue & CUE.title && this.titleUse(i)) this.forward(i, 'title', 'name.title');
-    else if (cue & CUE.personLabel && this.followedByColon(t) && !(l === 'pt' && t.shape === 'upper' && !this.caps)) {
+    if (cue & CUE.title && this.titleUse(i)) {
+      this.forward(i, 'title', 'name.title');
+      // "per dr k", "Dr. B": one letter after a title is the name's initial
+      const n = this.tokens[i + 1];
+      if (n && !this.rule[i + 1] && n.text.length === 1 && /^\.?\s{1,2}$/.test(gap(this.text, t, n)) && !/^[A-Za-z]/.test(this.text.slice(n.end, n.end + 1))) this.mark(i + 1, 'name.title');
+    } else if (cue & CUE.personLabel && this.followedByColon(t) && !(l === 'pt' && t.shape === 'upper' && !this.caps)) {
       // the field's value first (it may hold words the ordinary rules refuse), then the ordinary rules,
       // which read on past a comma ("Patient: Rousseau, Innocent")
       this.fieldValue(i);
@@ -325,15 +536,23 @@ class NameScan {
       this.forward(i, 'relation', 'name.label', HEADER_LABELS.has(l));
     } else if (cue & CUE.relation) {
       this.forward(i, 'relation', 'name.relation');
+      this.firstNameAlone(i, 'name.relation');
       this.relationAfter(i);
-    } else if (cue & CUE.role && (t.shape !== 'lower' || l.length > 2)) this.forward(i, 'strong', 'name.role');
-    else if (cue & CUE.contact) this.forward(i, 'strong', 'name.contact');
+    } else if (cue & CUE.role && (t.shape !== 'lower' || l.length > 2 || this.firstNameAfter(i))) {
+      this.forward(i, 'role', 'name.role');
+      this.firstNameAlone(i, 'name.role');
+    } else if (cue & CUE.contact) this.forward(i, 'strong', 'name.contact');
     else if (cue & CUE.label) this.forward(i, l === 'pt' || l === 'patient' ? 'weak' : 'relation', 'name.label');
     else if (l === 'w' && SLASH_CONTACT.test(this.text.slice(Math.max(0, t.end - 12), t.end))) this.forward(i, 'strong', 'name.contact');
-    else if (cue & CUE.weak) this.forward(i, 'weak', 'name.contact');
+    else if (l === 'to' && HAND_OFF.test(this.text.slice(Math.max(0, t.start - 30), t.start))) {
+      this.forward(i, 'role', 'name.contact');
+      this.firstNameAlone(i, 'name.contact');
+    } else if (cue & CUE.weak) this.forward(i, 'weak', 'name.weak-cue');
     if (cue & (CUE.service | CUE.role) && /^\s?\([A-Za-z]/.test(this.text.slice(t.end, t.end + 3)) && i + 1 < this.tokens.length && ['name', 'unknown'].includes(this.f(i + 1).cls))
       this.introduce(i + 1, 'strong', 'name.role');
     if (cue & CUE.credential && this.isCredential(i)) this.backward(i);
+
+    if (cue & (CUE.role | CUE.credential) && i > 0) this.roleInParentheses(i);
     if (cue & CUE.right && i > 0) this.rightCue(i);
   }
 
@@ -396,7 +615,12 @@ class NameScan {
     if (!next || /\n/.test(gap(this.text, t, next))) return false;
     // "MR angiography", "MS (Figure)": in mixed-case text a title is written "Dr"/"Mrs" (or "dr" in shorthand)
     if (!this.caps && t.shape === 'upper') return false;
-    if (t.shape === 'lower' && t.lower !== 'dr' && t.lower !== 'dra') return false;
+    // "Fr. Kiely" is a priest; "14 Fr catheter" a size: only "Fr." with its dot, after no number, before a capital
+    if (t.lower === 'fr')
+      return t.text === 'Fr' && this.text.charAt(t.end) === '.' && !/\d\s*$/.test(this.text.slice(Math.max(0, t.start - 4), t.start)) && next.shape === 'title' && !this.f(i + 1).clinical;
+    // "mrs. o'leary", "mr. kowal": lowercase shorthand keeps the title's dot
+    const dotted = this.text.charAt(t.end) === '.' && ['mr', 'mrs', 'ms'].includes(t.lower);
+    if (t.shape === 'lower' && t.lower !== 'dr' && t.lower !== 'dra' && !dotted) return false;
     if (STRONG_TITLES.has(t.lower) || t.lower === 'doctor') return true;
     return t.shape !== 'lower' && next.shape !== 'lower';
   }
@@ -424,7 +648,24 @@ class NameScan {
     // "mother is a minor": after "is", "a" only a word no vocabulary explains, or a capitalised one
     if (j > i + 1 && j < this.tokens.length && this.t(j).shape === 'lower' && !['name', 'unknown'].includes(this.f(j).cls)) return;
     if (j > i + 1 && /\n/.test(gap(this.text, this.t(j - 1), this.t(j)))) return;
+    if (strength !== 'weak' && this.parenthesised(j, between)) {
+      this.mark(j, rule);
+      return;
+    }
     this.introduce(j, strength, rule, false, header);
+  }
+
+  /**
+   * "dtr (carol)", "Brother (ed)", "coordinator (Mo, beeper 7731)": one word in parentheses right after a
+   * cue, a first name even when it is also a word or an abbreviation.
+   */
+  private parenthesised(j: number, between: string): boolean {
+    if (!/\(\s*$/.test(between) || j >= this.tokens.length) return false;
+    const t = this.t(j);
+    if (!/^\s*[),]/.test(this.text.slice(t.end, t.end + 2)) || t.shape === 'initial' || t.lower.length < 2 || this.glued(t)) return false;
+    const f = this.f(j);
+    if (FUNCTION_WORDS.has(t.lower) || RELATIONS.has(t.lower) || ROLES.has(t.lower) || ADDRESS_TERMS.has(t.lower) || (t.shape === 'upper' && !this.caps)) return false;
+    return f.first || f.last || f.cls === 'name' || (f.cls === 'unknown' && nameShape(t.lower) >= 0.3);
   }
 
   /** Marks up to four name words from word j, the first a cue of this strength can take. */
@@ -442,7 +683,8 @@ class NameScan {
       const ok =
         count === 0
           ? (this.personLike(j, strength, false, header) || this.monthNamed(j, strength) || this.pairAfterWeakCue(j, strength)) &&
-            !this.eponym(j) &&
+            // after a title or a relation a person is meant: "Dr. Whitcombe and surgery", "Mother Brenda cell 555-..."
+            (strength === 'title' || strength === 'relation' || !this.eponym(j)) &&
             !this.region(j) &&
             !(t.shape === 'initial' && !this.initialOfName(j) && strength === 'weak')
           : this.personLike(j, strength === 'weak' ? 'weak' : strength, true);
@@ -464,6 +706,7 @@ class NameScan {
    */
   private pairAfterWeakCue(j: number, strength: Strength): boolean {
     if (strength !== 'weak' || this.caps) return false;
+    if (this.givenAndSurname(j)) return true;
     const t = this.t(j);
     const n = this.tokens[j + 1];
     const unexplained = (k: number) => this.f(k).cls === 'unknown' || this.f(k).cls === 'name';
@@ -475,10 +718,28 @@ class NameScan {
     return t.shape === 'lower' && n.shape === 'lower' && nameLike(j) && nameLike(j + 1);
   }
 
+  /**
+   * "seen by Will Young", "met with JOHN SMITH", "reviewed by Grace Cook": in mixed-case text a first name
+   * and a surname written alike (both capitalised, or both in capitals), even when both are also English
+   * words. Neither may be a clinical word ("Foley") or a word a cue never takes.
+   */
+  private givenAndSurname(j: number): boolean {
+    if (this.caps) return false;
+    const t = this.t(j);
+    const n = this.tokens[j + 1];
+    if (!n || gap(this.text, t, n) !== ' ' || this.glued(n) || this.glued(t)) return false;
+    if (!((t.shape === 'title' && n.shape === 'title') || (t.shape === 'upper' && n.shape === 'upper' && t.text.length >= 3 && n.text.length >= 3))) return false;
+    const given = this.f(j);
+    const surname = this.f(j + 1);
+    if (!given.first || !(surname.last || surname.cls === 'name' || surname.cls === 'unknown') || given.clinical || surname.clinical) return false;
+    // a given name that is also a function word ("Will Young") may open the pair
+    return (!this.reserved(j) || given.first) && !this.reserved(j + 1) && !this.eponym(j + 1);
+  }
+
   /** "From: June Merriweather", "this is april": a month that is a first name, before a surname or after a strong cue. */
   private monthNamed(j: number, strength: Strength): boolean {
     const t = this.t(j);
-    if (!MONTHS_DAYS.has(t.lower) || !this.f(j).first || strength === 'weak') return false;
+    if (!MONTHS_DAYS.has(t.lower) || WEEKDAYS.has(t.lower) || !this.f(j).first || strength === 'weak') return false;
     const n = this.tokens[j + 1];
     const surname = n && gap(this.text, t, n) === ' ' && n.shape === t.shape && (this.f(j + 1).cls === 'name' || this.f(j + 1).cls === 'unknown' || this.f(j + 1).last);
     return !!surname || (strength === 'relation' && t.shape !== 'upper');
@@ -515,6 +776,8 @@ class NameScan {
       const t = this.t(j);
       if (right && !this.nameGap(gap(this.text, t, right), t)) break;
       if (!this.personLike(j, 'strong') || (t.shape === 'initial' && count === 0)) break;
+      // "called from Puerto Rico, partner to call": a country or a state before the comma
+      if (count === 0 && j > 0 && lexicons().regions.has(`${this.t(j - 1).lower} ${t.lower}`)) break;
       this.mark(j, 'name.relation');
       right = t;
     }
@@ -535,7 +798,7 @@ class NameScan {
   /** Word i a credential after a name: "RN", "M.D." (tokenised letter by letter), "PT" only after a comma. */
   private isCredential(i: number): boolean {
     const t = this.t(i);
-    if (t.shape === 'lower' && !['md', 'rn', 'np'].includes(t.lower)) return false;
+    if (t.shape === 'lower' && !['md', 'rn', 'np', 'rrt', 'lpn', 'cna', 'msw'].includes(t.lower)) return false;
     const prev = this.tokens[i - 1];
     if (!prev) return false;
     const g = gap(this.text, prev, t);
@@ -555,7 +818,8 @@ class NameScan {
       !(/^\s*[,/]?\s*([A-Za-z]{2,6})\b/.test(after) && CREDENTIALS.has((/^\s*[,/]?\s*([A-Za-z]{2,6})/.exec(after)?.[1] ?? '').toLowerCase()))
     )
       return false;
-    return /^,?\s{1,2}$|^\s*\($|^\/$/.test(g);
+    // "Hope C. RN": an initial's dot before the credential
+    return /^,?\s{1,2}$|^\s*\($|^\/$/.test(g) || (prev.text.length === 1 && /^\.,?\s{1,2}$/.test(g));
   }
 
   /** Name words before a credential: "R. Sandoval, RN", "B. OKONKWO RN", "dana rn". */
@@ -564,8 +828,29 @@ class NameScan {
     for (let j = i - 1, count = 0; j >= 0 && count < 4; j--, count++) {
       const t = this.t(j);
       const g = gap(this.text, t, right);
-      if (count === 0 ? !/^,?\s{1,2}$|^\s*\($|^\/$/.test(g) : !this.nameGap(g, t)) break;
+      // "Deb S. RN", "bill f rrt": an initial, with or without its dot, may stand before the credential
+      const initial = t.shape === 'initial' || (t.text.length === 1 && count === 0 && j > 0 && this.f(j - 1).first);
+      // "Will O. RN", "Hope C. RN": a first name that is also a word, before an initial and a credential
+      if (count === 1 && this.t(j + 1).text.length === 1 && this.f(j).first && t.shape !== 'lower' && !this.f(j).clinical && this.nameGap(g, t) && !RELATIONS.has(t.lower) && !ROLES.has(t.lower)) {
+        this.mark(j, 'name.credential');
+        break;
+      }
+      if (count === 0 ? !(/^,?\s{1,2}$|^\s*\($|^\/$/.test(g) || (initial && /^\.,?\s{1,2}$/.test(g))) : !this.nameGap(g, t)) break;
       if (['by', 'this', 'the', 'your', 'per', 'pt', 'patient', 'and', 'or', 'to', 'with', 'primary', 'charge', 'night', 'day'].includes(t.lower)) break;
+      // "To Pod B, RN", "Handoff ED RN": a place in the unit or an abbreviation in capitals is no name
+      if (/^(?:pod|bed|bay|room|rm|station|cubicle|area|side|zone|suite|track)$/.test(t.lower) || (!this.caps && t.shape === 'upper' && t.text.length <= 2 && count === 0)) break;
+      if (t.shape === 'initial' && j > 0 && /^(?:pod|bed|bay|room|rm|station|cubicle|area|side|zone|suite|track|unit|wing|floor)$/.test(this.t(j - 1).lower)) break;
+      if (initial && t.shape !== 'initial') {
+        this.mark(j, 'name.credential');
+        right = t;
+        continue;
+      }
+      // "dawn rn", "bill f rrt": a first name in lowercase before a credential
+      if (t.shape === 'lower' && this.f(j).first && this.f(j).cls === 'ambiguous' && !this.reserved(j) && !this.f(j).clinical) {
+        this.mark(j, 'name.credential');
+        right = t;
+        continue;
+      }
       if (this.reserved(j, count > 0)) break;
       // "ABACI, RN": the word just before a comma and a credential is a name, whatever else it is
       const beforeComma = count === 0 && /^,\s*$/.test(g) && t.shape !== 'lower' && !this.f(j).clinical && !this.reserved(j);
@@ -603,14 +888,41 @@ class NameScan {
 
   /** Evidence without a cue: the name lists, the backstop, and inverted "SURNAME, Given" headers. */
   private withoutCue(i: number): void {
-    if (this.rule[i]) return;
+    if (this.rule[i] || this.siteCue[i]) return;
     const t = this.t(i);
-    if (t.shape === 'lower' || t.shape === 'initial' || this.reserved(i) || this.glued(t)) return;
+    if (t.shape === 'lower' || t.shape === 'initial' || this.glued(t)) return;
+    if (this.sentenceSubject(i) || this.reserved(i)) return;
     const f = this.f(i);
     if (this.inverted(i)) return;
     if (this.region(i)) return;
     if (f.cls === 'name') this.lexicon(i);
     else if (f.cls === 'unknown' && !this.caps && t.shape === 'title' && t.text.length >= 3) this.backstop(i);
+  }
+
+  /**
+   * "Tavita Mbeki is a 45 yo man", "Rose Hunt is an 80 yo with CHF", "Will Young presented with CP": one
+   * or two name words opening a sentence whose verb presents a patient. The words must be on a name
+   * list or unexplained (not "Chest Pain is a"), and capitalised alike.
+   */
+  private sentenceSubject(i: number): boolean {
+    const t = this.t(i);
+    if (!sentenceInitial(this.text, t) || (t.shape !== 'title' && t.shape !== 'upper')) return false;
+    // in a pair, a first name that is also a function word may open it ("Will Young is a 55M")
+    const nameWord = (k: number, pair: boolean) => {
+      const f = this.f(k);
+      if (f.clinical || this.glued(this.t(k)) || (this.reserved(k) && !(pair && f.first && k === i))) return false;
+      return f.first || f.last || f.cls === 'name' || f.cls === 'unknown' || (pair && f.cls === 'misspelt');
+    };
+    const n = this.tokens[i + 1];
+    const pair = !!n && gap(this.text, t, n) === ' ' && n.shape === t.shape && nameWord(i, true) && nameWord(i + 1, true);
+    if (!pair && !nameWord(i, false)) return false;
+    const last = pair ? i + 1 : i;
+    const after = this.text.slice(this.t(last).end, this.t(last).end + 40);
+    if (!SUBJECT_VERB.test(after)) return false;
+    // a single word must be a name (a surname alone: "Kowalczyk is a 67 yo"), not a word that is also English
+    if (last === i && !(this.f(i).cls === 'name' || this.f(i).cls === 'unknown')) return false;
+    for (let k = i; k <= last; k++) this.mark(k, 'name.subject');
+    return true;
   }
 
   /** A name-list word, capitalised: in mixed case alone, in capitals only as first name + surname. */
@@ -655,12 +967,14 @@ class NameScan {
   private inverted(i: number): boolean {
     const t = this.t(i);
     const n = this.tokens[i + 1];
-    if (!n || !/^,\s?$/.test(gap(this.text, t, n)) || n.shape === 'lower' || n.shape === 'initial') return false;
-    if (!(t.shape === n.shape || (t.shape === 'upper' && n.shape === 'title'))) return false;
+    if (!n || !/^,\s?$/.test(gap(this.text, t, n)) || n.shape === 'lower') return false;
+    // "Sorokina, V. MRN ...": an initial with its dot may stand for the given name
+    if (n.shape === 'initial' && !(this.text.charAt(n.end) === '.' && (this.f(i).cls === 'name' || this.f(i).cls === 'unknown') && t.text.length >= 3)) return false;
+    if (!(t.shape === n.shape || (t.shape === 'upper' && n.shape === 'title') || n.shape === 'initial')) return false;
     const surname = this.f(i);
     const given = this.f(i + 1);
     const nameish = (f: WordFacts) => f.cls === 'name' || f.cls === 'unknown' || f.cls === 'misspelt' || (f.cls === 'ambiguous' && (f.first || f.last));
-    if (!nameish(surname) || !nameish(given) || this.reserved(i) || this.reserved(i + 1)) return false;
+    if (!nameish(surname) || !(nameish(given) || n.shape === 'initial') || this.reserved(i) || (n.shape !== 'initial' && this.reserved(i + 1))) return false;
     // "Best, Henrietta", "Atentamente, Hector": a closing, not a surname
     if (CLOSING.test(t.text)) return false;
     // in capitals a word that is also a common word is not a surname without more ("SHELTER, WINTER COAT")
@@ -671,7 +985,7 @@ class NameScan {
     let k = i + 2;
     while (k < this.tokens.length && this.t(k).shape === 'initial' && !this.glued(this.t(k)) && k - i < 4) k++;
     const lastGiven = this.t(k - 1);
-    const afterText = this.text.slice(lastGiven.end, lastGiven.end + 24);
+    const afterText = this.text.slice(lastGiven.end, lastGiven.end + 24).replace(/^\./, '');
     // in a mixed-case sentence, two capitalised words no vocabulary explains around a comma are a name by themselves
     const unexplained = (f: WordFacts) => f.cls === 'name' || f.cls === 'unknown';
     const capitalPair = !this.caps && t.shape === 'upper' && n.shape === 'upper' && unexplained(surname) && unexplained(given) && t.text.length >= 3 && n.text.length >= 3;
@@ -682,6 +996,16 @@ class NameScan {
 
   /** Dash signatures: "-K.", "- dlw", "-will rn", "-m. dacosta rrt" at the end of a line or before "(". */
   private signatures(): void {
+    const end = END_INITIALS.exec(this.text.slice(-24));
+    if (end) {
+      const letters = (end[1] as string).replace(/[^A-Za-z]/g, '');
+      const offset = this.text.length - Math.min(24, this.text.length) + end.index + end[0].indexOf(end[1] as string);
+      const dotted = /\./.test(end[1] as string);
+      const l = letters.toLowerCase();
+      if (!END_STATUS.has(l) && (dotted || !(vocabulary().isSafe(l) && lexicons().english.has(l)))) {
+        for (let k = 0; k < this.tokens.length; k++) if (this.t(k).start >= offset && this.t(k).end <= offset + (end[1] as string).length) this.mark(k, 'name.signature');
+      }
+    }
     for (const m of this.text.matchAll(DASH_SIGNATURE)) {
       let value = m[1] as string;
       let credential = m[2] !== undefined;
@@ -697,10 +1021,14 @@ class NameScan {
       const words: number[] = [];
       for (let k = first; k < this.tokens.length && this.t(k).end <= start + value.length; k++) words.push(k);
       const initials = value.replace(/[^A-Za-z]/g, '').length <= 3 && words.length === 1;
+      // "-L", "-R" without a dot: a side, not a writer ("-K." signs)
+      if (/^[LR]$/.test(value) && !/^[LR]\./.test(m[0].slice(m[0].indexOf(value))) && !credential) continue;
       const ok = words.every((k) => {
         const f = this.f(k);
         if (this.t(k).shape === 'initial') return true;
         if (FUNCTION_WORDS.has(this.t(k).lower) && !credential) return false;
+        // "- major.": a lowercase English word after a dash is a comment's end, not a writer, without a credential
+        if (this.t(k).shape === 'lower' && f.english && !credential && !initials) return false;
         return credential || initials || f.cls === 'name' || f.cls === 'unknown' || (f.cls === 'ambiguous' && f.first);
       });
       if (ok) for (const k of words) this.mark(k, 'name.signature');
@@ -741,8 +1069,8 @@ class NameScan {
 
   /** A country, continent or state of two or three words ("El Salvador", "South Africa"): Safe Harbor lets these stay. */
   private region(i: number): boolean {
-    const { regions, placeFirstWords } = lexicons();
-    if (!placeFirstWords.has(this.t(i).lower)) return false;
+    const { regions, regionFirstWords } = lexicons();
+    if (!regionFirstWords.has(this.t(i).lower)) return false;
     let phrase = this.t(i).lower;
     for (let n = 1; n < 3 && i + n < this.tokens.length; n++) {
       phrase += ' ' + this.t(i + n).lower;
@@ -762,25 +1090,51 @@ class NameScan {
    * after "wife" does not take "rose" in "BP rose" with it.
    */
   private recurring(): number {
-    const names = new Set<string>(this.input.evidence ?? []);
+    const names = new Set<string>(this.input.evidence?.subject ?? []);
     for (let i = 0; i < this.tokens.length; i++) {
       const t = this.t(i);
       if (this.rule[i] && t.shape !== 'initial' && t.lower.length >= 3 && !this.f(i).clinical && !this.reserved(i)) names.add(t.lower);
     }
-    if (names.size === 0) return 0;
+    const dataset = this.input.evidence?.dataset;
+    if (names.size === 0 && !dataset) return 0;
     let marked = 0;
     for (let i = 0; i < this.tokens.length; i++) {
       if (this.rule[i]) continue;
       const t = this.t(i);
-      if (!names.has(t.lower) || this.reserved(i) || this.eponym(i)) continue;
+      if (!names.has(t.lower)) {
+        if (dataset && this.fromDataset(i, dataset)) {
+          this.mark(i, 'name.dataset');
+          marked++;
+        }
+        continue;
+      }
+      if (this.reserved(i) || this.eponym(i)) continue;
       const f = this.f(i);
       const lowerOk = f.cls === 'name' || f.cls === 'unknown';
       if (t.shape === 'lower' && !lowerOk) continue;
-      if (t.shape === 'upper' && !this.caps && (f.cls === 'safe' || f.cls === 'ambiguous') && t.lower.length < 4) continue;
+      if (t.shape === 'upper' && !this.caps && (f.cls === 'safe' || f.cls === 'ambiguous') && (t.lower.length < 4 || f.english)) continue;
+      // in capitals every word looks alike: a word that is also an English word recurs only where a cue took it
+      if (this.caps && (f.cls === 'safe' || f.cls === 'ambiguous') && f.english) continue;
       this.mark(i, 'name.recurrence');
       marked++;
     }
     return marked;
+  }
+
+  /**
+   * A word the dataset's strong rules took as a name elsewhere: in any case if no vocabulary explains it
+   * ("okafor aware", "report to siobhan", "resident tunde"); capitalised inside a sentence if it is also an English word
+   * ("Hope called", not "hope he improves"); never a clinical word, a cue word or an eponym's.
+   */
+  private fromDataset(i: number, dataset: DatasetEvidence): boolean {
+    const t = this.t(i);
+    if (t.lower.length < 3 || t.shape === 'initial' || !dataset.name(t.lower)) return false;
+    const f = this.f(i);
+    if (f.clinical || this.reserved(i) || this.glued(t) || this.eponym(i) || this.classification(t)) return false;
+    if (f.cls === 'name' || f.cls === 'unknown') return !(t.shape === 'upper' && !this.caps && t.lower.length < 4);
+    // a word one edit from an English word, taken by strong rules in a quarter of its uses, is a name
+    if (f.cls === 'misspelt') return true;
+    return f.cls === 'ambiguous' && t.shape === 'title' && !this.caps && !sentenceInitial(this.text, t);
   }
 
   /** Widens every marked run over adjacent initials, particles and name words on the same line. */
@@ -806,6 +1160,12 @@ class NameScan {
         if (n && !this.rule[i + 1] && !t.possessive && this.nameGap(gap(this.text, t, n), t) && joinable(i + 1, i)) this.rule[i + 1] = 'name.widened';
         const p = this.tokens[i - 1];
         if (p && !this.rule[i - 1] && !p.possessive && this.nameGap(gap(this.text, p, t), p) && joinable(i - 1, i)) this.rule[i - 1] = 'name.widened';
+        // "bin Tariq, Hamza", "de Jesus", "da Silva": particles just before a surname found (one to three of them)
+        if (p && !this.rule[i - 1] && PARTICLES.has(p.lower) && gap(this.text, p, t) === ' ' && t.shape !== 'lower' && p.lower !== 'st') {
+          let k = i - 1;
+          while (k - 1 >= 0 && i - k < 3 && PARTICLES.has(this.t(k - 1).lower) && gap(this.text, this.t(k - 1), this.t(k)) === ' ') k--;
+          for (let x = k; x < i; x++) this.rule[x] = 'name.widened';
+        }
         // "Sanne van Dijk", "Maria de la Cruz": particles between name words
         if (n && !this.rule[i + 1] && PARTICLES.has(n.lower) && gap(this.text, t, n) === ' ') {
           let k = i + 1;

@@ -134,10 +134,14 @@ function legend(x: number, y: number): string {
 }
 
 /** The SVG document for `table`, rows in the order of `board`. */
-export function heatmapSvg(table: ScoreTable, board: Leaderboard, title = 'Scores per benchmark'): string {
+/**
+ * `rowLabel` names a row: its key by default; the console passes "model (endpoint)", since a row is an
+ * endpoint (two endpoints may serve one model) and a reader looks for the model.
+ */
+export function heatmapSvg(table: ScoreTable, board: Leaderboard, title = 'Scores per benchmark', rowLabel: (key: string) => string = (k) => k): string {
   const modelIndex = new Map(table.models.map((m, i) => [m, i]));
   const rows = board.models.map((r) => modelIndex.get(r.model)!);
-  const longestModel = Math.max(...table.models.map((m) => m.length), 5);
+  const longestModel = Math.max(...table.models.map((m) => rowLabel(m).length), 5);
   const longestBench = Math.max(...table.benchmarks.map((b) => labelOf(b).length), WIN_LABEL.length);
   const left = 12 + Math.min(320, longestModel * CHAR_W) + 10;
   const labelHeight = Math.min(220, longestBench * CHAR_W * 0.87) + 12; // labels at -60 degrees
@@ -175,7 +179,7 @@ export function heatmapSvg(table: ScoreTable, board: Leaderboard, title = 'Score
   out.push(`<text transform="translate(${num(winX + CELL_W / 2)},${num(labelBaseY)}) rotate(-60)" font-weight="bold">${WIN_LABEL}</text>`);
   rows.forEach((m, r) => {
     const y = gridY + r * CELL_H;
-    out.push(`<text x="${num(left - 8)}" y="${num(y + CELL_H / 2 + 4)}" text-anchor="end">${xmlEscape(table.models[m]!)}</text>`);
+    out.push(`<text x="${num(left - 8)}" y="${num(y + CELL_H / 2 + 4)}" text-anchor="end">${xmlEscape(rowLabel(table.models[m]!))}</text>`);
     for (const c of columns) out.push(cell(table, m, c.index, c.x, y));
     const win = board.models[r]!.meanWinRate;
     const winFill = win === null ? MISSING_FILL : colourOf(win);

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { type Session, get, post } from '../api';
 import type { Endpoint, PrincipalView, SignedCertificate } from '../types';
-import { Done, download, Field, holds, Loading, Page, Problem, SchemaProblems, Status, useAction, useLoad, when } from '../ui';
+import { ConfirmAct, Done, download, Field, holds, Loading, Page, Problem, SchemaProblems, Status, useAction, useLoad, visible, when } from '../ui';
 import { validateCertificateRequest } from '../validators';
 
 /** An absent flag (classification.development is optional) reads as no. */
@@ -40,7 +40,7 @@ export function EndpointsPage() {
               <tr key={e.id}>
                 <td>{e.id}</td>
                 <td>{e.provider}</td>
-                <td>{e.model ?? e.deployment ?? '—'}</td>
+                <td>{visible(e.model ?? e.deployment ?? '—')}</td>
                 <td>{e.classification.maxTier}</td>
                 <td>{yes(e.classification.inVpc)}</td>
                 <td>{yes(e.classification.baa)}</td>
@@ -155,28 +155,22 @@ function SignRequest({ onSigned }: { onSigned: () => void }) {
 
 export function PrincipalsPage() {
   const principals = useLoad(() => get<PrincipalView[]>('/v1/principals'), []);
-  const [reason, setReason] = useState('');
   const { problem, done, act } = useAction();
-  const revoke = (id: string) =>
+  const revoke = (id: string, reason: string) =>
     act(async () => {
-      const r = await post<{ principal: string; revoked: number }>(`/v1/principals/${id}/revoke`, { reason: reason || 'revoked from the console' });
+      const r = await post<{ principal: string; revoked: number; stoppedRuns?: string[] }>(`/v1/principals/${id}/revoke`, { reason });
       principals.reload();
-      return `every certificate of ${r.principal} issued until now is revoked (${r.revoked} issuer${r.revoked === 1 ? '' : 's'})`;
+      const runs = r.stoppedRuns ?? [];
+      return `every certificate of ${r.principal} issued until now is revoked (${r.revoked} issuer${r.revoked === 1 ? '' : 's'})${runs.length ? `; ${runs.length} of their runs halted` : '; they had no run in progress'}`;
     });
   return (
     <Page title="Principals and certificates">
       <p class="muted">
         Sign a certificate request below (the key never leaves the user's machine), or on the daemon host: <code>ehrbench pki sign --csr FILE</code>, or <code>ehrbench pki issue</code> (a PKCS#12 to
-        import into a browser). Revoking here stops every certificate of the principal at once.
+        import into a browser). Revoking here stops every certificate of the principal at once, and the runs they requested.
       </p>
       <Problem error={principals.error ?? problem} />
       <Done message={done} />
-      <form class="inline" onSubmit={(e) => e.preventDefault()}>
-        <label>
-          Reason for a revocation
-          <input name="reason" value={reason} onInput={(e) => setReason((e.target as HTMLInputElement).value)} size={40} />
-        </label>
-      </form>
       {!principals.data ? (
         <Loading what="principals" />
       ) : (
@@ -195,7 +189,7 @@ export function PrincipalsPage() {
             {principals.data.map((p) => (
               <tr key={p.id}>
                 <td>
-                  {p.displayName ?? p.id} <span class="muted">({p.id})</span>
+                  {visible(p.displayName ?? p.id)} <span class="muted">({p.id})</span>
                 </td>
                 <td>{p.roles.join(', ')}</td>
                 <td>
@@ -211,9 +205,21 @@ export function PrincipalsPage() {
                       ))}
                 </td>
                 <td>
-                  <button type="button" class="secondary" onClick={() => revoke(p.id)} aria-label={`revoke every certificate of ${p.id}`}>
-                    Revoke
-                  </button>
+                  <ConfirmAct
+                    label="Revoke"
+                    secondary
+                    ariaLabel={`revoke every certificate of ${p.id}`}
+                    title={`Revoke every certificate of ${p.id}?`}
+                    consequence={
+                      <p>
+                        {visible(p.displayName ?? p.id)} ({p.id}, {p.roles.join(', ')}) loses access at once: every certificate issued to them until now stops working, and the runs they requested that
+                        are still going are halted. Only a new certificate restores access.
+                      </p>
+                    }
+                    confirmLabel={`Revoke ${p.id}`}
+                    reason
+                    onConfirm={(reason) => revoke(p.id, reason)}
+                  />
                 </td>
               </tr>
             ))}

@@ -2,8 +2,12 @@
 import { useState } from 'preact/hooks';
 import { type Session, get, post } from '../api';
 import type { Approval, ApprovalDetail } from '../types';
-import { Done, Field, holds, Loading, Page, Problem, SchemaProblems, Status, useAction, useLoad, when } from '../ui';
+import { ConfirmAct, Done, Field, holds, Loading, Page, Problem, SchemaProblems, Status, useAction, useLoad, when } from '../ui';
 import { validateApproval } from '../validators';
+import { approvalStatusAt, coverageText } from '../../../access/coverage';
+
+/** The approval's status in the CLI's word (expired, not started), from the one function that says it. */
+export const statusOf = (a: Approval) => approvalStatusAt(a, new Date());
 
 const list = (text: string) =>
   text
@@ -11,10 +15,13 @@ const list = (text: string) =>
     .map((s) => s.trim())
     .filter(Boolean);
 
-const EMPTY = { protocolNumber: '', title: '', principalInvestigator: '', personnel: '', benchmarks: '', tiers: 'private', endpoints: '', purpose: '', duaId: '', budgetUsd: '', expiresAt: '' };
+// No tier by default: a tier covers every benchmark of that tier, present and future, and a form must never grant it unasked.
+const EMPTY = { protocolNumber: '', title: '', principalInvestigator: '', personnel: '', benchmarks: '', endpoints: '', purpose: '', duaId: '', budgetUsd: '', expiresAt: '' };
+const TIERS = ['approval-required', 'private'] as const;
 
 function RecordApproval({ onRecorded }: { onRecorded: () => void }) {
   const [form, setForm] = useState<Record<string, string>>(EMPTY);
+  const [tiers, setTiers] = useState<string[]>([]);
   const [problems, setProblems] = useState<string[]>([]);
   const [refusal, setRefusal] = useState<unknown>(undefined);
   const [done, setDone] = useState<string | undefined>(undefined);
@@ -28,7 +35,7 @@ function RecordApproval({ onRecorded }: { onRecorded: () => void }) {
       principalInvestigator: form.principalInvestigator,
       personnel: list(form.personnel ?? ''),
       benchmarks: list(form.benchmarks ?? ''),
-      tiers: list(form.tiers ?? ''),
+      tiers,
       purpose: form.purpose,
     };
     if (form.title) body.title = form.title;
@@ -37,12 +44,14 @@ function RecordApproval({ onRecorded }: { onRecorded: () => void }) {
     if (form.budgetUsd) body.budgetUsd = Number(form.budgetUsd);
     if (form.expiresAt) body.expiresAt = new Date(`${form.expiresAt}T23:59:59Z`).toISOString();
     const found = validateApproval(body);
+    if (!(body.benchmarks as string[]).length && !tiers.length) found.push('benchmarks: name the benchmarks it covers (or tick a tier to cover every benchmark of it)');
     setProblems(found);
     if (found.length) return;
     try {
       const a = await post<Approval>('/v1/approvals', body);
       setDone(`approval ${a.protocolNumber} recorded (${a.approvalId.slice(0, 8)})`);
       setForm(EMPTY);
+      setTiers([]);
       onRecorded();
     } catch (err) {
       setRefusal(err);
@@ -65,13 +74,24 @@ function RecordApproval({ onRecorded }: { onRecorded: () => void }) {
         {field('principalInvestigator', 'Principal investigator', 'principal id')}
         {field('personnel', 'Personnel', 'principal ids, comma-separated')}
         {field('benchmarks', 'Benchmarks', 'benchmark ids, comma-separated')}
-        <Field id="approval-tiers" label="Tiers">
-          <select id="approval-tiers" name="tiers" value={form.tiers} onChange={set('tiers')}>
-            <option value="private">private</option>
-            <option value="approval-required">approval-required</option>
-            <option value="approval-required,private">approval-required and private</option>
-          </select>
-        </Field>
+        <fieldset aria-describedby="approval-tiers-hint">
+          <legend>Whole tiers</legend>
+          <p id="approval-tiers-hint" class="hint">
+            Leave these unticked to cover only the benchmarks above. A tier covers every benchmark of that tier, those added later too.
+          </p>
+          {TIERS.map((t) => (
+            <label key={t}>
+              <input
+                type="checkbox"
+                name="tiers"
+                value={t}
+                checked={tiers.includes(t)}
+                onChange={(e) => setTiers((e.target as HTMLInputElement).checked ? [...tiers, t] : tiers.filter((x) => x !== t))}
+              />{' '}
+              every {t} benchmark
+            </label>
+          ))}
+        </fieldset>
         {field('endpoints', 'Endpoints', 'optional: only these endpoint ids')}
         {field('purpose', 'Purpose')}
         {field('duaId', 'Data use agreement', 'optional')}
@@ -105,8 +125,7 @@ export function ApprovalsPage({ session }: { session: Session }) {
               <th scope="col">Status</th>
               <th scope="col">PI</th>
               <th scope="col">Personnel</th>
-              <th scope="col">Benchmarks</th>
-              <th scope="col">Tiers</th>
+              <th scope="col">Covers</th>
               <th scope="col">Expires</th>
               <th scope="col">Version</th>
             </tr>
@@ -118,12 +137,11 @@ export function ApprovalsPage({ session }: { session: Session }) {
                   <a href={`#/approvals/${a.approvalId}`}>{a.protocolNumber}</a>
                 </td>
                 <td>
-                  <Status value={a.status} />
+                  <Status value={statusOf(a)} />
                 </td>
                 <td>{a.principalInvestigator}</td>
                 <td>{a.personnel.join(', ')}</td>
-                <td>{a.benchmarks.join(', ') || 'all of its tiers'}</td>
-                <td>{a.tiers.join(', ')}</td>
+                <td>{coverageText(a)}</td>
                 <td>{when(a.expiresAt)}</td>
                 <td class="num">{a.version}</td>
               </tr>
@@ -138,9 +156,8 @@ export function ApprovalsPage({ session }: { session: Session }) {
 
 export function ApprovalDetailPage({ id, session }: { id: string; session: Session }) {
   const detail = useLoad(() => get<ApprovalDetail>(`/v1/approvals/${id}`), [id]);
-  const [reason, setReason] = useState('');
   const { problem, done, act } = useAction();
-  const change = (what: 'suspend' | 'reinstate' | 'close') =>
+  const change = (what: 'suspend' | 'reinstate' | 'close', reason: string) =>
     act(async () => {
       await post(`/v1/approvals/${id}/${what}`, { reason });
       detail.reload();
@@ -156,29 +173,45 @@ export function ApprovalDetailPage({ id, session }: { id: string; session: Sessi
       ) : (
         <>
           <p>
-            <Status value={a.status} /> · PI {a.principalInvestigator} · personnel {a.personnel.join(', ')} · tiers {a.tiers.join(', ')} · benchmarks {a.benchmarks.join(', ') || 'all of its tiers'}
+            <Status value={statusOf(a)} /> · PI {a.principalInvestigator} · personnel {a.personnel.join(', ')} · covers {coverageText(a)}
             {a.endpoints.length ? ` · endpoints ${a.endpoints.join(', ')}` : ''} · budget {a.budgetUsd === null ? 'none' : `$${a.budgetUsd}`} · expires {when(a.expiresAt)}
           </p>
           {holds(session, ['compliance']) && a.status !== 'closed' ? (
-            <form class="inline" onSubmit={(e) => e.preventDefault()}>
-              <label>
-                Reason
-                <input name="reason" value={reason} onInput={(e) => setReason((e.target as HTMLInputElement).value)} />
-              </label>
+            <div class="actions">
               {a.status === 'active' ? (
-                <button type="button" onClick={() => change('suspend')}>
-                  Suspend
-                </button>
+                <ConfirmAct
+                  label="Suspend"
+                  title={`Suspend IRB approval ${a.protocolNumber}?`}
+                  consequence={<p>No new run can use it, and the runs under it stop at their next instance. Another compliance officer can reinstate it.</p>}
+                  confirmLabel={`Suspend ${a.protocolNumber}`}
+                  reason
+                  onConfirm={(reason) => change('suspend', reason)}
+                />
               ) : null}
               {a.status === 'suspended' ? (
-                <button type="button" onClick={() => change('reinstate')}>
-                  Reinstate
-                </button>
+                <ConfirmAct
+                  label="Reinstate"
+                  title={`Reinstate IRB approval ${a.protocolNumber}?`}
+                  consequence={
+                    <p>
+                      Runs may use it again for what it covers ({coverageText(a)}), by {a.personnel.join(', ')}.
+                    </p>
+                  }
+                  confirmLabel={`Reinstate ${a.protocolNumber}`}
+                  reason
+                  onConfirm={(reason) => change('reinstate', reason)}
+                />
               ) : null}
-              <button type="button" class="secondary" onClick={() => change('close')}>
-                Close
-              </button>
-            </form>
+              <ConfirmAct
+                label="Close"
+                secondary
+                title={`Close IRB approval ${a.protocolNumber}?`}
+                consequence={<p>Closing is final: it can never be reinstated. No new run can use it, the runs under it stop at their next instance, and their results can no longer be released.</p>}
+                confirmLabel={`Close ${a.protocolNumber}`}
+                reason
+                onConfirm={(reason) => change('close', reason)}
+              />
+            </div>
           ) : null}
           <h2>History</h2>
           <table>

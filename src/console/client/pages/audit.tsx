@@ -6,16 +6,27 @@
 import { useState } from 'preact/hooks';
 import { get, query } from '../api';
 import type { AuditEvent, AuditHealth, ExportView, VerifyReport } from '../types';
+import { AUDIT_EVENT_TYPES } from '../../../audit/types';
 import { Loading, Page, Problem, Status, useLoad, when } from '../ui';
 
 const FIELDS = ['since', 'until', 'actor', 'type', 'run', 'outcome', 'rule'] as const;
-type Filter = Partial<Record<(typeof FIELDS)[number] | 'limit', string>>;
+type Filter = Partial<Record<(typeof FIELDS)[number] | 'limit' | 'order' | 'hideCalls', string>>;
+/** A page of a search: before (newest first) or after (oldest first) this seq; none for the first page. */
+type Cursor = { before?: number; after?: number };
 
 /** A local date-time field as the API's ISO-8601 (UTC). */
 const iso = (v: string | undefined) => (v ? new Date(v).toISOString() : undefined);
 
 function apiQuery(f: Filter): Record<string, string | undefined> {
   return { since: iso(f.since), until: iso(f.until), actor: f.actor, type: f.type, run: f.run, outcome: f.outcome, rule: f.rule };
+}
+
+/** When, by whom and what the last verification found. */
+export function lastVerification(h: AuditHealth): string {
+  const v = h.lastVerify;
+  if (!v) return 'never';
+  const found = v.outcome === 'verified' ? 'verified' : v.outcome === 'broken' ? 'broken' : 'outcome not recorded (verified on the host)';
+  return `${when(v.at)} by ${v.actor}: ${found}`;
 }
 
 function ChainHealth() {
@@ -77,7 +88,7 @@ function ChainHealth() {
             </tr>
             <tr>
               <th scope="row">Last verification</th>
-              <td>{h.lastVerify ? `${when(h.lastVerify.at)} by ${h.lastVerify.actor}` : 'never'}</td>
+              <td>{lastVerification(h)}</td>
             </tr>
           </tbody>
         </table>
@@ -113,10 +124,10 @@ function ChainHealth() {
   );
 }
 
-export function EventTable({ events }: { events: AuditEvent[] }) {
+export function EventTable({ events, order = 'oldest first' }: { events: AuditEvent[]; order?: string }) {
   return (
-    <table>
-      <caption class="sr-only">Audit events, oldest first</caption>
+    <table data-testid="audit-events">
+      <caption class="sr-only">Audit events, {order}</caption>
       <thead>
         <tr>
           <th scope="col" class="num">
@@ -153,12 +164,27 @@ export function EventTable({ events }: { events: AuditEvent[] }) {
   );
 }
 
+const FIRST: Filter = { limit: '200', order: 'newest', hideCalls: '' };
+
 export function AuditPage() {
-  const [form, setForm] = useState<Filter>({ limit: '200' });
-  const [filter, setFilter] = useState<Filter>({ limit: '200' });
-  const events = useLoad(() => get<AuditEvent[]>(`/v1/audit/events${query({ ...apiQuery(filter), limit: filter.limit })}`), [JSON.stringify(filter)]);
+  const [form, setForm] = useState<Filter>(FIRST);
+  const [filter, setFilter] = useState<Filter>(FIRST);
+  const [cursor, setCursor] = useState<Cursor>({});
+  // The answer carries the search it answers: the line over the table describes the rows shown, never
+  // a search still on its way.
+  const answer = useLoad(async () => {
+    const url = `/v1/audit/events${query({ ...apiQuery(filter), limit: filter.limit, order: filter.order, exclude: filter.hideCalls ? 'endpoint.call' : undefined, before: cursor.before, after: cursor.after })}`;
+    return { events: await get<AuditEvent[]>(url), asked: filter };
+  }, [JSON.stringify(filter), JSON.stringify(cursor)]);
+  const events = { data: answer.data?.events, error: answer.error };
+  const asked = answer.data?.asked ?? filter;
   const set = (k: keyof Filter) => (e: Event) => setForm({ ...form, [k]: (e.target as HTMLInputElement).value });
   const exportHref = (format: string) => `/v1/audit/export${query({ ...apiQuery(filter), format })}`;
+  const newest = asked.order !== 'oldest';
+  const shown = events.data ?? [];
+  const last = shown.at(-1);
+  const full = shown.length > 0 && shown.length >= Number(asked.limit || 100);
+  const nextPage = () => last && setCursor(newest ? { before: last.seq } : { after: last.seq });
   return (
     <Page title="Audit review">
       <ChainHealth />
@@ -168,6 +194,7 @@ export function AuditPage() {
         onSubmit={(e) => {
           e.preventDefault();
           setFilter(form);
+          setCursor({});
         }}
       >
         <label>
@@ -184,7 +211,14 @@ export function AuditPage() {
         </label>
         <label>
           Type
-          <input name="type" value={form.type ?? ''} onInput={set('type')} size={14} placeholder="e.g. run.approve" />
+          <select name="type" value={form.type ?? ''} onChange={set('type')}>
+            <option value="">any</option>
+            {AUDIT_EVENT_TYPES.map((t) => (
+              <option key={t} value={t}>
+                {t}
+              </option>
+            ))}
+          </select>
         </label>
         <label>
           Run
@@ -204,8 +238,18 @@ export function AuditPage() {
           <input name="rule" value={form.rule ?? ''} onInput={set('rule')} size={16} />
         </label>
         <label>
+          Order
+          <select name="order" value={form.order ?? 'newest'} onChange={set('order')}>
+            <option value="newest">newest first</option>
+            <option value="oldest">oldest first</option>
+          </select>
+        </label>
+        <label>
           At most
           <input name="limit" inputMode="numeric" value={form.limit ?? ''} onInput={set('limit')} size={5} />
+        </label>
+        <label class="check">
+          <input type="checkbox" name="hideCalls" checked={!!form.hideCalls} onChange={(e) => setForm({ ...form, hideCalls: (e.target as HTMLInputElement).checked ? 'yes' : '' })} /> Hide model calls
         </label>
         <button type="submit">Search</button>
       </form>
@@ -221,10 +265,35 @@ export function AuditPage() {
         ·{' '}
         <a href={exportHref('fhir')} download="audit.fhir.json">
           FHIR AuditEvent
-        </a>
+        </a>{' '}
+        <span class="muted">(every event matched, model calls included, oldest first)</span>
       </p>
       <Problem error={events.error} />
-      {!events.data ? <Loading what="events" /> : events.data.length === 0 ? <p>No event matches.</p> : <EventTable events={events.data} />}
+      {!events.data ? (
+        <Loading what="events" />
+      ) : events.data.length === 0 ? (
+        <p>No event matches{cursor.before || cursor.after ? ' on this page' : ''}.</p>
+      ) : (
+        <>
+          <p class="muted" data-testid="audit-page">
+            seq {shown[0]!.seq} to {last!.seq}, {newest ? 'newest first' : 'oldest first'}
+            {asked.hideCalls ? ', model calls hidden' : ''}
+          </p>
+          <EventTable events={events.data} order={newest ? 'newest first' : 'oldest first'} />
+        </>
+      )}
+      <div class="actions">
+        {cursor.before || cursor.after ? (
+          <button type="button" class="secondary" onClick={() => setCursor({})}>
+            {newest ? 'Newest events' : 'Oldest events'}
+          </button>
+        ) : null}
+        {full ? (
+          <button type="button" class="secondary" onClick={nextPage}>
+            {newest ? 'Older events' : 'Later events'}
+          </button>
+        ) : null}
+      </div>
     </Page>
   );
 }
@@ -241,6 +310,17 @@ const STAGE: Record<string, string> = {
   'export.request': 'export requested',
   'export.release': 'export released',
 };
+
+/** The stage of an event in words: the download of a released export shares its event type, not its meaning. */
+function stageOf(e: AuditEvent): string {
+  if (e.event_type === 'export.release' && e.rule === 'export.download') return 'export';
+  return STAGE[e.event_type] ?? e.event_type;
+}
+
+/** "downloaded by jdoe", never "released by" someone who may not release: the act and its actor. */
+function actedBy(e: AuditEvent): string {
+  return e.event_type === 'export.release' && e.rule === 'export.download' ? 'downloaded by' : 'by';
+}
 
 /** The run's own events and those of every export that holds it, in the trail's order. */
 async function runTimeline(runId: string): Promise<AuditEvent[]> {
@@ -268,7 +348,7 @@ export function RunTimelinePage({ runId }: { runId: string }) {
             {other.map((e) => (
               <li key={e.seq}>
                 <span class="when">{when(e.recorded_at)}</span>
-                <strong>{STAGE[e.event_type] ?? e.event_type}</strong> by {e.actor_principal} ({e.actor_role}) — <Status value={e.outcome} />
+                <strong>{stageOf(e)}</strong> {actedBy(e)} {e.actor_principal} ({e.actor_role}) — <Status value={e.outcome} />
                 {e.rule ? ` · rule ${e.rule}` : ''} · seq {e.seq}
                 {e.export_id ? (
                   <>

@@ -4,7 +4,7 @@
  */
 import { type Session, get, post } from '../api';
 import type { ExportView } from '../types';
-import { Done, download, holds, Loading, MetricsHead, Page, Problem, Status, usd, useAction, useLoad, when } from '../ui';
+import { ConfirmAct, Done, download, holds, Loading, MetricsHead, Page, Problem, Status, usd, useAction, useLoad, when } from '../ui';
 
 type Range = { low: number; high: number };
 type Count = Range | { suppressed: string };
@@ -31,6 +31,41 @@ interface Preview {
 }
 
 const range = (r: Range) => (r.low === r.high ? String(r.low) : `${r.low}–${r.high}`);
+
+function previewOf(e: ExportView): Preview | undefined {
+  try {
+    return JSON.parse(e.preview) as Preview;
+  } catch {
+    return undefined;
+  }
+}
+
+/** How many figures of the preview disclosure control suppressed (counts, metrics and subgroup cells). */
+function suppressedCount(value: unknown): number {
+  if (Array.isArray(value)) return value.reduce((n: number, v) => n + suppressedCount(v), 0);
+  if (value && typeof value === 'object') return ('suppressed' in value ? 1 : 0) + Object.values(value).reduce((n: number, v) => n + suppressedCount(v), 0);
+  return 0;
+}
+
+const uniq = (xs: string[]) => [...new Set(xs)].join(', ');
+
+/** What an officer triages a release by: tier, benchmarks, IRB, endpoints and models, size, suppressed figures. */
+function Triage({ preview }: { preview: Preview | undefined }) {
+  if (!preview) return <td colSpan={6}>the preview cannot be read</td>;
+  const rs = preview.results;
+  return (
+    <>
+      <td>{preview.tier}</td>
+      <td>{uniq(rs.map((r) => `${r.benchmark.id} ${r.benchmark.version}`))}</td>
+      <td>{preview.irbProtocol ?? '—'}</td>
+      <td>{uniq(rs.map((r) => ((r.model.model ?? r.model.deployment) ? `${r.model.model ?? r.model.deployment} (${r.model.endpointId})` : r.model.endpointId)))}</td>
+      <td class="num">{rs.map((r) => ('suppressed' in r.n ? 'suppressed' : range(r.n))).join(' + ')}</td>
+      <td class="num" data-testid="suppressed-count">
+        {suppressedCount(rs)}
+      </td>
+    </>
+  );
+}
 
 function Suppressed({ marker }: { marker: string }) {
   return (
@@ -139,12 +174,22 @@ export function ReleaseQueuePage({ session }: { session: Session }) {
               <th scope="col">Export</th>
               <th scope="col">Requested by</th>
               <th scope="col">Runs</th>
+              <th scope="col">Tier</th>
+              <th scope="col">Benchmarks</th>
+              <th scope="col">IRB</th>
+              <th scope="col">Model (endpoint)</th>
+              <th scope="col" class="num">
+                Instances
+              </th>
+              <th scope="col" class="num">
+                Suppressed figures
+              </th>
               <th scope="col">Requested</th>
             </tr>
           </thead>
           <tbody>
             {waiting.map((e) => (
-              <tr key={e.exportId}>
+              <tr key={e.exportId} data-export={e.exportId}>
                 <td>
                   <a href={`#/exports/${e.exportId}`}>Review {e.exportId.slice(0, 8)}</a>
                 </td>
@@ -153,6 +198,7 @@ export function ReleaseQueuePage({ session }: { session: Session }) {
                   {e.requestedBy === session.principal ? ' (you: another officer must release it)' : ''}
                 </td>
                 <td>{e.runIds.map((r) => r.slice(0, 8)).join(', ')}</td>
+                <Triage preview={previewOf(e)} />
                 <td>{when(e.requestedAt)}</td>
               </tr>
             ))}
@@ -167,12 +213,7 @@ export function ExportPage({ id, session }: { id: string; session: Session }) {
   const view = useLoad(() => get<ExportView>(`/v1/exports/${id}`), [id]);
   const { problem, done, act } = useAction();
   const e = view.data;
-  let preview: Preview | undefined;
-  try {
-    preview = e ? (JSON.parse(e.preview) as Preview) : undefined;
-  } catch {
-    preview = undefined;
-  }
+  const preview = e ? previewOf(e) : undefined;
   const release = () =>
     act(async () => {
       await post(`/v1/exports/${id}/release`, { format: 'bundle' });
@@ -199,9 +240,18 @@ export function ExportPage({ id, session }: { id: string; session: Session }) {
           </p>
           <div class="actions">
             {e.state === 'requested' && holds(session, ['compliance']) ? (
-              <button type="button" onClick={release}>
-                Release this export (sign it)
-              </button>
+              <ConfirmAct
+                label="Release this export (sign it)"
+                title={`Release export ${id.slice(0, 8)}?`}
+                consequence={
+                  <p>
+                    It is signed with the site's key and written, and what it holds leaves: the figures of {e.runIds.length} run{e.runIds.length === 1 ? '' : 's'} exactly as shown under "What a
+                    release signs"{preview ? `, ${suppressedCount(preview.results)} of them suppressed` : ''}. A release cannot be taken back.
+                  </p>
+                }
+                confirmLabel={`Release ${id.slice(0, 8)}`}
+                onConfirm={() => void release()}
+              />
             ) : null}
             {e.state === 'released' ? (
               <button type="button" class="secondary" onClick={fetchBundle}>

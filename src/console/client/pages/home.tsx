@@ -1,7 +1,8 @@
 /** Home: what needs my attention (my runs, the queues of my roles) and the daemon's health. */
 import type { Session } from '../api';
 import { get } from '../api';
-import type { ExportView, Run } from '../types';
+import type { AuditHealth, ExportView, Run } from '../types';
+import { lastVerification } from './audit';
 import { holds, Loading, Page, Problem, Status, useLoad, when } from '../ui';
 
 const ACTIVE = ['requested', 'approved', 'running'];
@@ -12,6 +13,7 @@ export function HomePage({ session }: { session: Session }) {
   const runs = useLoad(() => (researcher || officer ? get<Run[]>('/v1/runs?limit=200') : Promise.resolve([] as Run[])), [], { ms: 3000, while: (d) => !!d?.some((r) => ACTIVE.includes(r.status)) });
   const exports = useLoad(() => (officer ? get<ExportView[]>('/v1/exports?limit=200') : Promise.resolve([] as ExportView[])), []);
   const health = useLoad(() => get<{ status: string; rule?: string }>('/health'), []);
+  const reviewer = holds(session, ['auditor', 'compliance']);
   const mine = (runs.data ?? []).filter((r) => r.requestedBy === session.principal);
   const awaiting = (runs.data ?? []).filter((r) => r.status === 'requested' && r.requestedBy !== session.principal);
   const toRelease = (exports.data ?? []).filter((e) => e.state === 'requested' && e.requestedBy !== session.principal);
@@ -33,6 +35,7 @@ export function HomePage({ session }: { session: Session }) {
         ) : null}
         {officer ? <QueueCard id="approval-queue" title="Runs awaiting approval" count={runs.data ? awaiting.length : undefined} href="#/queue/runs" /> : null}
         {officer ? <QueueCard id="release-queue" title="Exports awaiting release" count={exports.data ? toRelease.length : undefined} href="#/queue/releases" /> : null}
+        {reviewer ? <ChainCard /> : null}
         <section class="card" aria-labelledby="daemon-health">
           <h2 id="daemon-health">Daemon</h2>
           {health.data ? (
@@ -90,6 +93,48 @@ function QueueCard({ id, title, count, href }: { id: string; title: string; coun
         </span>{' '}
         <a href={href}>Open the queue</a>
       </p>
+    </section>
+  );
+}
+
+/** The state a chain was last found in: stopped, broken or verified by the last verification, or not yet verified. */
+function chainState(h: AuditHealth): { word: string; cls: string } {
+  if (h.stopped) return { word: `stopped (rule ${h.stopped})`, cls: 'status-bad' };
+  if (h.lastVerify?.outcome === 'broken') return { word: 'broken', cls: 'status-bad' };
+  if (h.lastVerify?.outcome === 'verified') return { word: 'verified', cls: 'status-ok' };
+  return { word: 'not verified from the console yet', cls: 'status-warn' };
+}
+
+/** The auditor's first question on arriving: is the trail whole, how long is it, who last checked it and what they found. */
+function ChainCard() {
+  const health = useLoad(() => get<AuditHealth>('/v1/audit/health'), []);
+  const h = health.data;
+  const state = h ? chainState(h) : undefined;
+  return (
+    <section class="card" aria-labelledby="audit-chain">
+      <h2 id="audit-chain">Audit chain</h2>
+      {!h || !state ? (
+        health.error ? (
+          <Problem error={health.error} />
+        ) : (
+          <Loading what="the chain" />
+        )
+      ) : (
+        <>
+          <p>
+            <span class={`big ${state.cls}`} data-testid="chain-state">
+              {state.word}
+            </span>
+          </p>
+          <p>
+            {h.events} events, head seq {h.headSeq ?? '—'}
+          </p>
+          <p data-testid="chain-last-verify">Last verification: {lastVerification(h)}</p>
+          <p>
+            <a href="#/audit">Verify now or search the trail</a>
+          </p>
+        </>
+      )}
     </section>
   );
 }

@@ -2,7 +2,9 @@
 import { useState } from 'preact/hooks';
 import { type Session, get, post } from '../api';
 import type { Approval, Benchmark, Endpoint, ExportView, Run } from '../types';
-import { Done, Field, holds, Loading, MetricsHead, Page, Problem, SchemaProblems, Status, score, usd, useAction, useLoad, when } from '../ui';
+import { finishedOf, PROGRESS_STATES, remainingMs } from '../../../pictures/progress-states';
+import { statusOf } from './approvals';
+import { ConfirmAct, Done, Field, holds, Loading, MetricsHead, Page, Problem, SchemaProblems, Status, score, usd, useAction, useLoad, visible, when } from '../ui';
 import { validateRunRequest } from '../validators';
 
 const ACTIVE = ['requested', 'approved', 'running'];
@@ -16,8 +18,66 @@ function phase(r: Run): string {
 }
 
 function finished(r: Run): number | null {
-  if (!r.counts) return null;
-  return r.counts.done + r.counts.blocked + r.counts.failed;
+  return r.counts ? finishedOf(r.counts) : null;
+}
+
+/** "about 3 min", "about 2 h 5 min": an estimate, said as one. */
+function duration(ms: number): string {
+  const min = Math.max(1, Math.round(ms / 60_000));
+  if (min < 60) return `about ${min} min`;
+  return `about ${Math.floor(min / 60)} h${min % 60 ? ` ${min % 60} min` : ''}`;
+}
+
+/** Why the run's approval covers it, in the officer's words: the benchmark named, or only its whole tier. */
+export function coverageWords(r: Run): string {
+  if (!r.irbProtocol) return '—';
+  switch (r.approvalCoverage) {
+    case 'benchmark':
+      return `${r.irbProtocol}: benchmark named`;
+    case 'tier':
+      return `${r.irbProtocol}: only through its tier (every ${r.tier} benchmark)`;
+    case 'none':
+      return `${r.irbProtocol}: no longer covers it`;
+    default:
+      return r.irbProtocol;
+  }
+}
+
+/** The run's size: the instances planned, or the cap asked for while it plans. */
+const size = (r: Run) => (r.instanceCount !== null ? `${r.instanceCount} instances` : r.maxInstances !== null ? `at most ${r.maxInstances} instances` : 'every instance of the dataset');
+
+/** The endpoint as a reader looks for it: "model (endpoint)". */
+const modelOf = (r: Run) => (r.model ? `${visible(r.model)} (${r.endpointId})` : r.endpointId);
+
+/**
+ * The run's progress drawn in the page from the same counts as the table under it (one poll, one
+ * source: the picture and the figures can no longer disagree), with an estimate of the end while it
+ * runs. A <progress> and words, no markup of its own (the page inserts no SVG: see console-xss).
+ */
+function ProgressBar({ run }: { run: Run }) {
+  const counts = run.counts;
+  if (!counts) return <p class="muted">{phase(run)}</p>;
+  const total = PROGRESS_STATES.reduce((n, s) => n + counts[s.state], 0);
+  const planned = run.instanceCount ?? total;
+  const done = finishedOf(counts);
+  const eta = run.status === 'running' ? remainingMs(run, Date.now()) : null;
+  const said = `${phase(run)}: ${done} of ${planned} finished${run.instanceCount === null ? ' (planning: queued so far)' : ''}`;
+  return (
+    <div class="progress-bar">
+      <p data-testid="run-progress">
+        {said}
+        {run.status === 'running' ? <span data-testid="run-eta">{eta === null ? '; no estimate until an instance finishes' : `; ${duration(eta)} left at the rate so far`}</span> : null}
+      </p>
+      {planned > 0 ? <progress class="wide" max={planned} value={done} aria-label={said} /> : null}
+      <ul class="legend">
+        {PROGRESS_STATES.map((s) => (
+          <li key={s.state} data-series={s.state}>
+            {s.label} {counts[s.state]}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
 }
 
 export function Progress({ run }: { run: Run }) {
@@ -77,7 +137,7 @@ export function RunsPage({ session }: { session: Session }) {
                 <td>{r.endpointId}</td>
                 <td>{r.tier}</td>
                 <td>
-                  <Status value={r.status} />
+                  <Status value={r.outcome?.label ?? r.status} />
                 </td>
                 <td>
                   <Progress run={r} />
@@ -104,6 +164,25 @@ export function RunsPage({ session }: { session: Session }) {
         </section>
       ) : null}
     </Page>
+  );
+}
+
+/** What happened to the run, in the words of `runs show` (src/runs/outcome.ts), and why instances ended without a result. */
+function Outcome({ outcome, endpointId }: { outcome: NonNullable<Run['outcome']>; endpointId: string }) {
+  return (
+    <>
+      <p data-testid="run-outcome">{outcome.summary}</p>
+      {outcome.causes.length ? (
+        <ul data-testid="run-causes">
+          {outcome.causes.map((c) => (
+            <li key={`${c.state}:${c.code}`}>
+              {c.state}: {c.state === 'failed' ? `endpoint ${endpointId}: ` : ''}
+              {c.code} ({c.meaning}): {c.instances} instance{c.instances === 1 ? '' : 's'}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+    </>
   );
 }
 
@@ -144,14 +223,23 @@ export function RunPage({ runId, session }: { runId: string; session: Session })
               <tr>
                 <th scope="row">Endpoint</th>
                 <td>
-                  {r.endpointId}
+                  {modelOf(r)}
                   {r.testEndpoint ? ' (test endpoint: development, never real data)' : ''}
                 </td>
               </tr>
               <tr>
+                <th scope="row">Size</th>
+                <td>{size(r)}</td>
+              </tr>
+              <tr>
+                <th scope="row">Purpose</th>
+                <td>{r.purpose ? visible(r.purpose) : '—'}</td>
+              </tr>
+              <tr>
                 <th scope="row">Status</th>
                 <td>
-                  <Status value={r.status} /> {r.status !== phase(r) ? `(${phase(r)})` : ''} {r.errorCode ? `: ${r.errorCode}` : ''}
+                  <Status value={r.outcome?.label ?? r.status} /> {r.status === 'running' && r.instanceCount === null ? '(planning)' : ''} {r.errorCode ? `: ${r.errorCode}` : ''}
+                  {r.outcome ? <Outcome outcome={r.outcome} endpointId={r.endpointId} /> : null}
                 </td>
               </tr>
               <tr>
@@ -166,7 +254,7 @@ export function RunPage({ runId, session }: { runId: string; session: Session })
               </tr>
               <tr>
                 <th scope="row">IRB protocol</th>
-                <td>{r.irbProtocol ?? '—'}</td>
+                <td data-testid="run-coverage">{coverageWords(r)}</td>
               </tr>
               <tr>
                 <th scope="row">Finished</th>
@@ -176,16 +264,24 @@ export function RunPage({ runId, session }: { runId: string; session: Session })
           </table>
           <div class="actions">
             {r.status === 'requested' && holds(session, ['compliance']) ? (
-              <button type="button" onClick={() => change(`/v1/runs/${runId}/approve`, {}, 'run approved')}>
-                Approve this run
-              </button>
+              <ApproveRun run={r} onConfirm={() => void change(`/v1/runs/${runId}/approve`, {}, 'run approved')} label="Approve this run" />
             ) : null}
             {isActive(r) ? (
-              <button type="button" class="secondary" onClick={() => change(`/v1/runs/${runId}/cancel`, { reason: 'cancelled from the console' }, 'cancelling; calls in flight will finish')}>
-                Cancel this run
-              </button>
+              <ConfirmAct
+                label="Cancel this run"
+                secondary
+                title={`Cancel run ${runId.slice(0, 8)}?`}
+                consequence={
+                  <p>
+                    {r.benchmarkId} on {r.endpointId} stops: no new call starts, calls in flight finish, and the instances not yet run never are.
+                  </p>
+                }
+                confirmLabel={`Cancel run ${runId.slice(0, 8)}`}
+                reason
+                onConfirm={(reason) => void change(`/v1/runs/${runId}/cancel`, { reason }, 'cancelling; calls in flight will finish')}
+              />
             ) : null}
-            {r.status === 'completed' && r.requestedBy === session.principal ? (
+            {r.outcome?.hasResults && r.requestedBy === session.principal ? (
               <button type="button" onClick={requestExport}>
                 Request an export of this run
               </button>
@@ -193,9 +289,7 @@ export function RunPage({ runId, session }: { runId: string; session: Session })
             {holds(session, ['compliance', 'auditor']) ? <a href={`#/audit/run/${runId}`}>Audit timeline of this run</a> : null}
           </div>
           <h2>Progress</h2>
-          <p>
-            <img class="picture" src={`/v1/pictures/runs/${runId}/progress.svg?v=${finished(r) ?? 0}-${r.status}`} alt={`Progress of the run: ${phase(r)}`} />
-          </p>
+          <ProgressBar run={r} />
           {r.withheld ? (
             <p class="muted">The run's figures are withheld from you (rule {r.withheld}).</p>
           ) : (
@@ -248,6 +342,12 @@ export function RunPage({ runId, session }: { runId: string; session: Session })
                 {r.promptTokens ?? 0} prompt tokens, {r.completionTokens ?? 0} completion tokens
                 {r.reasoningTokens ? `, ${r.reasoningTokens} reasoning tokens` : ''}; estimated cost {usd(r.estimatedCostUsd)}.
               </p>
+              {r.usageUnderReported ? (
+                <p class="error" role="alert" data-testid="usage-under-reported">
+                  {r.usageUnderReported} call{r.usageUnderReported === 1 ? '' : 's'} of this run came back without truthful usage from the endpoint (missing, negative, beyond the request or
+                  implausibly low). Each was charged its worst case against the approval's budget, so the tokens and cost above are upper bounds for them.
+                </p>
+              ) : null}
             </>
           )}
         </>
@@ -290,6 +390,15 @@ export function RequestRunPage() {
     }
   };
   const c = choices.data;
+  const tier = c?.benchmarks.find((b) => b.id === form.benchmarkId)?.tier;
+  /** A new benchmark drops an endpoint chosen before that may not receive its tier. */
+  const chooseBenchmark = (e: Event) => {
+    const benchmarkId = (e.target as HTMLSelectElement).value;
+    const t = c?.benchmarks.find((b) => b.id === benchmarkId)?.tier;
+    const chosen = c?.endpoints.find((x) => x.id === form.endpointId);
+    const keep = chosen && !chosen.refusedTiers.some((x) => x.tier === t);
+    setForm({ ...form, benchmarkId, endpointId: keep ? (form.endpointId ?? '') : '' });
+  };
   return (
     <Page title="Request a run">
       <Problem error={choices.error ?? refusal} />
@@ -299,34 +408,41 @@ export function RequestRunPage() {
       ) : (
         <form class="stack" onSubmit={submit} noValidate>
           <Field id="run-benchmark" label="Benchmark">
-            <select id="run-benchmark" name="benchmarkId" value={form.benchmarkId} onChange={set('benchmarkId')}>
+            <select id="run-benchmark" name="benchmarkId" value={form.benchmarkId} onChange={chooseBenchmark}>
               <option value="">choose a benchmark</option>
               {c.benchmarks.map((b) => (
                 <option key={b.id} value={b.id}>
-                  {b.displayName} ({b.id}, {b.tier})
+                  {visible(b.displayName)} ({b.id}, {b.tier})
                 </option>
               ))}
             </select>
           </Field>
-          <Field id="run-endpoint" label="Endpoint">
-            <select id="run-endpoint" name="endpointId" value={form.endpointId} onChange={set('endpointId')}>
+          <Field
+            id="run-endpoint"
+            label="Endpoint"
+            hint={tier ? `endpoints that may not receive ${tier} data are shown but cannot be chosen` : 'choose a benchmark first: its tier decides which endpoints may receive it'}
+          >
+            <select id="run-endpoint" aria-describedby="run-endpoint-hint" name="endpointId" value={form.endpointId} onChange={set('endpointId')}>
               <option value="">choose an endpoint</option>
-              {c.endpoints.map((e) => (
-                <option key={e.id} value={e.id}>
-                  {e.id} (up to {e.classification.maxTier}
-                  {e.classification.development ? ', development' : ''})
-                </option>
-              ))}
+              {c.endpoints.map((e) => {
+                const refused = tier ? e.refusedTiers.find((x) => x.tier === tier) : undefined;
+                return (
+                  <option key={e.id} value={e.id} disabled={!!refused}>
+                    {e.model ? `${visible(e.model)} (${e.id})` : e.id} (up to {e.classification.maxTier}
+                    {e.classification.development ? ', development' : ''}){refused ? ` — not for ${tier} data: ${refused.reason} (rule ${refused.rule})` : ''}
+                  </option>
+                );
+              })}
             </select>
           </Field>
           <Field id="run-approval" label="IRB approval" hint="needed for approval-required and private benchmarks">
             <select id="run-approval" aria-describedby="run-approval-hint" name="approvalId" value={form.approvalId} onChange={set('approvalId')}>
               <option value="">none (public benchmarks)</option>
               {c.approvals
-                .filter((a) => a.status === 'active')
+                .filter((a) => statusOf(a) === 'active')
                 .map((a) => (
                   <option key={a.approvalId} value={a.approvalId}>
-                    {a.protocolNumber}: {a.title ?? a.purpose}
+                    {a.protocolNumber}: {visible(a.title ?? a.purpose)}
                   </option>
                 ))}
             </select>
@@ -343,6 +459,24 @@ export function RequestRunPage() {
         </form>
       )}
     </Page>
+  );
+}
+
+/** The approval of a private run, confirmed: what it is, where its data goes, under which approval and why. */
+function ApproveRun({ run: r, label, ariaLabel, onConfirm }: { run: Run; label: string; ariaLabel?: string; onConfirm: () => void }) {
+  return (
+    <ConfirmAct
+      label={label}
+      {...(ariaLabel ? { ariaLabel } : {})}
+      title={`Approve run ${r.runId.slice(0, 8)}?`}
+      consequence={
+        <p>
+          {r.benchmarkId} ({r.tier} data), {size(r)}, requested by {r.requestedBy}, is sent to {modelOf(r)} under {coverageWords(r)}. Once approved, a worker starts it.
+        </p>
+      }
+      confirmLabel={`Approve run ${r.runId.slice(0, 8)}`}
+      onConfirm={onConfirm}
+    />
   );
 }
 
@@ -370,10 +504,12 @@ export function RunApprovalQueuePage({ session }: { session: Session }) {
           <thead>
             <tr>
               <th scope="col">Run</th>
-              <th scope="col">Benchmark</th>
-              <th scope="col">Endpoint</th>
+              <th scope="col">Benchmark (tier)</th>
+              <th scope="col">Model (endpoint)</th>
+              <th scope="col">Size</th>
               <th scope="col">Requested by</th>
-              <th scope="col">IRB protocol</th>
+              <th scope="col">IRB approval: why it covers the run</th>
+              <th scope="col">Purpose</th>
               <th scope="col">Requested</th>
               <th scope="col">Action</th>
             </tr>
@@ -387,17 +523,17 @@ export function RunApprovalQueuePage({ session }: { session: Session }) {
                 <td>
                   {r.benchmarkId} ({r.tier})
                 </td>
-                <td>{r.endpointId}</td>
+                <td>{modelOf(r)}</td>
+                <td>{size(r)}</td>
                 <td>
                   {r.requestedBy}
                   {r.requestedBy === session.principal ? ' (you)' : ''}
                 </td>
-                <td>{r.irbProtocol ?? '—'}</td>
+                <td data-testid="run-approval-coverage">{coverageWords(r)}</td>
+                <td>{r.purpose ? visible(r.purpose) : '—'}</td>
                 <td>{when(r.createdAt)}</td>
                 <td>
-                  <button type="button" onClick={() => approve(r)} aria-label={`approve run ${r.runId.slice(0, 8)}`}>
-                    Approve
-                  </button>
+                  <ApproveRun run={r} label="Approve" ariaLabel={`approve run ${r.runId.slice(0, 8)}`} onConfirm={() => void approve(r)} />
                 </td>
               </tr>
             ))}
