@@ -78,6 +78,17 @@ describe('export and leaderboard commands', () => {
       expect(verified.code).toBe(0);
       expect(verified.stdout).toContain(`verifies (export ${view.exportId}, 2 result(s)`);
       expect(JSON.parse(readFileSync(bundleFile, 'utf8')).helm).toHaveLength(2);
+      // The folder download wrote is what people are told about: it verifies too, its helm/ with it.
+      const folder = await cli(['export', 'verify', join(out, view.exportId), '--key', key]);
+      expect([folder.code, folder.stderr]).toEqual([0, '']);
+      expect(folder.stdout).toContain(`bundle.json: verifies (export ${view.exportId}, 2 result(s)`);
+      expect(folder.stdout).toContain(`HELM files in ${join(out, view.exportId, 'helm')} match`);
+      // Its parent holds no bundle: the refusal says which folder to name.
+      const parent = await cli(['export', 'verify', out, '--key', key]);
+      expect([parent.code, parent.stderr]).toEqual([
+        1,
+        `ehrbench: ${out}: a folder with no bundle.json; name the export's folder (what "export download --out DIR" wrote: DIR/<export id>) or its bundle.json\n`,
+      ]);
 
       const listed = await cli(['export', 'list', '--json']);
       expect(JSON.parse(listed.stdout).map((v: { exportId: string; state: string }) => [v.exportId, v.state])).toEqual([[view.exportId, 'released']]);

@@ -4,7 +4,8 @@
  * site's public key (no database, no configuration).
  */
 import { commandPrefix } from '../../command-prefix';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { CommandModule } from 'yargs';
 import { UserError } from '../../errors';
 import { formatSchemaErrors, validatorFor } from '../../config';
@@ -166,28 +167,46 @@ export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'Verify a bundle anywhere, with no database: form, schema, signature, disclosure',
           builder: (b) =>
             b
-              .positional('bundle', { type: 'string', demandOption: true, describe: 'bundle.json' })
+              .positional('bundle', { type: 'string', demandOption: true, describe: "bundle.json, or the export's folder as download wrote it (DIR/<export id>)" })
               .option('key', { type: 'string', demandOption: true, describe: "The site's export-signing.pub.pem" })
               .option('helm', { type: 'string', describe: "Also check the HELM files in this folder (the bundle's helm/) against the signed hashes" }),
           handler: async (args) => {
+            const { bundle, helm } = bundleToVerify(args.bundle, args.helm);
             let text: string;
             try {
-              text = readFileSync(args.bundle, 'utf8');
+              text = readFileSync(bundle, 'utf8');
             } catch (err) {
-              throw new UserError('export.bundle-unreadable', `${args.bundle}: cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+              throw new UserError('export.bundle-unreadable', `${bundle}: cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
             }
             const report = verifyBundle(text, loadExportPublicKey(args.key));
-            if (report.ok && args.helm) {
+            if (report.ok && helm) {
               const refs = (JSON.parse(text) as { helm: { runName: string; runSpecSha256: string; statsSha256: string }[] }).helm;
-              report.problems.push(...helmFileProblems(refs, args.helm));
+              report.problems.push(...helmFileProblems(refs, helm));
               report.ok = report.problems.length === 0;
             }
             if (args.json) printJson(io, report);
-            if (!report.ok) throw new UserError('export.verify-failed', `${args.bundle}: does not verify: ${report.problems.join('; ')}`);
-            if (!args.json) io.stdout(`${args.bundle}: verifies (export ${report.exportId}, ${report.results} result(s), signed by key ${report.keyFingerprint})\n`);
+            if (!report.ok) throw new UserError('export.verify-failed', `${bundle}: does not verify: ${report.problems.join('; ')}`);
+            const helmChecked = helm ? `, HELM files in ${helm} match` : '';
+            if (!args.json) io.stdout(`${bundle}: verifies (export ${report.exportId}, ${report.results} result(s), signed by key ${report.keyFingerprint}${helmChecked})\n`);
           },
         })
         .demandCommand(1, 'name a subcommand: request, show, list, release, download or verify'),
     handler: () => undefined,
   };
+}
+
+/**
+ * What `export verify` checks when given a path: a bundle file as it is; an export's folder (what
+ * `export download --out DIR` wrote, DIR/<export id>/) as its bundle.json and, unless --helm names
+ * another folder, the helm/ folder beside it when there is one. People point at the folder they were
+ * told was written; refusing it sent them looking for the file.
+ */
+function bundleToVerify(path: string, helm: string | undefined): { bundle: string; helm: string | undefined } {
+  if (!existsSync(path) || !statSync(path).isDirectory()) return { bundle: path, helm };
+  const bundle = join(path, 'bundle.json');
+  if (!existsSync(bundle)) {
+    throw new UserError('export.bundle-unreadable', `${path}: a folder with no bundle.json; name the export's folder (what "export download --out DIR" wrote: DIR/<export id>) or its bundle.json`);
+  }
+  const beside = join(path, 'helm');
+  return { bundle, helm: helm ?? (existsSync(beside) && statSync(beside).isDirectory() ? beside : undefined) };
 }
