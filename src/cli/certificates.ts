@@ -5,7 +5,7 @@
  * client reads its own certificate: an expired one is refused before any connection, and when the
  * daemon closes the connection, a certificate that the CA given with --ca did not issue is named.
  */
-import { X509Certificate } from 'node:crypto';
+import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { UserError } from '../errors';
 
 /** The client's certificate and the daemon's CA (--ca), read from their files. */
@@ -71,6 +71,22 @@ export function clientCertificates(certFile: string, certPem: string, ca?: { fil
     throw new UserError('client.certificate-expired', `${certFile}: your certificate is valid only from ${day(cert.validFrom)}; check this computer's clock, or wait until then`);
   }
   return { certFile, cert, ...(ca ? { caFile: ca.file } : {}), cas };
+}
+
+/**
+ * Refuses a key that is not the certificate's before any connection: TLS would fail inside the
+ * connection and the failure read as "cannot reach the daemon", sending people to check the network.
+ */
+export function assertKeyMatches(certs: ClientCertificates, keyFile: string, keyPem: string): void {
+  let key: KeyObject;
+  try {
+    key = createPrivateKey(keyPem);
+  } catch {
+    throw new UserError('client.certificate-invalid', `${keyFile}: cannot be read as a private key (encrypted, or damaged); give the unencrypted .key.pem that goes with --cert`);
+  }
+  if (!certs.cert.checkPrivateKey(key)) {
+    throw new UserError('client.certificate-invalid', `${keyFile} is not the key of ${certs.certFile}; give the .key.pem made with that certificate (or the certificate issued for this key)`);
+  }
 }
 
 const issuedBy = (cert: X509Certificate, cas: X509Certificate[]) => cas.some((ca) => cert.checkIssued(ca) && cert.verify(ca.publicKey));

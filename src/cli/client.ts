@@ -11,7 +11,7 @@ import type { AuditRecord, ExportFormat, VerifyReport } from '../audit';
 import { openApp, type App } from '../app';
 import { isErrorCode, PolicyDenied, UserError } from '../errors';
 import { isRule } from '../policy';
-import { certificateProblem, type ClientCertificates, clientCertificates } from './certificates';
+import { assertKeyMatches, certificateProblem, type ClientCertificates, clientCertificates } from './certificates';
 import { type Caller, type ExportDownload, type ExportView, localCaller, Operations, type RunRequestInput, type RunView, type StoppedRunView } from '../operations';
 
 export { localCaller };
@@ -257,6 +257,7 @@ function openRemote(server: string, args: ClientArgs, io: Io): RemoteClient {
   }
   // Read before any connection: an expired certificate is named, not reported as a network failure.
   const certs = clientCertificates(cert, tls.cert, ca && tls.ca ? { file: ca, pem: tls.ca } : undefined);
+  assertKeyMatches(certs, key, tls.key);
   return new RemoteClient(url.origin, tls, certs);
 }
 

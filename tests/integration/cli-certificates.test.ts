@@ -121,6 +121,13 @@ describe('certificate problems through the binary', () => {
     );
   });
 
+  it("says that the key is not the certificate's, before any connection (not 'cannot reach the daemon')", async () => {
+    const alice = t.ids.alice as Identity;
+    const r = await whoami({ certFile: alice.certFile, keyFile: foreign.keyFile }, t.caFile);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`ehrbench: ${foreign.keyFile} is not the key of ${alice.certFile}; give the .key.pem made with that certificate (or the certificate issued for this key)\n`);
+  });
+
   it('says to pass --ca when the daemon is not trusted', async () => {
     const r = await whoami(t.ids.alice as Identity);
     expect(r.code).toBe(1);
