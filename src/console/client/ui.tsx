@@ -58,9 +58,11 @@ export function useLoad<T>(fn: () => Promise<T>, deps: unknown[], poll?: { ms: n
 export function Problem({ error }: { error: unknown }) {
   if (error === undefined || error === null) return null;
   if (error instanceof ApiError) {
+    // A refusal's message opens with "denied by rule R:"; the rule is shown once, after the reason.
+    const message = error.rule ? error.message.replace(/^denied by rule [^:]+: /, '') : error.message;
     return (
       <div class="error" role="alert">
-        <strong>{error.status === 403 ? 'Refused' : 'Error'}</strong>: {visible(error.message)}
+        <strong>{error.status === 403 ? 'Refused' : 'Error'}</strong>: {visible(message)}
         {error.rule ? (
           <>
             {' '}
