@@ -63,6 +63,11 @@ export interface VerifyInput {
   macKeys?: Map<string, Buffer>;
   /** A partial export starts mid-chain: its first prev_hash cannot be checked. */
   partial?: boolean;
+  /**
+   * The chain is an export (a copy taken at one moment), not the store: a witness copied later holds
+   * checkpoints newer than the copy. Those are said as such (a warning), not as checkpoints removed.
+   */
+  snapshot?: boolean;
   /** Stop listing findings after this many (the count is still reported). */
   maxFindings?: number;
 }
@@ -99,12 +104,16 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
     expect(cp);
   }
   const signed: VerifyInput['witnesses'] = [];
+  const lastDb = input.checkpoints.at(-1)?.statement;
+  // In a snapshot, the witness checkpoints sealed after its newest one (they may still cover its rows).
+  const later = new Set<SignedCheckpoint>();
   for (const w of input.witnesses) {
     const bad = checkSignature(w.checkpoint, input.trustedKeys);
     if (bad) find(w.checkpoint.statement.seq, `witness ${w.source}: ${bad}`);
     else {
       expect(w.checkpoint);
       signed.push(w);
+      if (input.snapshot && (!lastDb || w.checkpoint.statement.checkpointId > lastDb.checkpointId)) later.add(w.checkpoint);
     }
   }
   for (const f of witnessConflicts(signed, input.checkpoints)) find(f.seq, f.problem);
@@ -171,14 +180,22 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
     if (found.has(seq)) continue;
     if (firstSeq !== null && seq < firstSeq && input.partial) continue;
     const what = cps.map((c) => `checkpoint ${c.statement.checkpointId}`).join(', ');
-    if (headSeq === null || seq > headSeq) find(seq, `${what} covers seq ${seq} but the chain ends at seq ${headSeq ?? 0}: tail truncated`);
+    const beyond = headSeq === null || seq > headSeq;
+    if (beyond && cps.every((c) => later.has(c))) continue; // said below, as a witness newer than the export
+    if (beyond) find(seq, `${what} covers seq ${seq} but the chain ends at seq ${headSeq ?? 0}: tail truncated`);
     else find(seq, `${what} covers seq ${seq}, which is missing from the chain`);
   }
-  // A witness newer than every checkpoint in the database means newer checkpoints were removed.
-  const lastDb = input.checkpoints.at(-1)?.statement;
+  // A witness newer than every checkpoint in the database means newer checkpoints were removed; newer
+  // than an export, that the witness was copied after the export was taken (or the export's tail cut).
   for (const w of input.witnesses) {
     const s = w.checkpoint.statement;
-    if (!lastDb || s.checkpointId > lastDb.checkpointId) {
+    if (later.has(w.checkpoint)) {
+      const newest = lastDb ? `checkpoint ${lastDb.checkpointId} (seq ${lastDb.seq})` : 'no checkpoint';
+      warnings.push({
+        seq: s.seq,
+        problem: `witness ${w.source} holds checkpoint ${s.checkpointId} (seq ${s.seq}), newer than this export (its newest is ${newest}, its chain ends at seq ${headSeq ?? 0}): the witness was copied after the export was taken, or the export's tail was cut; verify the site's store for what came after`,
+      });
+    } else if (!lastDb || s.checkpointId > lastDb.checkpointId) {
       find(
         s.seq,
         `witness ${w.source} holds checkpoint ${s.checkpointId} (seq ${s.seq}) but the database's newest is ${lastDb ? `${lastDb.checkpointId} (seq ${lastDb.seq})` : 'none'}: checkpoints removed or an older one replayed`,

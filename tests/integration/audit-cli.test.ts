@@ -102,6 +102,27 @@ describe('ehrbench audit', () => {
     expect(bad.out()).toBe('seq 4: row_hash mismatch: a field of this row was changed\n');
   });
 
+  it('verifies an export offline with a witness copied after it: the witness is said to be newer than the export, not a truncated tail', async () => {
+    const file = join(tempDir('audit-export-later'), 'audit.jsonl');
+    expect((await cli(home, ['audit', 'export', '--format', 'jsonl', '--out', file])).code).toBe(0);
+    // The site goes on after the export: more events, a new checkpoint in the witness.
+    const app = await openApp({ file: home.configFile, env: home.env });
+    await app.audit.record({ type: 'run.request', action: 'C', outcome: 'success', rule: 'tier.public', actor: { principal: 'alice', role: 'researcher', authMethod: 'mtls' } });
+    await app.audit.seal();
+    await app.close();
+    const pub = join(home.home, 'keys', 'audit-signing.pub.pem');
+    const offline = capture({ PATH: process.env.PATH });
+    process.exitCode = undefined;
+    const code = await main(['audit', 'verify', '--export', file, '--key', pub, '--witness', join(home.home, 'audit', WITNESS_FILE)], offline);
+    process.exitCode = undefined;
+    expect(code).toBe(0);
+    expect(offline.out()).toMatch(/^audit trail intact: \d+ events/);
+    expect(offline.err()).toMatch(
+      /^warning: seq \d+: witness .* holds checkpoint \d+ \(seq \d+\), newer than this export \(its newest is checkpoint \d+ \(seq \d+\), its chain ends at seq \d+\): the witness was copied after the export was taken/m,
+    );
+    expect(offline.err()).not.toMatch(/tail truncated|checkpoints removed/);
+  });
+
   it('exports CSV and FHIR AuditEvent', async () => {
     const csv = await cli(home, ['audit', 'export', '--format', 'csv', '--until', '2999-01-01']);
     const rows = csv.stdout.trim().split('\n');

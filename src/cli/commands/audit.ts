@@ -209,6 +209,7 @@ async function verifyCommand(args: VerifyArgs, io: Io): Promise<void> {
       trustedKeys: keys,
       ...(args.mac !== false && keysDir ? { macKeys: loadMacKeysIfPresent(keysDir) as Map<string, Buffer> } : {}),
       partial: (firstSeq ?? 1) !== 1,
+      snapshot: true,
     });
     printReport(io, report, args.json);
     if (!report.ok) process.exitCode = 1;
