@@ -49,6 +49,9 @@ describe.each(backends())('what a daemon run says happened (%s)', (backend) => {
     expect(req.code).toBe(0);
     const runId = JSON.parse(req.stdout).runId as string;
     const watched = await cli(['runs', 'watch', runId, '--interval', '0.2', ...as('alice')], t.home.env);
+    // However it ended, a run one daemon executed from start to end was started once.
+    const starts = await t.app.db.query("SELECT seq FROM audit_events WHERE run_id = $1 AND event_type = 'run.start'", [runId]);
+    expect(starts).toHaveLength(1);
     return { runId, watched };
   }
 
@@ -136,5 +139,7 @@ describe.each(backends())('what a daemon run says happened (%s)', (backend) => {
     expect(watched.code).toBe(0);
     expect(watched.stderr).not.toMatch(/^ {2}(failed|blocked): /m);
     expect(watched.stdout).toMatch(new RegExp(`completed\\s+${runId}`));
+    const completions = await t.app.db.query("SELECT seq FROM audit_events WHERE run_id = $1 AND event_type = 'run.complete'", [runId]);
+    expect(completions).toHaveLength(1);
   });
 });
