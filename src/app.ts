@@ -43,6 +43,13 @@ export interface OpenOptions extends LoadOptions {
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
   /** Tests inject a resolver to simulate DNS. */
   resolver?: Resolver;
+  /**
+   * Whether this process may bring the store's schema up to date (default true: the daemon, workers,
+   * commands that write). false: a command that only reads opens the store as it is and refuses one
+   * with pending migrations (db.migrations-pending), so a look never migrates a database or seals a
+   * checkpoint into the witnesses.
+   */
+  migrate?: boolean;
 }
 
 /**
@@ -102,7 +109,7 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
   const endpoints = endpointsFile.value;
   let db: Database;
   try {
-    db = await openDatabase(storeOptions);
+    db = await openDatabase({ ...storeOptions, migrate: opts.migrate === false ? 'require' : true });
   } catch (err) {
     await logger.close();
     throw err;
