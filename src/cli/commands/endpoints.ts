@@ -116,7 +116,7 @@ function probe(io: Io): CommandModule<GlobalArgs, ProbeArgs> {
         args,
         io,
         async (app) => {
-          const policy = args.policy ? loadEndpointPolicy(args.policy, policyOptions(app.config)) : app.endpoints;
+          const policy = args.policy ? loadEndpointPolicy(args.policy, policyOptions(app.config)) : app.endpoints();
           const endpoint = policy.get(String(args.id));
           const events: EgressEvent[] = [];
           const result: ProbeResult = { ok: false, endpoint: endpoint.id, url: endpoint.url, address: null, cidr: null, resolution: null, tls: null, models: null };
