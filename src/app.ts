@@ -190,7 +190,8 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     await logger.close();
     throw err;
   }
-  logger.info('config.loaded', { file: config.file, sha256: configFile.sha256, appliedAt: 'start only: a change needs a restart' });
+  // Said at every start: the policy files are live, this one only a restart applies.
+  logger.info('config.loaded', { file: config.file, sha256: configFile.sha256, status: 'applied-until-restart' });
   const configChanged = restartOnly(config.file, logger);
   const principals = () => livePrincipals.get();
   const catalog = () => liveSite.get().catalog;
