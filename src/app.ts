@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { statSync } from 'node:fs';
 import { AuditLog, LivePolicy, loadMacKeys, loadSigningKey, type PolicySource, readPolicy, recordPolicy, trustedKeys } from './audit';
 import { Catalog, loadSiteData, type SiteData, summarizeSiteData } from './catalog';
 import { type Config, type ConfigFile, configPath, type LoadOptions, readConfigFile, resolveConfig, summarizeConfig } from './config';
@@ -23,8 +24,13 @@ export interface App {
   config: Config;
   logger: Logger;
   db: Database;
-  catalog: Catalog;
-  endpoints: EndpointPolicy;
+  /**
+   * The catalog under the site data file in force, re-read when the file changes (IT binds a
+   * benchmark). Throws the file's error while no valid version has been loaded.
+   */
+  catalog(): Catalog;
+  /** The endpoint allowlist in force, re-read when endpoints.json changes; throws as catalog() does. */
+  endpoints(): EndpointPolicy;
   audit: AuditLog;
   engine: Engine;
   approvals: ApprovalStore;
@@ -32,6 +38,12 @@ export interface App {
   principals(): PrincipalDirectory;
   /** Re-reads the principals file now (recorded first, as on any reload): after this process wrote it. */
   refreshPrincipals(): Promise<void>;
+  /**
+   * Looks at every live policy file now (principals, site data, endpoints) and waits until a new
+   * version is recorded and in force: the daemon does this before each request, so the request after
+   * an edit sees it. Says in the log when config.json changed, which only a restart applies.
+   */
+  refreshPolicies(): Promise<void>;
   /** Where the store is, for the "store: ..." line: "postgres (SOURCE) at host:port/db" or "embedded at DIR". */
   store: string;
   close(): Promise<void>;
@@ -43,6 +55,13 @@ export interface OpenOptions extends LoadOptions {
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
   /** Tests inject a resolver to simulate DNS. */
   resolver?: Resolver;
+  /**
+   * Whether this process may bring the store's schema up to date (default true: the daemon, workers,
+   * commands that write). false: a command that only reads opens the store as it is and refuses one
+   * with pending migrations (db.migrations-pending), so a look never migrates a database or seals a
+   * checkpoint into the witnesses.
+   */
+  migrate?: boolean;
 }
 
 /**
@@ -61,7 +80,8 @@ function endpointsSource(file: string, opts: PolicyLoadOptions): PolicySource<En
 /**
  * The configuration and the site data file are policy too: they say which folders benchmarks and
  * their files come from, which data a benchmark reads (and so its tier), where witnesses go and how
- * de-identification works. Read at start, recorded as policy.change before they are used.
+ * de-identification works. Recorded as policy.change before they are used. The configuration is read
+ * at start only (it names the store, the keys, the listeners: nothing a running process can swap).
  */
 interface ConfigVersion {
   written: ConfigFile;
@@ -80,8 +100,44 @@ function configSource(file: string, env: NodeJS.ProcessEnv): PolicySource<Config
   };
 }
 
-function siteDataSource(file: string): PolicySource<SiteData> {
-  return { kind: 'site-data', file, load: loadSiteData, summarize: summarizeSiteData };
+/** The site data in force and the catalog built under it: one version, so a binding is checked before it is used. */
+interface SiteCatalog {
+  site: SiteData;
+  catalog: Catalog;
+}
+
+/**
+ * The site data file, re-read live: hospital IT binds a benchmark's data, `benchmarks check` says it
+ * is ready, and the next request runs it. The catalog is rebuilt with each version (a binding is
+ * valid only against the benchmarks it names); a version it does not build under is invalid, and the
+ * last good one stays in force.
+ */
+function siteCatalogSource(config: Config): PolicySource<SiteCatalog> {
+  return {
+    kind: 'site-data',
+    file: config.catalogSiteData,
+    load: (f) => {
+      const site = loadSiteData(f);
+      return { site, catalog: Catalog.load(config.catalogDirs, { site, limits: config.catalogLimits, files: config.catalogFiles }) };
+    },
+    summarize: (v) => summarizeSiteData(v.site),
+  };
+}
+
+/**
+ * config.json is read at start only: when it changes under a running process, the log says once
+ * (config.changed-restart-needed) that the change waits for a restart.
+ */
+function restartOnly(file: string, logger: Logger): () => void {
+  const mtimeOf = () => statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? -1;
+  const loaded = mtimeOf();
+  let said = loaded;
+  return () => {
+    const now = mtimeOf();
+    if (now === said) return;
+    said = now;
+    if (now !== loaded) logger.warn('config.changed-restart-needed', { file });
+  };
 }
 
 export async function openApp(opts: OpenOptions = {}): Promise<App> {
@@ -95,14 +151,9 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
   // The store the configuration names, or its one-line refusal: never the other backend.
   const storeOptions = pinnedDatabase(config.database);
   const logger = createLogger({ level: opts.logLevel ?? config.logging.level, file: config.logging.file, console: opts.consoleLog ?? false });
-  const siteDataFile = readPolicy(siteDataSource(config.catalogSiteData));
-  const catalog = Catalog.load(config.catalogDirs, { site: siteDataFile.value, limits: config.catalogLimits, files: config.catalogFiles });
-  // Read and checked now (a bad file is reported before the store opens), in use once recorded below.
-  const endpointsFile = readPolicy(endpointsSource(config.policies.endpoints, { secrets: config.secrets, allowlistWidth: config.egress.allowlistWidth }));
-  const endpoints = endpointsFile.value;
   let db: Database;
   try {
-    db = await openDatabase(storeOptions);
+    db = await openDatabase({ ...storeOptions, migrate: opts.migrate === false ? 'require' : true });
   } catch (err) {
     await logger.close();
     throw err;
@@ -123,19 +174,29 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
   const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const approvals = new ApprovalStore(db);
   const revocations = new Revocations(db);
-  // No policy is used before the trail holds it: a change that cannot be recorded opens nothing.
+  // No policy is used before the trail holds it: a change that cannot be recorded opens nothing. A
+  // site data or endpoints file that is invalid opens without it: only what needs it is refused.
   let livePrincipals: LivePolicy<PrincipalDirectory>;
+  let liveSite: LivePolicy<SiteCatalog>;
+  let liveEndpoints: LivePolicy<EndpointPolicy>;
   try {
     await recordPolicy({ db, audit }, 'config', configFile, undefined, 'start');
-    await recordPolicy({ db, audit }, 'site-data', siteDataFile, undefined, 'start');
-    await recordPolicy({ db, audit }, 'endpoints', endpointsFile, undefined, 'start');
+    liveSite = await LivePolicy.open(siteCatalogSource(config), { db, audit }, logger, { whileInvalid: 'keep' });
+    const endpointOptions = { secrets: config.secrets, allowlistWidth: config.egress.allowlistWidth };
+    liveEndpoints = await LivePolicy.open(endpointsSource(config.policies.endpoints, endpointOptions), { db, audit }, logger, { whileInvalid: 'keep' });
     livePrincipals = await LivePolicy.open(principalsSource(config.policies.principals), { db, audit }, logger);
   } catch (err) {
     await db.close().catch(() => undefined);
     await logger.close();
     throw err;
   }
+  // Said at every start: the policy files are live, this one only a restart applies.
+  logger.info('config.loaded', { file: config.file, sha256: configFile.sha256, status: 'applied-until-restart' });
+  const configChanged = restartOnly(config.file, logger);
   const principals = () => livePrincipals.get();
+  const catalog = () => liveSite.get().catalog;
+  const endpoints = () => liveEndpoints.get();
+  const live = [livePrincipals, liveSite, liveEndpoints];
   // One client per endpoint (official SDK on its egress-guarded transport) for the model under test,
   // judges and probes alike; only the gateway uses them.
   const clients = new EndpointClients({ ...config.models, ...(opts.env ? { env: opts.env } : {}), ...(opts.resolver ? { resolver: opts.resolver } : {}) });
@@ -179,9 +240,13 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     approvals,
     principals,
     refreshPrincipals: () => livePrincipals.refresh(),
+    async refreshPolicies() {
+      configChanged();
+      await Promise.all(live.map((p) => p.refresh()));
+    },
     store: describeDatabase(storeOptions),
     async close() {
-      await livePrincipals.settled();
+      await Promise.all(live.map((p) => p.settled()));
       await calls.close();
       await sql.close();
       // Shutdown seals the trail: a checkpoint over everything recorded, copied to the witnesses.

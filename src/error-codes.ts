@@ -171,6 +171,7 @@ export const ERRORS = {
   'db.url-invalid': e(500, 'the database URL is not valid'),
   'db.migration-changed': e(500, 'an applied database migration has changed'),
   'db.migration-not-permitted': e(500, 'the database role may not apply migrations'),
+  'db.migrations-pending': e(503, 'the store has migrations pending and this command only reads: the owner runs "ehrbench db migrate" first'),
   'leaderboard.svg': e(500, 'the heat map cannot be written'),
   'report.write-failed': e(500, 'the report file cannot be written; no partial file was left'),
 

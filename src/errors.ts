@@ -16,16 +16,43 @@ export class UserError extends Error {
    * computed at run time is not checked by tsc; errorEntry() answers an unregistered one as internal.
    */
   readonly code: ErrorCode;
+  /**
+   * For a site fault (SITE_FAULTS) met while serving a request about one object: what the daemon may
+   * tell the requester instead of its generic 503 line. The object's id and what to expect, never a
+   * server path or field (those are in `message`, for the operators' log and the host's CLI).
+   */
+  readonly forRequester: string | undefined;
 
-  constructor(code: ErrorCode, message: string) {
+  constructor(code: ErrorCode, message: string, opts: { forRequester?: string } = {}) {
     super(message);
     this.code = code;
+    this.forRequester = opts.forRequester;
   }
 
   /** The CLI's exit code, from the catalogue (the daemon's HTTP status is `errorEntry(code).status`). */
   get exitCode(): number {
     return errorEntry(this.code).exit;
   }
+}
+
+/**
+ * The file and JSON field an ehrbench error message starts with ("FILE: /a/b: problem"): what the
+ * operators' log says of a broken file, without the rest of the message.
+ */
+export function faultLocation(message: string): { file?: string; field?: string } {
+  const m = /^(\/[^\s:;]+): (?:(\/[^\s:;]*):)?/.exec(message);
+  if (!m) return {};
+  return { file: m[1] as string, ...(m[2] ? { field: m[2] } : {}) };
+}
+
+/**
+ * The same site fault, telling the requester `forRequester` (which names the object they asked for)
+ * rather than the generic 503 line. A new error: the one thrown may be shared (a broken file's).
+ */
+export function siteFaultFor(err: UserError, forRequester: string): UserError {
+  const named = new UserError(err.code, err.message, { forRequester });
+  named.stack = err.stack;
+  return named;
 }
 
 /** A refusal by a policy: carries the rule of the registry that decided, so callers can report and audit it. */

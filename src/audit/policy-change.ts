@@ -1,26 +1,26 @@
 /**
- * Policy files are recorded before they take effect. Hospital IT edits principals.json (re-read live),
- * endpoints.json, config.json and site-data.json (read at start) on the host; whoever can write them
+ * Policy files are recorded before they take effect. Hospital IT edits principals.json, endpoints.json
+ * and site-data.json (re-read live by a running daemon) and config.json (read at start) on the host; whoever can write them
  * can grant a role, repoint an endpoint, bind a file of notes to a public benchmark or move the
  * witnesses. Every load whose content the trail has not recorded yet becomes a `policy.change` event
  * (the file's sha256 and a short, PHI-free summary: ids added, removed, changed with the names of the
  * changed fields, and a few facts per id such as roles or an endpoint's host) and only then is the new
  * policy handed out. When the event cannot be recorded the new file is not applied: at start the
  * process does not open, on a reload the policy in force stays and the change is tried again.
- * The configuration and the site data file, read only at start, also keep each field's fingerprint
+ * The configuration and the site data file also keep each field's fingerprint
  * (table policy_versions, its digest in the event), so the next start can say which fields changed
  * since (`catalog[dataDirs]`, `benchmarks.pubmed_qa[source]`) rather than list everything again.
  */
 import { readFileSync, statSync } from 'node:fs';
 import { canonicalHash, sha256Hex } from '../canonical';
 import type { Database } from '../db';
-import { UserError } from '../errors';
+import { faultLocation, UserError } from '../errors';
 import type { Logger } from '../log';
 import type { AuditEventInput, AuditTrail } from './types';
 
 export type PolicyKind = 'principals' | 'endpoints' | 'config' | 'site-data';
 
-/** Kinds read only at start, whose fields are kept (policy_versions) for the next start's comparison. */
+/** Kinds whose fields are kept (policy_versions), so a start can say which fields changed since the last one. */
 const REMEMBERED: readonly PolicyKind[] = ['config', 'site-data'];
 
 /**
@@ -222,39 +222,81 @@ export function compactList(items: string[]): string {
 }
 
 /**
- * A policy file re-read when it changes, for policies consulted on every request (principals). The
- * file is looked at at most once a second; a new version is recorded, then handed out. `get` never
- * waits for the trail: it returns the version in force, and throws while the file on disk is invalid
- * (as before: an unreadable directory admits no one).
+ * What a live policy does while its file on disk is invalid (a broken edit):
+ * - `refuse`: nothing is handed out until it is fixed (principals: an unreadable directory admits no one);
+ * - `keep`: the last good version stays in force, the file and field are logged (site data, endpoints:
+ *   a typo in one binding must not stop every run). A file invalid from the start gives nothing to
+ *   keep: what needs it is refused (the file's own error) until it is fixed.
+ */
+export type WhileInvalid = 'refuse' | 'keep';
+
+export interface LiveOptions {
+  whileInvalid?: WhileInvalid;
+  clock?: () => number;
+}
+
+/**
+ * A policy file re-read when it changes, for policies consulted on every request (principals, site
+ * data, endpoints). The file is looked at at most once a second (or now: `current`, `refresh`); a new
+ * version is recorded, then handed out. `get` never waits for the trail: it returns the version in
+ * force, or throws what is wrong with the file (see WhileInvalid).
  */
 export class LivePolicy<T> {
   private appliedMtimeMs: number;
   private checkedAt: number;
   private pending: Promise<void> | undefined;
   private broken: unknown;
+  /** The last invalid file logged (code, file, field): a broken edit is logged once, not every second. */
+  private loggedProblem: string | undefined;
+  /** The file as it was when it was found broken (statOf): read again only once it changes or the second is up. */
+  private brokenSignature: string | undefined;
 
   private constructor(
     private readonly source: PolicySource<T>,
     private readonly to: PolicyRecorder,
     private readonly logger: Logger,
-    private version: PolicyVersion<T>,
+    private version: PolicyVersion<T> | undefined,
     mtimeMs: number,
+    private readonly whileInvalid: WhileInvalid,
     private readonly clock: () => number,
   ) {
     this.appliedMtimeMs = mtimeMs;
     this.checkedAt = clock();
   }
 
-  /** Loads and records the file (at start); rejects, opening nothing, when it cannot be recorded. */
-  static async open<T>(source: PolicySource<T>, to: PolicyRecorder, logger: Logger, clock: () => number = Date.now): Promise<LivePolicy<T>> {
+  /**
+   * Loads and records the file (at start); rejects, opening nothing, when it cannot be recorded. A
+   * file that is invalid rejects too, unless the policy keeps its last good version: then it opens
+   * with none (what needs it is refused) and is looked at again like any edit.
+   */
+  static async open<T>(source: PolicySource<T>, to: PolicyRecorder, logger: Logger, opts: LiveOptions = {}): Promise<LivePolicy<T>> {
+    const whileInvalid = opts.whileInvalid ?? 'refuse';
     const mtimeMs = mtimeOf(source.file);
-    return new LivePolicy(source, to, logger, await openPolicy(source, to), mtimeMs, clock);
+    let version: PolicyVersion<T>;
+    try {
+      version = readPolicy(source);
+    } catch (err) {
+      if (whileInvalid === 'refuse') throw err;
+      const live = new LivePolicy<T>(source, to, logger, undefined, mtimeMs, whileInvalid, opts.clock ?? Date.now);
+      live.brokenSignature = statOf(source.file).signature;
+      live.invalid(err);
+      return live;
+    }
+    await recordPolicy(to, source.kind, version, undefined, 'start');
+    return new LivePolicy(source, to, logger, version, mtimeMs, whileInvalid, opts.clock ?? Date.now);
   }
 
   get(): T {
     this.check();
-    if (this.broken) throw this.broken;
+    if (this.broken && (this.whileInvalid === 'refuse' || !this.version)) throw this.broken;
+    if (!this.version) throw this.broken ?? new UserError('policy.invalid', `${this.source.file}: no valid version of this file has been loaded`);
     return this.version.value;
+  }
+
+  /** The version in force after looking at the file now: for a request that must see the last edit. */
+  async current(): Promise<T> {
+    await this.refresh();
+    return this.get();
   }
 
   /** Waits for a change being recorded (before the store closes). */
@@ -269,36 +311,64 @@ export class LivePolicy<T> {
    */
   async refresh(): Promise<void> {
     await this.pending;
-    this.checkedAt = Number.NEGATIVE_INFINITY;
-    this.check();
+    this.check(true);
     await this.pending;
   }
 
-  private check(): void {
-    const now = this.clock();
-    if (this.pending || now - this.checkedAt < 1000) return;
-    this.checkedAt = now;
-    const mtimeMs = mtimeOf(this.source.file);
-    if (mtimeMs === this.appliedMtimeMs && !this.broken) return;
+  /** Looks at the file when the second is up, or `now`; reads it when it changed (or is broken). */
+  private check(now = false): void {
+    const at = this.clock();
+    const due = at - this.checkedAt >= 1000;
+    if (this.pending || (!due && !now)) return;
+    const stat = statOf(this.source.file);
+    // A broken file is read again when it changes, else once a second (it may name a data file IT is
+    // still copying in): not on every request, the catalog is rebuilt on each read.
+    if (this.broken && !due && stat.signature === this.brokenSignature) return;
+    this.checkedAt = at;
+    if (stat.mtimeMs === this.appliedMtimeMs && !this.broken) return;
+    const mtimeMs = stat.mtimeMs;
     let next: PolicyVersion<T>;
     try {
       next = readPolicy(this.source);
       this.broken = undefined;
+      this.loggedProblem = undefined;
     } catch (err) {
-      this.broken = err;
+      this.brokenSignature = stat.signature;
+      this.invalid(err);
       return;
     }
-    if (next.sha256 === this.version.sha256) {
+    if (next.sha256 === this.version?.sha256) {
       this.appliedMtimeMs = mtimeMs;
       return;
     }
     this.pending = this.apply(next, mtimeMs).finally(() => (this.pending = undefined));
   }
 
+  /**
+   * The file is invalid: said in the log with its file and field (never its content), once per
+   * distinct problem. The message's first words name the file and the field (faultLocation).
+   */
+  private invalid(err: unknown): void {
+    this.broken = err;
+    const code = err instanceof UserError ? err.code : 'internal';
+    const where = err instanceof UserError ? faultLocation(err.message) : {};
+    const key = `${code}\u0000${where.file ?? ''}\u0000${where.field ?? ''}`;
+    if (key === this.loggedProblem) return;
+    this.loggedProblem = key;
+    const kept = this.whileInvalid === 'keep' && this.version !== undefined;
+    this.logger.error(kept ? 'policy.invalid-kept-last' : 'policy.invalid', {
+      policy: this.source.kind,
+      file: where.file ?? this.source.file,
+      ...(where.field ? { field: where.field } : {}),
+      errorCode: code,
+      ...(kept ? { keptSha256: this.version?.sha256 } : {}),
+    });
+  }
+
   /** Record first, then apply; a refusal keeps the version in force and is retried on the next look. */
   private async apply(next: PolicyVersion<T>, mtimeMs: number): Promise<void> {
     try {
-      await recordPolicy(this.to, this.source.kind, next, this.version, 'reload');
+      await recordPolicy(this.to, this.source.kind, next, this.version, this.version ? 'reload' : 'start');
       this.version = next;
       this.appliedMtimeMs = mtimeMs;
     } catch (err) {
@@ -308,5 +378,12 @@ export class LivePolicy<T> {
 }
 
 function mtimeOf(file: string): number {
-  return statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? -1;
+  return statOf(file).mtimeMs;
+}
+
+/** The file's modification time, and what tells any change of it (content, mode, replacement). */
+function statOf(file: string): { mtimeMs: number; signature: string } {
+  const st = statSync(file, { throwIfNoEntry: false });
+  if (!st) return { mtimeMs: -1, signature: 'absent' };
+  return { mtimeMs: st.mtimeMs, signature: `${st.mtimeMs}:${st.ctimeMs}:${st.size}:${st.ino}` };
 }

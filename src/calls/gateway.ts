@@ -57,8 +57,8 @@ export interface Answer {
 
 /** What the gateway reads from the composition root when it acts (tests may replace these). */
 export interface GatewayPorts {
-  /** The allowlist (re-read when the policy changes). */
-  endpoints: EndpointPolicy;
+  /** The allowlist in force (re-read when endpoints.json changes). */
+  endpoints(): EndpointPolicy;
   audit: Pick<AuditTrail, 'record'>;
   access: Pick<AccessStage, 'checkEndpoint'>;
   budget: BudgetStage;
@@ -130,12 +130,17 @@ export class Gateway {
    */
   async join(run: RunContext, gate: RunGate = localGate()): Promise<CapacityLease> {
     // A judge missing from the allowlist joins nothing: its first call is refused by `decide`.
-    const ids = [...new Set([run.endpoint.id, ...(run.benchmark.judges ?? [])])].filter((id) => this.opts.ports().endpoints.endpoints.some((e) => e.id === id));
+    const ids = [...new Set([run.endpoint.id, ...(run.benchmark.judges ?? [])])].filter((id) =>
+      this.opts
+        .ports()
+        .endpoints()
+        .endpoints.some((e) => e.id === id),
+    );
     const mine = new Map<string, EndpointCapacity>();
     const slots: SharedSlots[] = [];
     let modelSlots: SharedSlots | undefined;
     for (const id of ids) {
-      const endpoint = this.opts.ports().endpoints.get(id);
+      const endpoint = this.opts.ports().endpoints().get(id);
       const total = Math.max(1, endpoint.limits?.concurrency ?? this.opts.concurrency());
       const perWorker = Math.max(1, Math.min(total, this.opts.concurrency()));
       const entry = this.opts.capacities.for(id, total, perWorker);
@@ -175,7 +180,8 @@ export class Gateway {
   async decide(run: RunContext, call: Pick<OutboundCall, 'purpose' | 'endpointId'>): Promise<Decision> {
     // get() throws endpoint.unknown for an id the allowlist does not hold.
     const { access, endpoints } = this.opts.ports();
-    const d = await access.checkEndpoint(run, endpoints.get(call.endpointId));
+    const allowlist = endpoints();
+    const d = await access.checkEndpoint(run, allowlist.get(call.endpointId));
     if (d.allowed || call.purpose === 'model') return d;
     // A judge refused for the run's data: named as the jury's refusal (every refusal has its jury form).
     const rule = `jury.${d.rule}`;
@@ -196,7 +202,7 @@ export class Gateway {
     const joined = this.joined.get(run.runId);
     if (joined) await whileActive(run, joined.gate);
     await this.check(run, call);
-    const endpoint = this.opts.ports().endpoints.get(call.endpointId);
+    const endpoint = this.opts.ports().endpoints().get(call.endpointId);
     const capacity = joined?.capacities.get(endpoint.id);
     if (!joined || !capacity) throw new Error(`run ${run.runId} calls endpoint ${endpoint.id} without having joined its capacity`);
 

@@ -225,10 +225,15 @@ export function isRemote(args: Pick<ClientArgs, 'server'>, io: Io): boolean {
   return serverOf(args, io) !== undefined;
 }
 
-export async function openClient(args: ClientArgs, io: Io): Promise<Client> {
+/** What a command does with the store it reaches; only a command that writes may migrate a local one. */
+export interface ClientUse {
+  writes: boolean;
+}
+
+export async function openClient(args: ClientArgs, io: Io, use: ClientUse): Promise<Client> {
   const server = serverOf(args, io);
   if (!server) {
-    const app = await openApp({ ...(args.config ? { file: args.config } : {}), env: io.env, consoleLog: false });
+    const app = await openApp({ ...(args.config ? { file: args.config } : {}), env: io.env, consoleLog: false, migrate: use.writes });
     try {
       return new LocalClient(app);
     } catch (err) {
@@ -273,8 +278,9 @@ export async function withDaemon<T>(args: ClientArgs, io: Io, fn: (c: AuditRevie
   }
 }
 
-export async function withClient<T>(args: ClientArgs, io: Io, fn: (c: Client) => Promise<T>): Promise<T> {
-  const client = await openClient(args, io);
+/** Opens the daemon's API, or the local store (local mode) for one command: `use.writes` says whether it writes. */
+export async function withClient<T>(args: ClientArgs, io: Io, fn: (c: Client) => Promise<T>, use: ClientUse): Promise<T> {
+  const client = await openClient(args, io, use);
   try {
     return await fn(client);
   } finally {

@@ -9,6 +9,12 @@ export interface GlobalArgs {
 }
 
 export interface WithAppOptions {
+  /**
+   * Whether the command writes (requests, approvals, certificates, runs): only then may opening the
+   * store apply pending migrations. A command that reads refuses a store with pending migrations
+   * (db.migrations-pending). Said by every command, never guessed from its name.
+   */
+  writes: boolean;
   /** Print "store: ..." on stderr: commands whose effect depends on which store they reached (pki, audit). */
   announceStore?: boolean;
 }
@@ -23,12 +29,13 @@ export function announceStore(app: App, io: Io, store = true): void {
 }
 
 /** Opens the app for one command and always closes it. */
-export async function withApp<T>(args: GlobalArgs, io: Io, fn: (app: App) => Promise<T>, opts: WithAppOptions = {}): Promise<T> {
+export async function withApp<T>(args: GlobalArgs, io: Io, fn: (app: App) => Promise<T>, opts: WithAppOptions): Promise<T> {
   const app = await openApp({
     ...(args.config ? { file: args.config } : {}),
     env: io.env,
     consoleLog: !args.json,
     logLevel: args.verbose ? 'debug' : 'warn',
+    migrate: opts.writes,
   });
   announceStore(app, io, opts.announceStore ?? false);
   try {

@@ -8,7 +8,7 @@
  */
 import type { DatabaseChoice } from '../config';
 import { UserError } from '../errors';
-import { runMigrations } from './migrate';
+import { assertMigrated, runMigrations } from './migrate';
 import { openPglite } from './pglite';
 import { openPostgres } from './postgres';
 
@@ -43,15 +43,19 @@ export interface DatabaseOptions {
   source?: string;
   embeddedDir: string;
   poolSize?: number;
-  /** Apply pending migrations (default true). */
-  migrate?: boolean;
+  /**
+   * Apply pending migrations (default true). `require`: apply none, and refuse a store that has any
+   * (db.migrations-pending): commands that only read open the store as it is.
+   */
+  migrate?: boolean | 'require';
 }
 
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   const db = opts.url ? await openPostgres(opts.url, opts.poolSize ?? 10, opts.source) : await openPglite(opts.embeddedDir);
   if (opts.migrate !== false) {
     try {
-      await runMigrations(db);
+      if (opts.migrate === 'require') await assertMigrated(db);
+      else await runMigrations(db);
     } catch (err) {
       await db.close().catch(() => undefined);
       throw err;
@@ -87,6 +91,6 @@ export function describeDatabase(opts: DatabaseOptions): string {
   }
 }
 
-export { runMigrations, listMigrations } from './migrate';
+export { assertMigrated, listMigrations, pendingMigrations, runMigrations } from './migrate';
 export { DatabaseUnavailable, isStoreUnavailable } from './errors';
 export { GroupCommit } from './group-commit';

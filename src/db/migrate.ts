@@ -78,3 +78,23 @@ export async function runMigrations(db: Database, migrations = listMigrations())
   }
   return applied;
 }
+
+/**
+ * The migrations this store has not applied yet, read without creating or locking anything: a
+ * command that only looks at the store opens it as it is (a read is no reason to change a schema,
+ * and the app's role may not). A store without schema_migrations has every migration pending.
+ */
+export async function pendingMigrations(db: Database, migrations = listMigrations()): Promise<Migration[]> {
+  const present = await db.query<{ t: string | null }>("SELECT to_regclass('schema_migrations')::text AS t");
+  if (!present[0]?.t) return migrations;
+  const applied = new Set((await db.query<{ version: string }>('SELECT version FROM schema_migrations')).map((r) => r.version));
+  return migrations.filter((m) => !applied.has(m.version));
+}
+
+/** Refuses (db.migrations-pending) a store with pending migrations: the owner migrates, not a read. */
+export async function assertMigrated(db: Database): Promise<void> {
+  const pending = await pendingMigrations(db);
+  if (pending.length === 0) return;
+  const n = pending.length;
+  throw new UserError('db.migrations-pending', `the store has ${n} pending migration${n === 1 ? '' : 's'}; run "${commandPrefix()} db migrate" as the owner`);
+}

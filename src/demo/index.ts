@@ -49,7 +49,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
   try {
     // The demo runs as the operating-system account's principal, in its researcher role.
     const requester = await new Operations(app).as(localCaller(app), 'researcher', 'running the demo');
-    const endpoint = app.endpoints.get(DEMO_ENDPOINT_ID);
+    const endpoint = app.endpoints().get(DEMO_ENDPOINT_ID);
     const port = Number(new URL(endpoint.url).port);
     const keys = app.config.keysDir;
     const server = await startModelServer({

@@ -124,7 +124,8 @@ export function loadEndpointPolicy(file: string, opts: PolicyLoadOptions = {}): 
     endpoints,
     get(id: string): Endpoint {
       const e = endpoints.find((x) => x.id === id);
-      if (!e) throw new UserError('endpoint.unknown', `endpoint "${id}" is not in the allowlist ${file}; see "${commandPrefix()} endpoints list"`);
+      // Never the allowlist's path: this answers the daemon's requesters too (who list the endpoints with the command).
+      if (!e) throw new UserError('endpoint.unknown', `endpoint "${id}" is not in the site's endpoint allowlist; see "${commandPrefix()} endpoints list"`);
       return e;
     },
   };

@@ -139,7 +139,7 @@ export class ExportService {
       if (problem) return refusal('export.approval-inactive', `approval ${safeId(approval.protocolNumber)} of run ${run.run_id} is ${problem}; results under it cannot be released`);
     }
     const { content, cohorts } = await buildContent(
-      { exports: this.store, runs: this.app.engine.store, catalog: this.app.catalog, prices: this.app.config.export.prices, settings: this.settings },
+      { exports: this.store, runs: this.app.engine.store, catalog: this.app.catalog(), prices: this.app.config.export.prices, settings: this.settings },
       { exportId, siteId: this.app.config.site.id, requestedBy, requestedOn, runs, approvals },
     );
     // What cannot go into a bundle (a model name with spaces, say) is refused now, not after a release is audited.
@@ -217,7 +217,7 @@ export class ExportService {
       throw new UserError('export.audit-not-sealed', `no signed checkpoint covers the release of export ${exportId}; nothing was written`);
     }
 
-    const helm = format === 'helm' ? helmFilesFor(content.results, (id) => this.app.catalog.get(id)) : [];
+    const helm = format === 'helm' ? helmFilesFor(content.results, (id) => this.app.catalog().get(id)) : [];
     const helmRefs: HelmFileRef[] = helm.map((h) => ({ runName: h.runName, runSpecSha256: sha256Hex(h.runSpec), statsSha256: sha256Hex(h.stats) }));
     const unsigned: UnsignedBundle = {
       ...content,

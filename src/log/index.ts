@@ -52,6 +52,10 @@ const ALLOWED_FIELDS = new Set([
   'file',
   // The JSON path of a configuration or policy field at fault (src/server/faults.ts), e.g. /principals/0/roles.
   'field',
+  // A policy file's kind (principals, endpoints, site-data, config) and the sha256 of the version in force.
+  'policy',
+  'sha256',
+  'keptSha256',
   // A refused TLS handshake (src/server/handshake.ts): a closed reason, the certificate's names as
   // checked there, the issuing CA's fingerprint.
   'reasonCode',

@@ -23,5 +23,5 @@ export {
 export type { ConnectionRefusalRule, HandshakeRefusalReason, InstanceOutcome, RunFinalStatus, RunScope } from './metrics';
 export { enableProcessMetrics, metricsText, registry, resetMetrics } from './registry';
 export { forgetStore, observeStore } from './store-gauges';
-export { clearConfiguredIds, restrictIds, validLabelValue, validRule, BENCHMARK_ID_PATTERN, ENDPOINT_ID_PATTERN, RULE_NAMESPACES } from './labels';
+export { clearConfiguredIds, liveIds, restrictIds, restrictLabelsToPolicies, validLabelValue, validRule, BENCHMARK_ID_PATTERN, ENDPOINT_ID_PATTERN, RULE_NAMESPACES } from './labels';
 export { LOOPBACK, startLocalListener } from './listener';

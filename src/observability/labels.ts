@@ -68,16 +68,76 @@ export const rule: LabelKind = { kind: 'rule' };
 
 const ID_PATTERNS: Record<IdKind, RegExp> = { benchmark: BENCHMARK_ID_PATTERN, endpoint: ENDPOINT_ID_PATTERN };
 
-/** The configured ids, once known; until then only the id pattern applies. */
-const configured: Partial<Record<IdKind, ReadonlySet<string>>> = {};
+/**
+ * The configured ids, once known (undefined: not known now); until then only the id pattern applies.
+ * Read when a label is checked: the catalog and the allowlist are re-read live, and a benchmark
+ * bound or an endpoint added while the daemon runs gets its own label.
+ */
+const configured: Partial<Record<IdKind, () => ReadonlySet<string> | undefined>> = {};
+
+/** The configured ids: given, or read from the policy in force when a label is checked. */
+export type ConfiguredIds = Iterable<string> | (() => Iterable<string> | undefined);
+
+function idsOf(ids: ConfiguredIds): () => ReadonlySet<string> | undefined {
+  if (typeof ids !== 'function') {
+    const fixed = new Set(ids);
+    return () => fixed;
+  }
+  // One set per distinct list (the policy in force changes rarely; labels are checked on every call).
+  let last: { from: Iterable<string>; set: ReadonlySet<string> } | undefined;
+  return () => {
+    const now = ids();
+    if (now === undefined) return undefined;
+    if (last?.from !== now) last = { from: now, set: new Set(now) };
+    return last.set;
+  };
+}
+
+/**
+ * The ids of a live policy (the catalog, the allowlist), one list per version in force; undefined
+ * while it has none (a broken file from the start): then only the id pattern applies.
+ */
+export function liveIds<P>(policy: () => P, ids: (p: P) => string[]): () => string[] | undefined {
+  let last: { policy: P; ids: string[] } | undefined;
+  return () => {
+    let now: P;
+    try {
+      now = policy();
+    } catch {
+      return undefined;
+    }
+    if (last?.policy !== now) last = { policy: now, ids: ids(now) };
+    return last.ids;
+  };
+}
 
 /**
  * Restricts id labels to the ids the deployment configured (the catalog's benchmarks, the endpoint
  * allowlist). Called by the daemon after loading both.
  */
-export function restrictIds(ids: { benchmarks?: Iterable<string>; endpoints?: Iterable<string> }): void {
-  if (ids.benchmarks) configured.benchmark = new Set(ids.benchmarks);
-  if (ids.endpoints) configured.endpoint = new Set(ids.endpoints);
+export function restrictIds(ids: { benchmarks?: ConfiguredIds; endpoints?: ConfiguredIds }): void {
+  if (ids.benchmarks) configured.benchmark = idsOf(ids.benchmarks);
+  if (ids.endpoints) configured.endpoint = idsOf(ids.endpoints);
+}
+
+/** What restrictLabelsToPolicies reads of the composition root: the catalog and the allowlist in force. */
+export interface LivePolicies {
+  catalog(): { list(): { definition: { id: string } }[] };
+  endpoints(): { endpoints: { id: string }[] };
+}
+
+/** Metric labels name the benchmarks and endpoints in force (both re-read live), no other ids. */
+export function restrictLabelsToPolicies(app: LivePolicies): void {
+  restrictIds({
+    benchmarks: liveIds(
+      () => app.catalog(),
+      (c) => c.list().map((b) => b.definition.id),
+    ),
+    endpoints: liveIds(
+      () => app.endpoints(),
+      (p) => p.endpoints.map((e) => e.id),
+    ),
+  });
 }
 
 /** Forgets configured ids (tests). */
@@ -100,7 +160,7 @@ export function validLabelValue(kind: LabelKind, value: string): boolean {
     case 'closed':
       return kind.values.includes(value);
     case 'id': {
-      const known = configured[kind.of];
+      const known = configured[kind.of]?.();
       return ID_PATTERNS[kind.of].test(value) && (known === undefined || known.has(value));
     }
     case 'rule':

@@ -10,7 +10,7 @@ import { PolicyDenied, UserError } from '../errors';
 import { compactList } from '../audit';
 import { type Actor, IssuedCertificates, Revocations } from '../identity';
 import { type RuleId, type RunFiguresRule, runFiguresVisibility } from '../policy';
-import { approveRun, cancelRun, requestRun, summarize } from '../runs';
+import { approveRun, benchmarkNamed, cancelRun, endpointNamed, requestRun, summarize } from '../runs';
 import type { RunOutcome, RunRow } from '../runs';
 import type { ScoringMode } from '../metrics';
 import { ExportService, type ExportFiles, type ExportFormat, type ExportRow, wilson } from '../export';
@@ -357,7 +357,7 @@ export class Operations {
       input.budgetUsd != null
         ? unpricedUnderBudget(
             this.app.config.export.prices,
-            (input.endpoints ?? []).map((e) => this.app.endpoints.get(e)),
+            (input.endpoints ?? []).map((e) => endpointNamed(this.app.endpoints, e)),
             input.protocolNumber,
           )
         : undefined;
@@ -379,8 +379,8 @@ export class Operations {
 
   /** The approval as it will be stored, or a UserError naming the field that is wrong. */
   private checkedApproval(input: ApprovalInput): ApprovalInput {
-    for (const b of input.benchmarks ?? []) this.app.catalog.get(b);
-    for (const e of input.endpoints ?? []) this.app.endpoints.get(e);
+    for (const b of input.benchmarks ?? []) benchmarkNamed(this.app.catalog, b);
+    for (const e of input.endpoints ?? []) endpointNamed(this.app.endpoints, e);
     if (!input.benchmarks?.length && !input.tiers?.length) {
       throw new UserError('approval.invalid', 'an approval must cover at least one benchmark or tier');
     }

@@ -26,6 +26,7 @@ import type { AccessStage, DeidStage, PromptStage, RunContext } from './stages';
 import { auditBase, ENGINE_ACTOR } from '../audit';
 import { annotateDeferred } from './deferred';
 import { runOutcome, type RunOutcome } from './outcome';
+import { benchmarkNamed, benchmarkUnavailable, endpointNamed } from './named';
 import { planningFor } from './planner';
 import { type MetricAggregate, type RunRow, type RunSpec, RunStore, type StateCounts } from './store';
 import { work } from './worker';
@@ -39,8 +40,10 @@ export interface EngineSettings {
 
 export interface Engine {
   store: RunStore;
-  catalog: Catalog;
-  endpoints: EndpointPolicy;
+  /** The catalog in force (site data re-read live); throws while the site data file has no valid version. */
+  catalog(): Catalog;
+  /** The endpoint allowlist in force (re-read live); throws while endpoints.json has no valid version. */
+  endpoints(): EndpointPolicy;
   audit: AuditTrail;
   access: AccessStage;
   prompt: PromptStage;
@@ -104,11 +107,11 @@ export interface ExecuteOptions {
 }
 
 function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' | 'endpoint_id' | 'tier' | 'spec' | 'approved_by' | 'created_at'>, requester: Actor): RunContext {
-  const benchmark = engine.catalog.get(run.benchmark_id);
+  const benchmark = benchmarkNamed(engine.catalog, run.benchmark_id);
   return {
     runId: run.run_id,
     benchmark,
-    endpoint: engine.endpoints.get(run.endpoint_id),
+    endpoint: endpointNamed(engine.endpoints, run.endpoint_id),
     tier: run.tier,
     requester,
     scoring: run.spec.scoring,
@@ -143,7 +146,7 @@ async function bindingProblem(engine: Engine, benchmark: Benchmark): Promise<Che
   if (benchmark.definition.dataset.origin !== 'site' && dataStatus(benchmark) !== 'site') return undefined;
   const report = await checkBenchmark(benchmark, {
     env: process.env,
-    endpoints: () => ({ file: engine.endpoints.file, ids: engine.endpoints.endpoints.map((e) => e.id) }),
+    endpoints: () => ({ file: engine.endpoints().file, ids: engine.endpoints().endpoints.map((e) => e.id) }),
   });
   return report.checks.find((c) => c.status === 'problem');
 }
@@ -153,7 +156,7 @@ async function bindingProblem(engine: Engine, benchmark: Benchmark): Promise<Che
  * its benchmark, has no price: the gateway could not charge its calls (src/calls/budget.ts).
  */
 async function unenforceableBudget(engine: Engine, approvalId: string | undefined, benchmark: Benchmark, endpoint: EndpointPolicy['endpoints'][number]) {
-  const judges = (benchmark.judges ?? []).flatMap((id) => engine.endpoints.endpoints.filter((e) => e.id === id));
+  const judges = (benchmark.judges ?? []).flatMap((id) => engine.endpoints().endpoints.filter((e) => e.id === id));
   return engine.budget.unenforceable(approvalId, [endpoint, ...judges]);
 }
 
@@ -168,8 +171,8 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
   if (req.sample !== undefined && !req.maxInstances) {
     throw new UserError('run.invalid', 'sample picks among the instances only under a cap; add maxInstances (--max-instances N) or leave sample out');
   }
-  const benchmark = engine.catalog.get(req.benchmarkId);
-  const endpoint = engine.endpoints.get(req.endpointId);
+  const benchmark = benchmarkNamed(engine.catalog, req.benchmarkId);
+  const endpoint = endpointNamed(engine.endpoints, req.endpointId);
   const d = benchmark.definition;
   const runId = randomUUID();
   const ctx = {
@@ -208,6 +211,8 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
     throw new UserError(
       binding.code ?? 'internal',
       `benchmark ${d.id}: no run requested (rule run.binding-invalid): ${binding.detail} [${binding.code ?? 'internal'}]; "${commandPrefix()} benchmarks check ${d.id}" shows every check`,
+      // The detail names the site's files: the daemon's requester learns the benchmark and the check.
+      { forRequester: benchmarkUnavailable(d.id, `its data at this site did not pass the ${binding.check} check (${binding.code ?? 'internal'}, rule run.binding-invalid)`) },
     );
   }
   // The approval that allowed the run is bound to it and re-checked when it starts and per instance.

@@ -17,3 +17,4 @@ export type { DeidPlanning, DeidStage } from './stages';
 export { tokensUnderApproval } from './store';
 export { readProgress, runPhase, type RunProgress } from './progress';
 export { runOutcome, causeMeaning, OUTCOME_LABELS, type RunOutcome, type RunOutcomeKind, type RunCause } from './outcome';
+export { benchmarkNamed, benchmarkUnavailable, endpointNamed, shownId } from './named';

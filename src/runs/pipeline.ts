@@ -99,7 +99,7 @@ export function judgesFor(engine: Engine, ctx: RunContext, item: ClaimedItem, si
       for (const endpointId of endpointIds) await engine.calls.check(ctx, { purpose: 'judge', endpointId, detail: { ordinal: item.ordinal, purposeOfCall: 'scoring' } });
     },
     sameFamily(endpointId) {
-      return sameFamily(ctx.endpoint, engine.endpoints.get(endpointId));
+      return sameFamily(ctx.endpoint, engine.endpoints().get(endpointId));
     },
     async sendable(prompt) {
       const out = await engine.deid.apply(ctx, item.instance as Instance, prompt);

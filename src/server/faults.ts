@@ -4,20 +4,15 @@
  * the file and the field from the daemon's log. The messages of these errors name server paths and
  * fields, which are none of a researcher's business and tell an attacker how the host is laid out.
  */
-import { SITE_FAULTS, UserError } from '../errors';
+import { faultLocation, SITE_FAULTS, UserError } from '../errors';
+
+export { faultLocation } from '../errors';
 import type { Logger } from '../log';
 
 export const SERVICE_UNAVAILABLE_MESSAGE = 'the daemon cannot serve requests right now; its operators have been told';
 
 /** A fault is logged again after this long, not on every request it spoils. */
 const RELOG_MS = 60_000;
-
-/** The file and JSON field an ehrbench error message starts with ("FILE: /a/b: problem"). */
-export function faultLocation(message: string): { file?: string; field?: string } {
-  const m = /^(\/[^\s:;]+): (?:(\/[^\s:;]*):)?/.exec(message);
-  if (!m) return {};
-  return { file: m[1] as string, ...(m[2] ? { field: m[2] } : {}) };
-}
 
 export function isSiteFault(err: unknown): err is UserError {
   return err instanceof UserError && SITE_FAULTS.has(err.code);

@@ -16,12 +16,13 @@ import type { TLSSocket } from 'node:tls';
 import rateLimit from '@fastify/rate-limit';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { App } from '../app';
+import type { EndpointPolicy } from '../egress';
 import { connectionsCheckingIntervalMs, formatSchemaErrors, requestValidator } from '../config';
 import { type ErrorCode, errorEntry, PolicyDenied, UserError, describeError } from '../errors';
 import { type Caller, Operations } from '../operations';
 import { RunScheduler } from '../runs';
 import { registerBrowserSecurity } from '../console';
-import { enableProcessMetrics, metricsText, observeStore, restrictIds, startLocalListener } from '../observability';
+import { enableProcessMetrics, metricsText, observeStore, restrictLabelsToPolicies, startLocalListener } from '../observability';
 import { pemFingerprints, serviceActor } from '../identity';
 import { limitConnections } from './connections';
 import { DenialLimiter } from './denials';
@@ -80,7 +81,8 @@ export function errorReply(err: unknown): { status: number; body: ErrorBody } {
   }
   if (err instanceof PolicyDenied) return answer('policy.denied', err.message, err.rule);
   // A fault of the site's configuration or policies: the operators' to fix (the log has the detail).
-  if (isSiteFault(err)) return answer('service.unavailable', SERVICE_UNAVAILABLE_MESSAGE);
+  // The requester learns which benchmark or endpoint cannot be served when the error names one.
+  if (isSiteFault(err)) return answer('service.unavailable', err.forRequester ?? SERVICE_UNAVAILABLE_MESSAGE);
   if (err instanceof UserError) return { status: errorEntry(err.code).status, body: { error: err.code, message: err.message } };
   // fastify's own refusals of a request, before any route ran.
   if (e?.statusCode === 413 || e?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return answer('request.too-large', 'request body exceeds the size limit');
@@ -123,9 +125,18 @@ function externalIssuers(app: App): IdentifyOptions {
   return { externalIssuers: external };
 }
 
-/** Test endpoints (the loopback stand-in of init --test-endpoints) said at start-up, so none stays by mistake. */
+/**
+ * Test endpoints (the loopback stand-in of init --test-endpoints) said at start-up, so none stays by
+ * mistake. An allowlist invalid at start has none to say: its own error is already in the log.
+ */
 function warnOfTestEndpoints(app: App): void {
-  for (const e of app.endpoints.endpoints.filter((x) => x.test)) app.logger.warn('endpoint.test-configured', { endpointId: e.id, tier: e.classification.maxTier });
+  let endpoints: EndpointPolicy['endpoints'];
+  try {
+    endpoints = app.endpoints().endpoints;
+  } catch {
+    return;
+  }
+  for (const e of endpoints.filter((x) => x.test)) app.logger.warn('endpoint.test-configured', { endpointId: e.id, tier: e.classification.maxTier });
 }
 
 export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Daemon> {
@@ -211,6 +222,13 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
     }
     req.caller = { principal: who.principal, authMethod: 'mtls' };
   });
+  // The policy files IT edits on the host (site data, endpoints, principals) are looked at before each
+  // request, so the request after an edit uses it (recorded first); a broken edit keeps the last good
+  // version and is logged. config.json is not: a change to it is logged as needing a restart.
+  server.addHook('preHandler', async (req: FastifyRequest) => {
+    if (req.url === '/health' || req.url === '/ready') return;
+    await app.refreshPolicies();
+  });
   await server.register(rateLimit, {
     hook: 'preHandler',
     max: cfg.rateLimit.max,
@@ -227,7 +245,7 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
   // Prometheus metrics for operators and auditors (a scraper gets a client certificate of its own).
   // Not audited when served: a scrape every few seconds would drown the trail, and metrics hold no
   // patient data; a refusal is audited like any other (access.denied).
-  restrictIds({ benchmarks: app.catalog.list().map((b) => b.definition.id), endpoints: app.endpoints.endpoints.map((e) => e.id) });
+  restrictLabelsToPolicies(app);
   observeStore(app.db);
   enableProcessMetrics();
   server.get('/metrics', async (req, reply) => {

@@ -90,16 +90,19 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
   }
 
   server.get('/v1/benchmarks', { schema: { response: responses(list(schema('api/benchmark-summary.schema.json'))) } }, async () =>
-    app.catalog.list().map((b) => ({
-      ...b.definition,
-      mainMetric: b.definition.metrics.main,
-      definitionHash: b.definitionHash,
-      templateHash: b.templateHash,
-    })),
+    app
+      .catalog()
+      .list()
+      .map((b) => ({
+        ...b.definition,
+        mainMetric: b.definition.metrics.main,
+        definitionHash: b.definitionHash,
+        templateHash: b.templateHash,
+      })),
   );
   server.get('/v1/endpoints', { schema: { response: responses(list(schema('api/endpoint-summary.schema.json'))) } }, async () => {
     const probes = await lastProbes(app.db);
-    return app.endpoints.endpoints.map((e) => ({ ...e, deployment: e.deployment ?? null, model: e.model ?? null, lastProbeAt: probes.get(e.id) ?? null, refusedTiers: refusedTiers(e) }));
+    return app.endpoints().endpoints.map((e) => ({ ...e, deployment: e.deployment ?? null, model: e.model ?? null, lastProbeAt: probes.get(e.id) ?? null, refusedTiers: refusedTiers(e) }));
   });
 
   server.get('/v1/audit/verify', { schema: { response: responses(schema('api/audit-report.schema.json')) } }, async (req) => {

@@ -200,7 +200,7 @@ describe('EHRSQL end to end with a site database', () => {
     const app = await openApp({ file: h.configFile, env: h.env });
     try {
       // The site's database makes it a private run, whatever the questions' own tier.
-      expect(app.catalog.get('ehr_sql').tier).toBe('private');
+      expect(app.catalog().get('ehr_sql').tier).toBe('private');
       await expect(requestRun(app.engine, { benchmarkId: 'ehr_sql', endpointId: DEMO_ENDPOINT_ID, requester: researcher })).rejects.toMatchObject({ rule: 'endpoint.development-not-private' });
 
       const approval = await app.approvals.create({ protocolNumber: 'IRB-EHRSQL', principalInvestigator: 'alice', personnel: ['alice'], benchmarks: ['ehr_sql'], purpose: 'EHRSQL' }, 'carol');

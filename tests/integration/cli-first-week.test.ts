@@ -96,6 +96,11 @@ describe('a local run', () => {
 
 describe('the command line', () => {
   it('gives errors as one JSON object on stderr with --json', async () => {
+    // A read command never migrates: on the fresh store the refusal itself comes as JSON.
+    const fresh = await cli(['runs', 'show', '00000000-0000-4000-8000-000000000000', '--config', home.configFile, '--json'], home.env);
+    expect(fresh.code).toBe(1);
+    expect(JSON.parse(fresh.stderr)).toEqual({ error: 'db.migrations-pending', message: expect.stringContaining('db migrate" as the owner') });
+    expect((await cli(['db', 'migrate', '--config', home.configFile], home.env)).code).toBe(0);
     const r = await cli(['runs', 'show', '00000000-0000-4000-8000-000000000000', '--config', home.configFile, '--json'], home.env);
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stderr)).toEqual({ error: 'run.not-found', message: expect.stringContaining('does not exist') });

@@ -8,7 +8,6 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Catalog } from '../../src/catalog';
 import { createDeidStage, settingsFrom } from '../../src/deid';
-import { loadEndpointPolicy } from '../../src/egress';
 import { approveRun, executeRun, requestRun } from '../../src/runs/engine';
 import { researcher, startTestApp, type TestApp } from '../helpers/app';
 
@@ -151,7 +150,7 @@ function writeSiteBenchmark(dir: string, rows: Record[]): void {
 }
 
 /** A second loopback endpoint, classified for private data, pointing at the same test server. */
-function addPrivateEndpoint(t: TestApp): void {
+async function addPrivateEndpoint(t: TestApp): Promise<void> {
   const file = t.app.config.policies.endpoints;
   const policy = JSON.parse(readFileSync(file, 'utf8')) as { endpoints: { id: string; classification: unknown; description?: string }[] };
   const demo = policy.endpoints[0] as { id: string; classification: unknown; description?: string };
@@ -162,7 +161,8 @@ function addPrivateEndpoint(t: TestApp): void {
     classification: { inVpc: true, baa: true, maxTier: 'private', development: false },
   });
   writeFileSync(file, JSON.stringify(policy, null, 2));
-  t.app.engine.endpoints = loadEndpointPolicy(file);
+  // The allowlist is re-read live: the edit is in force once recorded.
+  await t.app.refreshPolicies();
 }
 
 /** The real access rules: an IRB approval naming the researcher, and a compliance officer's run approval. */
@@ -170,8 +170,10 @@ async function setUp(rows: Record[]): Promise<TestApp> {
   const t = await startTestApp();
   const siteDir = join(t.home.home, 'site-benchmarks');
   writeSiteBenchmark(join(siteDir, 'site_discharge_summaries'), rows);
-  t.app.engine.catalog = Catalog.load([siteDir]);
-  addPrivateEndpoint(t);
+  // A benchmark folder outside the configured ones (catalog.dirs is read at start): the test's own catalog.
+  const catalog = Catalog.load([siteDir]);
+  t.app.engine.catalog = () => catalog;
+  await addPrivateEndpoint(t);
   await t.app.approvals.create(
     { protocolNumber: 'IRB-DEID-1', principalInvestigator: researcher.principal, personnel: [researcher.principal], benchmarks: ['site_discharge_summaries'], purpose: 'de-identification test' },
     'carol',

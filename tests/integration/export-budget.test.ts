@@ -99,7 +99,7 @@ describe.each(backends())('approval budgets on %s', (backend) => {
       );
       expect(denied).toBeDefined();
       const [next] = await app.db.query<{ payload: Instance }>('SELECT payload FROM run_items WHERE run_id = $1 AND ordinal = $2', [capped, denied?.detail.ordinal]);
-      const benchmark = app.catalog.get('site_gated');
+      const benchmark = app.catalog().get('site_gated');
       const prompt = renderTemplate(benchmark.template, next?.payload as Instance, 'test');
       const worst = costUsd(promptTokenBound(prompt), benchmark.definition.prompt.maxTokens, PRICE);
       // At the moment of refusal: what was stored, plus the worst cases of calls still in flight (several

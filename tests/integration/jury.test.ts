@@ -44,7 +44,7 @@ function runContext(t: JuryApp, benchmark: Benchmark, tier: Tier, approvalId?: s
   return {
     runId: randomUUID(),
     benchmark,
-    endpoint: t.app.endpoints.get(DEMO_ENDPOINT_ID),
+    endpoint: t.app.endpoints().get(DEMO_ENDPOINT_ID),
     tier,
     requester: researcher,
     scoring: 'corrected',
@@ -179,7 +179,7 @@ describe('LLM jury on ACI-Bench', () => {
   it("refuses a judge endpoint whose classification does not allow the benchmark's tier, before any call", async () => {
     const t = await startJuryApp(() => ({ kind: 'answer', text: judgeAnswer([5, 5, 5]) }));
     try {
-      const base = t.app.catalog.get('aci_bench');
+      const base = t.app.catalog().get('aci_bench');
       // The same benchmark as if it held approval-required data, judged by an endpoint allowed public data only.
       const benchmark = { ...base, definition: { ...base.definition, tier: 'approval-required' as const }, judges: ['judge-gpt', 'judge-public-only'] };
       const approval = await t.app.approvals.create({ protocolNumber: 'IRB-JURY-1', principalInvestigator: 'alice', personnel: ['alice'], benchmarks: ['aci_bench'], purpose: 'jury test' }, 'carol');
@@ -202,7 +202,7 @@ describe('LLM jury on ACI-Bench', () => {
   it("refuses a judge the run's approval does not name, before any judge sees the note", async () => {
     const t = await startJuryApp(() => ({ kind: 'answer', text: judgeAnswer([5, 5, 5]) }));
     try {
-      const base = t.app.catalog.get('aci_bench');
+      const base = t.app.catalog().get('aci_bench');
       const benchmark = { ...base, definition: { ...base.definition, tier: 'approval-required' as const } };
       // The approval names the model endpoint and two of the three judges.
       const approval = await t.app.approvals.create(
@@ -231,7 +231,7 @@ describe('LLM jury on ACI-Bench', () => {
   it('in helm mode drops a judge whose call fails; in corrected mode the instance fails instead of scoring lower', async () => {
     const t = await startJuryApp((_n, prompt) => (isJudgePrompt(prompt) && prompt.includes('FAILING') ? { kind: 'status', status: 400 } : { kind: 'answer', text: judgeAnswer([4, 4, 4]) }));
     try {
-      const b = t.app.catalog.get('aci_bench');
+      const b = t.app.catalog().get('aci_bench');
       const instance = { key: 'k', vars: { conversation: '[doctor] hello FAILING' }, references: ['note'] };
       const run = runContext(t, b, 'public');
       const lease = await t.app.engine.calls.join(run);
@@ -308,10 +308,10 @@ describe('LLM jury on ACI-Bench', () => {
   it("leaves out judges of the evaluated model's own family, unless the site allows them", async () => {
     const t = await startJuryApp(() => ({ kind: 'answer', text: judgeAnswer([4, 4, 4]) }));
     try {
-      const b = t.app.catalog.get('aci_bench');
+      const b = t.app.catalog().get('aci_bench');
       const instance = { key: 'k', vars: { conversation: '[doctor] hello' }, references: ['note'] };
       // The evaluated model is a GPT: judge-gpt (model "judge-gpt") is of its family.
-      const run = { ...runContext(t, b, 'public'), endpoint: { ...t.app.endpoints.get(DEMO_ENDPOINT_ID), model: 'gpt-4o-2024-05-13' } };
+      const run = { ...runContext(t, b, 'public'), endpoint: { ...t.app.endpoints().get(DEMO_ENDPOINT_ID), model: 'gpt-4o-2024-05-13' } };
       const lease = await t.app.engine.calls.join(run);
       try {
         const judges = judgesFor(t.app.engine, run, item(instance), undefined);
@@ -335,7 +335,7 @@ describe('LLM jury on ACI-Bench', () => {
       text: '{"accuracy": {"score": 0, "explanation": "x"}, "completeness": {"score": 0, "explanation": "x"}, "clarity": {"score": 0, "explanation": "x"}}',
     }));
     try {
-      const b = t.app.catalog.get('aci_bench');
+      const b = t.app.catalog().get('aci_bench');
       const instance = { key: 'k', vars: { conversation: '[doctor] hello' }, references: ['note'] };
       const run = runContext(t, b, 'public');
       const lease = await t.app.engine.calls.join(run);

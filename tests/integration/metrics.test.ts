@@ -124,9 +124,12 @@ function find(text: string, name: string, labels: Record<string, string> = {}): 
 function allowedLabel(name: string, value: string, t: TestDaemon): boolean {
   switch (name) {
     case 'benchmark':
-      return t.app.catalog.list().some((b) => b.definition.id === value);
+      return t.app
+        .catalog()
+        .list()
+        .some((b) => b.definition.id === value);
     case 'endpoint':
-      return t.app.endpoints.endpoints.some((e) => e.id === value);
+      return t.app.endpoints().endpoints.some((e) => e.id === value);
     case 'rule':
     case 'code':
       return validRule(value);

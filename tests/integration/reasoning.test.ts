@@ -8,7 +8,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { withoutReasoning } from '../../src/calls';
 import { main } from '../../src/cli/main';
-import { loadEndpointPolicy } from '../../src/egress';
 import { executeRun, requestRun } from '../../src/runs/engine';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
 import { researcher, startTestApp, type TestApp } from '../helpers/app';
@@ -75,7 +74,7 @@ describe('a run of a reasoning model', () => {
       const policy = JSON.parse(readFileSync(file, 'utf8')) as { endpoints: Record<string, unknown>[] };
       policy.endpoints.push({ ...policy.endpoints[0], id: 'o-series', reasoning: { tokenParameter: 'max_completion_tokens', effort: 'medium', maxOutputTokens: 3000 } });
       writeFileSync(file, JSON.stringify(policy, null, 2));
-      t.app.engine.endpoints = loadEndpointPolicy(file);
+      await t.app.refreshPolicies();
       const run = await requestRun(t.app.engine, { benchmarkId: 'pubmed_qa', endpointId: 'o-series', requester: researcher, maxInstances: 3 });
       expect(run.spec).toMatchObject({ maxTokens: 3000, reasoningEffort: 'medium' });
       await executeRun(t.app.engine, run.run_id);

@@ -27,8 +27,8 @@ describe.each(backends())('run engine on %s', (backend) => {
       expect(summary.mainScore).not.toBeNull();
       expect(summary.promptTokens).toBeGreaterThan(0);
       const stored = await t.app.engine.store.getRun(run.run_id);
-      expect(stored?.benchmark_hash).toBe(t.app.catalog.get('medec').definitionHash);
-      expect(stored?.template_hash).toBe(t.app.catalog.get('medec').templateHash);
+      expect(stored?.benchmark_hash).toBe(t.app.catalog().get('medec').definitionHash);
+      expect(stored?.template_hash).toBe(t.app.catalog().get('medec').templateHash);
     } finally {
       await t.close();
     }
@@ -64,7 +64,7 @@ describe.each(backends())('run engine on %s', (backend) => {
       expect(partial.counts.done).toBeLessThan(N);
       expect(partial.counts.claimed).toBe(0);
       const doneBefore = await t.app.db.query<{ payload: Instance }>("SELECT payload FROM run_items WHERE run_id = $1 AND state = 'done'", [run.run_id]);
-      const bench = t.app.catalog.get('pubmed_qa');
+      const bench = t.app.catalog().get('pubmed_qa');
       const donePrompts = new Set(doneBefore.map((r) => renderTemplate(bench.template, r.payload, 'test')));
       const resumeStart = t.server.received.length;
 

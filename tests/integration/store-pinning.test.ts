@@ -124,6 +124,8 @@ describe('a postgres site never falls back to an embedded store', () => {
 
   it('keeps using the existing embedded store of a configuration without database.backend, with a warning', async () => {
     editConfig(home, (c) => (c.database = { embeddedDir: home.store.embeddedDir }));
+    // A verification only reads: the store is migrated first, as its owner would.
+    await (await home.store.open()).close();
     const r = await cli(withoutUrl(home), ['audit', 'verify']);
     expect(r.stdout).toMatch(/audit trail intact/);
     expect(r.stderr).toMatch(/warning: [^\n]*database\.backend is not set[^\n]*\n/);

@@ -49,7 +49,7 @@ describe.each(backends())('the budget and the usage an endpoint reports, on %s',
   /** The worst case of one call of site_gated: the prompt's token bound in, max_tokens out. */
   async function worstCase(runId: string): Promise<number> {
     const [first] = await t.app.db.query<{ payload: Instance }>('SELECT payload FROM run_items WHERE run_id = $1 AND ordinal = 0', [runId]);
-    const b = t.app.catalog.get('site_gated');
+    const b = t.app.catalog().get('site_gated');
     return costUsd(promptTokenBound(renderTemplate(b.template, first?.payload as Instance, 'test')), b.definition.prompt.maxTokens, PRICE);
   }
 

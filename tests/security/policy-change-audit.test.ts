@@ -132,7 +132,7 @@ describe.each(backends())('policy.change on %s', (backend) => {
     editJson(endpointsFile, (p) => (p.endpoints[0].url = `https://localhost:${port}/v1`));
     const app = await open();
     try {
-      expect(app.endpoints.get(DEMO_ENDPOINT_ID).url).toBe(`https://localhost:${port}/v1`);
+      expect(app.endpoints().get(DEMO_ENDPOINT_ID).url).toBe(`https://localhost:${port}/v1`);
       const recorded = await changes(app, 'endpoints');
       expect(recorded).toHaveLength(2);
       expect(recorded[1]?.detail).toMatchObject({

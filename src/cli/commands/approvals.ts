@@ -39,7 +39,7 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
     describe,
     builder: (b) => b.positional('id', { type: 'string', demandOption: true }).option('reason', { type: 'string', demandOption: true }),
     handler: async (args) => {
-      const a = await withClient(args, io, (c) => c.changeApproval(args.id, name, args.reason));
+      const a = await withClient(args, io, (c) => c.changeApproval(args.id, name, args.reason), { writes: true });
       if (args.json) return printJson(io, a);
       io.stdout(`approval ${a.approvalId} (${a.protocolNumber}) is ${a.status}, version ${a.version}\n`);
     },
@@ -83,7 +83,7 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
               ...(args.expires ? { expiresAt: isoOrUndefined(args.expires) } : {}),
             };
             const checked = validateOrThrow<ApprovalInput>('api/approval-create.schema.json', input, 'approval', 'approval.invalid');
-            const a = await withClient(args, io, (c) => c.createApproval(checked));
+            const a = await withClient(args, io, (c) => c.createApproval(checked), { writes: true });
             if (args.json) return printJson(io, a);
             io.stdout(`approval ${a.approvalId} recorded for protocol ${a.protocolNumber} (${a.status})\n`);
           },
@@ -92,7 +92,7 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
           command: 'list',
           describe: 'List approvals (researchers see those naming them)',
           handler: async (args) => {
-            const all = await withClient(args, io, (c) => c.listApprovals());
+            const all = await withClient(args, io, (c) => c.listApprovals(), { writes: false });
             if (args.json) return printJson(io, all);
             const now = new Date();
             io.stdout(
@@ -108,7 +108,7 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
           describe: 'Show an approval and its full history',
           builder: (b) => b.positional('id', { type: 'string', demandOption: true }),
           handler: async (args) => {
-            const d = await withClient(args, io, (c) => c.showApproval(args.id));
+            const d = await withClient(args, io, (c) => c.showApproval(args.id), { writes: false });
             if (args.json) return printJson(io, d);
             const a = d.approval;
             io.stdout(

@@ -39,7 +39,7 @@ import { formatTable, type Io, printJson } from '../output';
  * intact trail that is not the site's.
  */
 function withApp<T>(args: GlobalArgs, io: Io, fn: (app: App) => Promise<T>): Promise<T> {
-  return withAnyApp(args, io, fn, { announceStore: true });
+  return withAnyApp(args, io, fn, { writes: false, announceStore: true });
 }
 
 interface VerifyArgs extends Omit<ClientArgs, 'key'> {

@@ -112,26 +112,32 @@ function probe(io: Io): CommandModule<GlobalArgs, ProbeArgs> {
       'Connect to an allowlisted endpoint through the egress guard (resolution, CIDR, CA, host name, pins, client certificate) and list its models (GET <url>/models); audited before the request leaves; exit 0 only if all succeeded',
     builder: (b) => b.positional('id', { type: 'string', demandOption: true, describe: 'Endpoint id from the policy' }).option('policy', policyOption),
     handler: (args) =>
-      withApp(args, io, async (app) => {
-        const policy = args.policy ? loadEndpointPolicy(args.policy, policyOptions(app.config)) : app.endpoints;
-        const endpoint = policy.get(String(args.id));
-        const events: EgressEvent[] = [];
-        const result: ProbeResult = { ok: false, endpoint: endpoint.id, url: endpoint.url, address: null, cidr: null, resolution: null, tls: null, models: null };
-        // Through the gateway: the probe's audit event is recorded before the request leaves, and a
-        // trail that cannot record it stops the probe (that error is the command's, not the endpoint's).
-        try {
-          result.models = await app.engine.calls.probe(endpoint, hostOperator(), (e) => events.push(e));
-          result.ok = true;
-        } catch (err) {
-          if (err instanceof UserError && err.code === 'audit.unavailable') throw err;
-          const denied = err instanceof EgressDenied ? err : undefined;
-          result.rule = denied?.rule ?? (err instanceof UserError ? err.code : 'probe.failed');
-          // The line names the rule, the endpoint and the address: the reason says the rest, once.
-          result.reason = denied ? (denied.address ? denied.reason : denied.detail) : describeError(err).message;
-          if (denied?.address) result.address = denied.address;
-        }
-        report(io, args, result, events);
-      }),
+      withApp(
+        args,
+        io,
+        async (app) => {
+          const policy = args.policy ? loadEndpointPolicy(args.policy, policyOptions(app.config)) : app.endpoints();
+          const endpoint = policy.get(String(args.id));
+          const events: EgressEvent[] = [];
+          const result: ProbeResult = { ok: false, endpoint: endpoint.id, url: endpoint.url, address: null, cidr: null, resolution: null, tls: null, models: null };
+          // Through the gateway: the probe's audit event is recorded before the request leaves, and a
+          // trail that cannot record it stops the probe (that error is the command's, not the endpoint's).
+          try {
+            result.models = await app.engine.calls.probe(endpoint, hostOperator(), (e) => events.push(e));
+            result.ok = true;
+          } catch (err) {
+            if (err instanceof UserError && err.code === 'audit.unavailable') throw err;
+            const denied = err instanceof EgressDenied ? err : undefined;
+            result.rule = denied?.rule ?? (err instanceof UserError ? err.code : 'probe.failed');
+            // The line names the rule, the endpoint and the address: the reason says the rest, once.
+            result.reason = denied ? (denied.address ? denied.reason : denied.detail) : describeError(err).message;
+            if (denied?.address) result.address = denied.address;
+          }
+          report(io, args, result, events);
+          // A probe is an act (audited before the request leaves): it may bring the store up to date.
+        },
+        { writes: true },
+      ),
   };
 }
 

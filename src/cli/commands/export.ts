@@ -104,7 +104,7 @@ export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'Ask to release the aggregates of your own completed runs',
           builder: (b) => b.option('runs', { type: 'string', array: true, demandOption: true, describe: 'Run ids (comma-separated or repeated)' }),
           handler: async (args) => {
-            const view = await withClient(args, io, (c) => c.requestExport(list(args.runs)));
+            const view = await withClient(args, io, (c) => c.requestExport(list(args.runs)), { writes: true });
             if (args.json) return printJson(io, viewJson(view));
             io.stdout(`export ${view.exportId} requested; a compliance officer reviews it with "${commandPrefix()} export show ${view.exportId}"\n`);
           },
@@ -114,7 +114,7 @@ export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'Show an export: exactly what a release would sign, after suppression',
           builder: (b) => b.positional('id', { type: 'string', demandOption: true }),
           handler: async (args) => {
-            const view = await withClient(args, io, (c) => c.showExport(args.id));
+            const view = await withClient(args, io, (c) => c.showExport(args.id), { writes: false });
             if (args.json) return printJson(io, viewJson(view));
             printExport(io, view);
           },
@@ -124,7 +124,7 @@ export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'List exports (researchers see their own)',
           builder: (b) => b.option('limit', { type: 'number', default: 50 }),
           handler: async (args) => {
-            const views = await withClient(args, io, (c) => c.listExports(args.limit));
+            const views = await withClient(args, io, (c) => c.listExports(args.limit), { writes: false });
             if (args.json) return printJson(io, views.map(viewJson));
             io.stdout(
               formatTable(
@@ -143,7 +143,7 @@ export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
               .option('format', { choices: ['bundle', 'helm'] as const, default: 'bundle' as const, describe: 'helm also writes run_spec.json and stats.json per run for helm-summarize' })
               .option('out', { type: 'string', describe: 'Also write a copy to DIR/<export id>/' }),
           handler: async (args) => {
-            const released = await withClient(args, io, (c) => c.releaseExport(args.id, args.format));
+            const released = await withClient(args, io, (c) => c.releaseExport(args.id, args.format), { writes: true });
             const copy = writeCopy(args.out, released.files);
             if (args.json) return printJson(io, { export: viewJson(released.export), path: released.files.path ?? null, copy: copy ?? null });
             io.stdout(`export ${released.export.exportId} released by ${released.export.releasedBy}; bundle sha256 ${released.export.bundleSha256}\n`);
@@ -156,7 +156,7 @@ export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'Write a released export again (its requester or compliance)',
           builder: (b) => b.positional('id', { type: 'string', demandOption: true }).option('out', { type: 'string', demandOption: true, describe: 'Folder; files go to DIR/<export id>/' }),
           handler: async (args) => {
-            const files = await withClient(args, io, (c) => c.downloadExport(args.id));
+            const files = await withClient(args, io, (c) => c.downloadExport(args.id), { writes: false });
             const path = writeCopy(args.out, files) as string;
             if (args.json) return printJson(io, { exportId: files.exportId, path });
             io.stdout(`export ${files.exportId} written to ${path}\n`);

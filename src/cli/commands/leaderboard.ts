@@ -79,7 +79,7 @@ export function leaderboardCommand(io: Io): CommandModule<GlobalArgs, Leaderboar
       if ((args.scores === undefined) === (runIds.length === 0)) throw new UserError('cli.usage', 'give either --scores FILE or --runs ID...; see --help');
       const table = args.scores
         ? toScoreTable(readJsonFile(args.scores, 'leaderboard.invalid'), args.scores)
-        : toScoreTable(scoresFromRuns(await withClient(args, io, (c) => Promise.all(runIds.map((id) => c.showRun(id))))), '--runs');
+        : toScoreTable(scoresFromRuns(await withClient(args, io, (c) => Promise.all(runIds.map((id) => c.showRun(id))), { writes: false })), '--runs');
       refuseUnranked(table, args.scores ?? '--runs', args.scores === undefined);
       const board = leaderboardOf(table);
       if (args.svg) {

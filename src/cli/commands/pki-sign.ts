@@ -63,7 +63,7 @@ export function pkiSignCommand(io: Io): CommandModule<GlobalArgs, SignArgs> {
         args,
         io,
         (app) => signOnHost(app, { principal: args.principal, ...(args.role ? { role: args.role } : {}), days: args.days, request, ...(args.out ? { out: args.out } : {}) }, hostOperator()),
-        { announceStore: true },
+        { writes: true, announceStore: true },
       );
       if (args.json) return printJson(io, out);
       io.stdout(`certificate ${out.certFile}\nserial      ${out.serial}\nkey sha256  ${out.publicKeySha256}\nsend the certificate to its holder; their key stays where the request was made\n`);

@@ -155,7 +155,7 @@ export function pkiCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
                 }
                 return issued;
               },
-              { announceStore: true },
+              { writes: true, announceStore: true },
             );
             if (args.json) return printJson(io, out);
             io.stdout(`certificate ${out.certFile}\nkey         ${out.keyFile}\nPKCS#12     ${out.p12File} (password in ${out.p12PasswordFile})\nserial      ${out.serial}\n`);
@@ -179,7 +179,7 @@ export function pkiCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
                 };
                 return ops.revokePrincipal(operator, args.principal, args.reason);
               },
-              { announceStore: true },
+              { writes: true, announceStore: true },
             );
             if (args.json) return printJson(io, out);
             io.stdout(`revoked the certificates of ${out.principal} (${out.revoked} issuing CA(s))${out.stoppedRuns.length ? `; halted their runs ${out.stoppedRuns.join(', ')}` : ''}\n`);
@@ -189,7 +189,7 @@ export function pkiCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           command: 'record-existing',
           describe: 'Record the client certificates issued before ehrbench kept an issuance record (those in pki/clients with their pki.issue event)',
           handler: async (args) => {
-            const out = await withApp(args, io, recordExisting);
+            const out = await withApp(args, io, recordExisting, { writes: true });
             if (args.json) return printJson(io, out);
             for (const r of out.recorded) io.stdout(`recorded ${r.principal} serial ${r.serial} (issued ${r.issuedAt})\n`);
             for (const f of out.withoutEvent) io.stdout(`not recorded ${f}: no pki.issue event of it in the audit trail; issue a new certificate\n`);

@@ -52,12 +52,12 @@ export function reportCommand(io: Io): CommandModule<GlobalArgs, ReportArgs> {
       let html: string;
       if (args.run !== undefined) {
         const id = args.run;
-        const run = await withClient(args, io, (c) => c.showRun(id));
+        const run = await withClient(args, io, (c) => c.showRun(id), { writes: false });
         html = runReportHtml(run, { writtenOn: new Date().toISOString().slice(0, 10), testEndpointNotice: TEST_ENDPOINT_DESCRIPTION });
       } else {
         const id = args.export as string;
         const key = loadExportPublicKey(publicKeyFile(args, io));
-        const files = await withClient(args, io, (c) => c.downloadExport(id));
+        const files = await withClient(args, io, (c) => c.downloadExport(id), { writes: false });
         html = exportReportHtml(verifiedBundle(files.bundle, key, id));
       }
       writeReportFile(args.html, html, { force: args.force === true });

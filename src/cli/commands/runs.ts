@@ -183,7 +183,7 @@ export function runCommand(io: Io): CommandModule<GlobalArgs, RunArgs> {
     describe: 'Request a run and execute it here (local mode); with a daemon use "runs request"',
     builder: (y) => y.options(runOptions),
     handler: async (args) => {
-      const summary = await withApp(args, io, (app) => runHere(app, args, io));
+      const summary = await withApp(args, io, (app) => runHere(app, args, io), { writes: true });
       report(io, args, summary);
     },
   };
@@ -211,21 +211,26 @@ function progressOf(run: RunView): RunProgress {
 
 /** Polls a run and shows its progress (a bar on a terminal, lines otherwise) until it ends. */
 async function watch(args: ClientArgs & { id: string; interval: number }, io: Io): Promise<RunView> {
-  return withClient(args, io, async (client) => {
-    let run = await client.showRun(args.id);
-    const display = args.json ? undefined : new ProgressDisplay(io, { label: run.benchmarkId });
-    try {
-      for (;;) {
-        display?.update(progressOf(run));
-        if (TERMINAL.has(run.status)) break;
-        await new Promise((r) => setTimeout(r, args.interval * 1000));
-        run = await client.showRun(args.id);
+  return withClient(
+    args,
+    io,
+    async (client) => {
+      let run = await client.showRun(args.id);
+      const display = args.json ? undefined : new ProgressDisplay(io, { label: run.benchmarkId });
+      try {
+        for (;;) {
+          display?.update(progressOf(run));
+          if (TERMINAL.has(run.status)) break;
+          await new Promise((r) => setTimeout(r, args.interval * 1000));
+          run = await client.showRun(args.id);
+        }
+      } finally {
+        display?.stop();
       }
-    } finally {
-      display?.stop();
-    }
-    return run;
-  });
+      return run;
+    },
+    { writes: false },
+  );
 }
 
 export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
@@ -240,7 +245,7 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'Request a run (a private-tier run then waits for a compliance officer)',
           builder: (b) => b.options(runOptions),
           handler: async (args) => {
-            const run = await withClient(args, io, (c) => c.requestRun(runInput(args)));
+            const run = await withClient(args, io, (c) => c.requestRun(runInput(args)), { writes: true });
             if (args.json) return printJson(io, run);
             io.stdout(`run ${run.runId} ${run.status}${run.status === 'requested' ? `: waits for a compliance officer ("${commandPrefix()} runs approve ${run.runId}")` : ''}\n`);
           },
@@ -250,7 +255,7 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'Approve a requested private-tier run (compliance; never your own)',
           builder: (b) => b.positional('id', { type: 'string', demandOption: true }),
           handler: async (args) => {
-            const run = await withClient(args, io, (c) => c.approveRun(args.id));
+            const run = await withClient(args, io, (c) => c.approveRun(args.id), { writes: true });
             if (args.json) return printJson(io, run);
             io.stdout(`run ${run.runId} approved by ${run.approvedBy}\n`);
           },
@@ -260,7 +265,7 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'List runs (researchers see their own)',
           builder: (b) => b.option('limit', { type: 'number', default: 50 }),
           handler: async (args) => {
-            const runs = await withClient(args, io, (c) => c.listRuns(args.limit));
+            const runs = await withClient(args, io, (c) => c.listRuns(args.limit), { writes: false });
             if (args.json) printJson(io, runs);
             else printSummaries(io, runs);
           },
@@ -270,7 +275,7 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'Show one run with every aggregate metric',
           builder: (b) => b.positional('id', { type: 'string', demandOption: true }),
           handler: async (args) => {
-            const run = await withClient(args, io, (c) => c.showRun(args.id));
+            const run = await withClient(args, io, (c) => c.showRun(args.id), { writes: false });
             if (args.json) printJson(io, run);
             else printRun(io, run);
           },
@@ -291,7 +296,7 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'Stop a run (its requester; compliance and admins may halt any run)',
           builder: (b) => b.positional('id', { type: 'string', demandOption: true }).option('reason', { type: 'string', demandOption: true }),
           handler: async (args) => {
-            const run = await withClient(args, io, (c) => c.cancelRun(args.id, args.reason));
+            const run = await withClient(args, io, (c) => c.cancelRun(args.id, args.reason), { writes: true });
             if (args.json) return printJson(io, run);
             io.stdout(`${stoppedLine(run)}\n`);
           },
@@ -301,10 +306,15 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           describe: 'Execute an approved or interrupted run here (local mode): only unfinished instances are sent',
           builder: (b) => b.positional('id', { type: 'string', demandOption: true }),
           handler: async (args) => {
-            const summary = await withApp(args, io, async (app) => {
-              const run = await new Operations(app).showRun(localCaller(app), args.id);
-              return executeHere(app, args.id, run.benchmarkId, args, io);
-            });
+            const summary = await withApp(
+              args,
+              io,
+              async (app) => {
+                const run = await new Operations(app).showRun(localCaller(app), args.id);
+                return executeHere(app, args.id, run.benchmarkId, args, io);
+              },
+              { writes: true },
+            );
             report(io, args, summary);
           },
         })

@@ -4,7 +4,7 @@ import { type App, openApp } from '../../app';
 import { isStoreUnavailable } from '../../db';
 import { describeError, UserError } from '../../errors';
 import { serviceActor } from '../../identity';
-import { enableProcessMetrics, observeStore, restrictIds, startLocalListener } from '../../observability';
+import { enableProcessMetrics, observeStore, restrictLabelsToPolicies, startLocalListener } from '../../observability';
 import { RunScheduler } from '../../runs';
 import { announceStore, type GlobalArgs } from '../context';
 import type { Io } from '../output';
@@ -37,7 +37,7 @@ export function workerCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs & { 
         throw new UserError('cli.usage', '--workers must be at least 1 for a worker process');
       }
       const scheduler = new RunScheduler(app.engine, { workers, pollSeconds: app.config.server.pollSeconds });
-      restrictIds({ benchmarks: app.catalog.list().map((b) => b.definition.id), endpoints: app.endpoints.endpoints.map((e) => e.id) });
+      restrictLabelsToPolicies(app);
       observeStore(app.db);
       enableProcessMetrics();
       let health: Server | undefined;
