@@ -5,7 +5,20 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { statSync } from 'node:fs';
-import { AuditLog, LivePolicy, loadMacKeys, loadSigningKey, type PolicySource, readPolicy, recordPolicy, trustedKeys } from './audit';
+import {
+  AuditLog,
+  type AuditLogOptions,
+  LivePolicy,
+  loadMacKeys,
+  loadMacKeysIfPresent,
+  loadSigningKey,
+  lostKeysReason,
+  missingRecordingKeys,
+  type PolicySource,
+  readPolicy,
+  recordPolicy,
+  trustedKeys,
+} from './audit';
 import { Catalog, loadSiteData, type SiteData, summarizeSiteData } from './catalog';
 import { type Config, type ConfigFile, configPath, type LoadOptions, readConfigFile, resolveConfig, summarizeConfig } from './config';
 import { type Database, describeDatabase, openDatabase, pinnedDatabase } from './db';
@@ -140,6 +153,19 @@ function restartOnly(file: string, logger: Logger): () => void {
   };
 }
 
+/**
+ * The keys this process records and seals with. A process that only reads (no migration either) opens
+ * without them when the keys folder lost them: its trail refuses every record (audit.keys-missing),
+ * and listing runs or verifying the chain still works, so a site that lost the folder can see and
+ * prove what it still has. Every other process refuses to start, naming the file.
+ */
+function recordingKeys(keysDir: string, writes: boolean): { keys: AuditLogOptions['keys']; macKeys: Map<string, Buffer> } {
+  const missing = missingRecordingKeys(keysDir);
+  if (missing.length > 0 && !writes) return { keys: { missing: lostKeysReason(keysDir, missing) }, macKeys: loadMacKeysIfPresent(keysDir) ?? new Map() };
+  const macKeys = loadMacKeys(keysDir);
+  return { keys: { signingKey: loadSigningKey(keysDir), macKey: macKeys.current }, macKeys: macKeys.all };
+}
+
 export async function openApp(opts: OpenOptions = {}): Promise<App> {
   // Before anything else: no proxy or TLS override may weaken the egress guard.
   assertSafeEgressEnvironment(opts.env ?? process.env);
@@ -150,6 +176,9 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
   const config = configFile.value.config;
   // The store the configuration names, or its one-line refusal: never the other backend.
   const storeOptions = pinnedDatabase(config.database);
+  // The keys before the store: a refusal (a key missing) leaves nothing open behind it.
+  const { keys, macKeys } = recordingKeys(config.keysDir, opts.migrate !== false);
+  const trusted = trustedKeys(config.keysDir);
   const logger = createLogger({ level: opts.logLevel ?? config.logging.level, file: config.logging.file, console: opts.consoleLog ?? false });
   let db: Database;
   try {
@@ -158,16 +187,14 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     await logger.close();
     throw err;
   }
-  const macKeys = loadMacKeys(config.keysDir);
   const audit = new AuditLog(db, {
     provenance: { siteId: config.site.id, host: hostname(), daemonVersion: DAEMON_VERSION },
-    signingKey: loadSigningKey(config.keysDir),
-    macKey: macKeys.current,
-    macKeys: macKeys.all,
+    keys,
+    macKeys,
     checkpointEvery: config.audit.checkpointEvery,
     witnessDirs: config.audit.witnessDirs,
     // Witnessed checkpoints signed before a key rotation still count.
-    trustedKeys: trustedKeys(config.keysDir),
+    trustedKeys: trusted,
     logger,
   });
   // This process as a worker: leases of instances, planning and endpoint slots carry this id.
@@ -250,7 +277,8 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
       await calls.close();
       await sql.close();
       // Shutdown seals the trail: a checkpoint over everything recorded, copied to the witnesses.
-      await audit.seal().catch((err: unknown) => logger.error('audit.seal-failed', { err }));
+      // (A trail that stopped itself, keys lost or a rollback found, has said why; a seal would only fail.)
+      if (!audit.unavailable()) await audit.seal().catch((err: unknown) => logger.error('audit.seal-failed', { err }));
       await db.close();
       await logger.close();
     },

@@ -13,7 +13,7 @@ export type { SignedCheckpoint } from './checkpoint';
 export { LEGACY_WITNESS_FILE, loadWitnesses, readWitness, readWitnessHistory, WITNESS_FILE } from './witness';
 export type { WitnessEntry, WitnessProblem } from './witness';
 export { chainHealth, lastProbes, type ChainHealth } from './health';
-export { loadSigningKey, loadMacKeys, loadMacKeysIfPresent, trustedKeys, writeMacKey, MAC_KEY_FILE, PUBLIC_KEY_FILE } from './keys';
+export { loadSigningKey, loadMacKeys, loadMacKeysIfPresent, lostKeysReason, missingRecordingKeys, trustedKeys, writeMacKey, MAC_KEY_FILE, PUBLIC_KEY_FILE, SIGNING_KEY_FILE } from './keys';
 export type { AuditRecord } from './record';
 export { csvHeader, csvRow, fhirAuditEvent, jsonlCheckpoint, jsonlEvent } from './export';
 export type { ExportFormat } from './export';

@@ -32,7 +32,10 @@ function read(file: string, what: string): string {
   try {
     return readFileSync(file, 'utf8');
   } catch (err) {
-    throw new UserError('audit.key-missing', `${file}: ${what} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); run "${commandPrefix()} init" or restore the key`);
+    throw new UserError(
+      'audit.key-missing',
+      `${file}: ${what} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}); restore the keys folder from the site's key escrow (deploy/README.md, "A lost keys folder"); "${commandPrefix()} init" makes keys for a new site only`,
+    );
   }
 }
 
@@ -113,4 +116,14 @@ export function newMacKeyHex(): string {
 
 export function writeMacKey(file: string): void {
   writeFileSync(file, newMacKeyHex() + '\n', { mode: 0o600, flag: 'wx' });
+}
+
+/** The key files this process needs to record events and seal checkpoints that its keys folder lacks. */
+export function missingRecordingKeys(keysDir: string): string[] {
+  return [SIGNING_KEY_FILE, MAC_KEY_FILE].filter((f) => !existsSync(join(keysDir, f)));
+}
+
+/** What a lost keys folder costs, in one line: which files, what stops, and where the way back is. */
+export function lostKeysReason(keysDir: string, missing: string[]): string {
+  return `${keysDir} lacks ${missing.join(' and ')}: nothing can be recorded or sealed, so only reading works; restore the keys folder from the site's key escrow (deploy/README.md, "A lost keys folder")`;
 }

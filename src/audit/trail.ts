@@ -47,10 +47,20 @@ export interface CheckpointRef {
   keyFingerprint: string;
 }
 
-export interface AuditLogOptions {
-  provenance: Provenance;
+/** The keys that let this process record and seal: the current MAC key and the checkpoint signing key. */
+export interface RecordingKeys {
   signingKey: SigningKey;
   macKey: { id: string; key: Buffer };
+}
+
+export interface AuditLogOptions {
+  provenance: Provenance;
+  /**
+   * The keys to record and seal with; or, for a process that only reads, why they cannot be loaded
+   * (a lost keys folder): the trail then refuses every event and seal (audit.keys-missing), and what
+   * needs no record (listing runs, verifying the chain) still works.
+   */
+  keys: RecordingKeys | { missing: string };
   /** Earlier MAC keys by id (after a rotation), for the rows they MACed; the current key is always known. */
   macKeys?: Map<string, Buffer>;
   /** Seal a checkpoint whenever the chain crosses a multiple of this many events. */
@@ -114,8 +124,22 @@ export class AuditLog implements AuditTrail {
   ) {
     this.writer = new GroupCommit((bodies) => this.append(bodies), 500);
     this.clock = opts.clock ?? (() => new Date());
-    this.trusted = new Map([...(opts.trustedKeys ?? []), [opts.signingKey.fingerprint, opts.signingKey.publicKey]]);
-    this.macKeys = new Map([...(opts.macKeys ?? []), [opts.macKey.id, opts.macKey.key]]);
+    const keys = opts.keys;
+    if ('missing' in keys) {
+      this.stopped = new AuditUnavailable(keys.missing, undefined, { rule: 'audit.keys-missing' });
+      this.trusted = new Map(opts.trustedKeys ?? []);
+      this.macKeys = new Map(opts.macKeys ?? []);
+    } else {
+      this.trusted = new Map([...(opts.trustedKeys ?? []), [keys.signingKey.fingerprint, keys.signingKey.publicKey]]);
+      this.macKeys = new Map([...(opts.macKeys ?? []), [keys.macKey.id, keys.macKey.key]]);
+    }
+  }
+
+  /** The keys to record and seal with; a trail opened without them was stopped when it was made. */
+  private recordingKeys(): RecordingKeys {
+    const keys = this.opts.keys;
+    if ('missing' in keys) throw this.stopped ?? new AuditUnavailable(keys.missing, undefined, { rule: 'audit.keys-missing' });
+    return keys;
   }
 
   async record(event: AuditEventInput): Promise<void> {
@@ -390,7 +414,7 @@ export class AuditLog implements AuditTrail {
 
   /** The records of `bodies` chained after (seq, hash), hashed and MACed; and the new head. */
   private chain(bodies: RecordBody[], fromSeq: number, fromHash: string): { rows: AuditRecord[]; seq: number; hash: string } {
-    const { macKey } = this.opts;
+    const { macKey } = this.recordingKeys();
     let seq = fromSeq;
     let prev = fromHash;
     const rows: AuditRecord[] = bodies.map((body) => {
@@ -424,7 +448,7 @@ export class AuditLog implements AuditTrail {
     // (rows this process wrote and committed, or checked already, are not read again).
     await this.checkWrittenRows(tx, Math.max(await lastCheckpointSeq(tx), this.checkedSeq), Number(seq));
     const ids = await tx.query<{ next: number }>('SELECT COALESCE(max(checkpoint_id), 0) + 1 AS next FROM audit_checkpoints');
-    const cp = signCheckpoint(this.opts.signingKey, {
+    const cp = signCheckpoint(this.recordingKeys().signingKey, {
       siteId: this.opts.provenance.siteId,
       checkpointId: Number(ids[0]?.next ?? 1),
       seq,

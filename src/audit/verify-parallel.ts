@@ -18,7 +18,7 @@ import { UserError } from '../errors';
 import { PACKAGE_ROOT } from '../paths';
 import type { AuditRecord } from './record';
 import { streamChain } from './store';
-import type { Finding, RowChecks } from './verify';
+import type { Finding, RowChecks, UnheldMacRows } from './verify';
 
 export interface ParallelChain {
   /** The store: its first and last seq are read here. */
@@ -47,6 +47,8 @@ export interface SegmentResult {
   /** Every row's seq and recorded_at, in order, for the clock check (which spans segments). */
   seqs: number[];
   stamps: string[];
+  /** Rows under a signed checkpoint whose MAC key is not held here. */
+  unheld: UnheldMacRows;
 }
 
 export interface SegmentRequest {

@@ -6,7 +6,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { openDatabase } from '../db';
 import { describeError } from '../errors';
 import { streamChain } from './store';
-import { checkRow, type ChainState, type Finding } from './verify';
+import { checkRow, type ChainState, type Finding, noUnheldMacRows } from './verify';
 import type { SegmentReply, SegmentRequest, SegmentResult, WorkerSetup } from './verify-parallel';
 
 async function main(): Promise<void> {
@@ -28,11 +28,11 @@ async function main(): Promise<void> {
         // The first row's link is the caller's to check: the row before it is in another segment.
         const chain: ChainState = { expectedSeq: null, prevHash: null };
         const found = new Set<number>();
-        const result: SegmentResult = { first: null, last: null, findings, dropped: 0, found: [], seqs: [], stamps: [] };
+        const result: SegmentResult = { first: null, last: null, findings, dropped: 0, found: [], seqs: [], stamps: [], unheld: noUnheldMacRows() };
         for await (const page of streamChain(db, m.lo, m.hi, setup.pageSize)) {
           for (const r of page) {
             result.first ??= { seq: r.seq, prev_hash: r.prev_hash };
-            checkRow(r, chain, setup.checks, find, found);
+            checkRow(r, chain, setup.checks, find, found, result.unheld);
             result.seqs.push(r.seq);
             result.stamps.push(r.recorded_at);
             result.last = { seq: r.seq, row_hash: r.row_hash };

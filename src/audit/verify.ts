@@ -86,10 +86,12 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
   const wanted = new Map<number, SignedCheckpoint[]>();
   const expect = (cp: SignedCheckpoint) => wanted.set(cp.statement.seq, [...(wanted.get(cp.statement.seq) ?? []), cp]);
   let previous: SignedCheckpoint | undefined;
+  let signedUpTo = 0;
   for (const cp of input.checkpoints) {
     const s = cp.statement;
     const bad = checkSignature(cp, input.trustedKeys);
     if (bad) find(s.seq, `checkpoint ${s.checkpointId}: ${bad}`);
+    else signedUpTo = Math.max(signedUpTo, s.seq);
     const c = cp.columns;
     if (c && (c.checkpointId !== s.checkpointId || c.seq !== s.seq || c.headHash !== s.headHash)) {
       find(c.seq, `checkpoint row ${c.checkpointId} differs from the statement it carries (signed checkpoint ${s.checkpointId}, seq ${s.seq}): copied or edited`);
@@ -113,6 +115,7 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
     else {
       expect(w.checkpoint);
       signed.push(w);
+      signedUpTo = Math.max(signedUpTo, w.checkpoint.statement.seq);
       if (input.snapshot && (!lastDb || w.checkpoint.statement.checkpointId > lastDb.checkpointId)) later.add(w.checkpoint);
     }
   }
@@ -124,7 +127,8 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
 
   // The chain itself, in seq order: streamed here, or in segments verified by worker threads.
   const chain: ChainState = { expectedSeq: null, prevHash: null };
-  const checks: RowChecks = { wanted, ...(input.macKeys ? { macKeys: input.macKeys } : {}) };
+  const checks: RowChecks = { wanted, signedUpTo, ...(input.macKeys ? { macKeys: input.macKeys } : {}) };
+  const unheld = noUnheldMacRows();
   let events = 0;
   let firstSeq: number | null = null;
   // The latest time stamped so far; processes sharing the trail stamp with their own clocks before the
@@ -157,6 +161,7 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
       checkLink(segment.first, chain, find);
       for (const f of segment.findings) find(f.seq, f.problem);
       dropped += segment.dropped;
+      addUnheld(unheld, segment.unheld);
       for (const seq of segment.found) found.add(seq);
       segment.seqs.forEach((seq, i) => stamped(seq, segment.stamps[i] as string));
       events += segment.seqs.length;
@@ -168,7 +173,7 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
       for (const r of page) {
         events += 1;
         if (firstSeq === null) start(r.seq, r.prev_hash);
-        checkRow(r, chain, checks, find, found);
+        checkRow(r, chain, checks, find, found, unheld);
         stamped(r.seq, r.recorded_at);
       }
   }
@@ -205,6 +210,12 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
   if (!input.macKeys && headSeq !== null && (lastDb?.seq ?? 0) < headSeq) {
     warnings.push({ seq: headSeq, problem: `seq ${(lastDb?.seq ?? 0) + 1}..${headSeq} are not yet covered by a checkpoint and no MAC key is available here to check them` });
   }
+  if (unheld.rows > 0) {
+    warnings.push({
+      seq: null,
+      problem: `${unheld.rows} rows (seq ${unheld.first}..${unheld.last}) carry MAC key${unheld.keys.length === 1 ? '' : 's'} ${unheld.keys.join(', ')}, not held here (lost, or kept on another host): their MACs are not checked; signed checkpoints prove them through the hash chain`,
+    });
+  }
   if (dropped > 0) findings.push({ seq: null, problem: `${dropped} further findings not listed` });
 
   return {
@@ -230,6 +241,12 @@ export interface ChainState {
 /** What every row is checked against: the MAC keys, and the checkpoints (and witnesses) by the seq they cover. */
 export interface RowChecks {
   macKeys?: Map<string, Buffer>;
+  /**
+   * The highest seq a checkpoint with a valid signature covers (0: none). A row up to it whose MAC key
+   * is not held here (lost with a keys folder, or kept by another host) is proven by that signature
+   * through the hash chain, which the checks below still make: it is counted, not a finding.
+   */
+  signedUpTo: number;
   wanted: Map<number, { statement: { checkpointId: number; headHash: string } }[]>;
 }
 
@@ -247,13 +264,42 @@ export function checkLink(r: Pick<AuditRecord, 'seq' | 'prev_hash'>, chain: Chai
  * Every check of one row, in this order: its link to the row before (unless that row is not known
  * here: the first row of a segment), its hash, its MAC, the checkpoints at its seq. Moves `chain` on.
  */
-export function checkRow(r: AuditRecord, chain: ChainState, checks: RowChecks, find: (seq: number | null, problem: string) => void, found: Set<number>): void {
+/** Rows under a signed checkpoint whose MAC key is not held here: how many, where, which keys. */
+export interface UnheldMacRows {
+  rows: number;
+  first: number | null;
+  last: number | null;
+  keys: string[];
+}
+
+export function noUnheldMacRows(): UnheldMacRows {
+  return { rows: 0, first: null, last: null, keys: [] };
+}
+
+function countUnheld(u: UnheldMacRows, seq: number, keyId: string): void {
+  u.rows += 1;
+  u.first ??= seq;
+  u.last = seq;
+  if (!u.keys.includes(keyId)) u.keys.push(keyId);
+}
+
+/** Adds a later segment's count (segments arrive in seq order). */
+function addUnheld(into: UnheldMacRows, later: UnheldMacRows): void {
+  if (later.rows === 0) return;
+  into.rows += later.rows;
+  into.first ??= later.first;
+  into.last = later.last;
+  for (const k of later.keys) if (!into.keys.includes(k)) into.keys.push(k);
+}
+
+export function checkRow(r: AuditRecord, chain: ChainState, checks: RowChecks, find: (seq: number | null, problem: string) => void, found: Set<number>, unheld: UnheldMacRows): void {
   checkLink(r, chain, find);
   const hash = rowHash(r);
   if (hash !== r.row_hash) find(r.seq, `row_hash mismatch: a field of this row was changed`);
   if (checks.macKeys) {
     const key = checks.macKeys.get(r.mac_key_id);
-    if (!key) find(r.seq, `MAC key ${r.mac_key_id} unknown`);
+    if (!key && r.seq <= checks.signedUpTo) countUnheld(unheld, r.seq, r.mac_key_id);
+    else if (!key) find(r.seq, `MAC key ${r.mac_key_id} unknown`);
     else if (rowMac(key, r.row_hash) !== r.row_mac) find(r.seq, `row MAC invalid: row forged or altered by someone without the MAC key`);
   }
   const covering = checks.wanted.get(r.seq);

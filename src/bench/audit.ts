@@ -34,8 +34,7 @@ async function append(dbs: Database[], keysDir: string, witnessDir: string, even
     (db) =>
       new AuditLog(db, {
         provenance: { siteId: 'bench', host: hostname(), daemonVersion: 'bench' },
-        signingKey,
-        macKey,
+        keys: { signingKey, macKey },
         checkpointEvery: 1000,
         witnessDirs: [witnessDir],
         logger: silentLogger,

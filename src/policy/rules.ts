@@ -205,6 +205,7 @@ export const RULES = {
   'audit.read.local-operator': 'the audit trail read or exported on the host by its operator',
   'audit.verify.local-operator': 'the audit trail verified on the host by its operator',
   'audit.verify.outcome': "what a verification of the audit trail found: success when the chain verified, failed when it is broken (the count of findings in the event's detail)",
+  'audit.keys-missing': 'the keys folder lacks the audit signing or MAC key: nothing is recorded or sealed, so only what needs no record (reading, verifying) is done',
   'audit.rollback-detected': 'the chain no longer holds a witnessed checkpoint (tail cut or older backup restored): the trail stops, nothing is sealed or done',
   'audit.unverified-row':
     'a row since the last checkpoint is not one ehrbench wrote (its MAC, hash or link fails: appended with the database grants alone): the trail stops, nothing is signed over it or chained onto it',

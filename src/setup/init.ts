@@ -19,15 +19,16 @@
  *                                     a header saying what goes in them (config deid.siteLexicons)
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CONFIG_FILE_NAME, type ConfigFile, DEFAULT_DATABASE_URL_ENV, type DatabaseBackend } from '../config';
-import { MAC_KEY_FILE, newMacKeyHex } from '../audit';
+import { MAC_KEY_FILE, newMacKeyHex, WITNESS_FILE } from '../audit';
 import { EXPORT_PUBLIC_KEY_FILE, EXPORT_SIGNING_KEY_FILE } from '../export';
 import { createCa, issueCertificate } from '../identity';
 import { reconcileSiteId } from './site-id';
 import { addTestEndpoints, TEST_ENDPOINT_IDS } from './test-endpoints';
+import { UserError } from '../errors';
 
 export const DEMO_ENDPOINT_ID = 'demo-loopback';
 export const DEFAULT_DEMO_PORT = 18443;
@@ -42,6 +43,11 @@ export interface InitOptions {
   testEndpoints?: boolean;
   /** Write siteId into an existing config.json's site.id (without it, a different siteId is refused). */
   force?: boolean;
+  /**
+   * Make new audit keys on a site whose trail exists but whose keys are lost for good (deploy/README.md,
+   * "A lost keys folder"). Without it, init refuses: new keys cannot vouch for the old trail.
+   */
+  newAuditKeys?: boolean;
 }
 
 export interface InitReport {
@@ -162,9 +168,10 @@ export function initHome(opts: InitOptions): InitReport {
   } else report.kept.push(serverCert, serverKey);
 
   const macKey = join(keys, MAC_KEY_FILE);
+  const auditKey = join(keys, 'audit-signing.key.pem');
+  refuseNewKeysOverATrail(home, [macKey, auditKey], opts.newAuditKeys ?? false);
   writeOnce(macKey, () => newMacKeyHex() + '\n', report, 0o600);
 
-  const auditKey = join(keys, 'audit-signing.key.pem');
   const auditPub = join(keys, 'audit-signing.pub.pem');
   if (!existsSync(auditKey)) {
     const pair = generateKeyPairSync('ed25519');
@@ -190,4 +197,20 @@ export function initHome(opts: InitOptions): InitReport {
     report.created.push(secrets);
   }
   return report;
+}
+
+/**
+ * A site whose witness already holds checkpoints has a trail its audit keys vouch for. Keys missing
+ * there were lost, not never made: new ones would sign on as if nothing happened, and every row
+ * before stays unverifiable. So init refuses, names the files and the way back (the key escrow),
+ * unless IT says the keys are gone for good (--new-audit-keys).
+ */
+function refuseNewKeysOverATrail(home: string, keyFiles: string[], allowed: boolean): void {
+  const missing = keyFiles.filter((f) => !existsSync(f));
+  const witness = join(home, 'audit', WITNESS_FILE);
+  if (missing.length === 0 || allowed || !existsSync(witness) || statSync(witness).size === 0) return;
+  throw new UserError(
+    'audit.key-missing',
+    `${missing.join(' and ')} missing, and ${witness} shows this site has an audit trail: restore the keys folder from the site's key escrow (deploy/README.md, "A lost keys folder"); only if the keys are lost for good, run init --new-audit-keys`,
+  );
 }

@@ -65,8 +65,7 @@ describe.each(backends())('store outages (%s)', (backend) => {
     const trail = (witnessDir: string) =>
       new AuditLog(db, {
         provenance: { siteId: 'test-site', host: 'h', daemonVersion: 't' },
-        signingKey: loadSigningKey(join(home.home, 'keys')),
-        macKey: loadMacKeys(join(home.home, 'keys')).current,
+        keys: { signingKey: loadSigningKey(join(home.home, 'keys')), macKey: loadMacKeys(join(home.home, 'keys')).current },
         checkpointEvery: 1000,
         witnessDirs: [witnessDir],
         logger: createLogger({}),

@@ -51,8 +51,7 @@ function writer(app: App, db: Database): AuditLog {
   const keysDir = app.config.keysDir;
   return new AuditLog(db, {
     provenance: { siteId: 'test', host: hostname(), daemonVersion: 'test' },
-    signingKey: loadSigningKey(keysDir),
-    macKey: loadMacKeys(keysDir).current,
+    keys: { signingKey: loadSigningKey(keysDir), macKey: loadMacKeys(keysDir).current },
     checkpointEvery: 1000,
     witnessDirs: app.config.audit.witnessDirs,
     logger: silentLogger,

@@ -179,8 +179,7 @@ describe.each(backends())('audit trail rollback on %s', (backend) => {
     const keys = join(home.home, 'keys');
     const other = new AuditLog(db, {
       provenance: { siteId: 'test-site', host: 'other', daemonVersion: 't' },
-      signingKey: loadSigningKey(keys),
-      macKey: loadMacKeys(keys).current,
+      keys: { signingKey: loadSigningKey(keys), macKey: loadMacKeys(keys).current },
       checkpointEvery: 10,
       witnessDirs: [tempDir('witness-other')],
       logger: createLogger({}),

@@ -124,8 +124,7 @@ describe.each(backends())('a row nobody wrote, on %s', (backend) => {
   it('another ehrbench writer on the same store (a worker) is not taken for an insider', async () => {
     const worker = new AuditLog(app.db, {
       provenance: { siteId: app.config.site.id, host: 'worker-2', daemonVersion: 'test' },
-      signingKey: loadSigningKey(app.config.keysDir),
-      macKey: loadMacKeys(app.config.keysDir).current,
+      keys: { signingKey: loadSigningKey(app.config.keysDir), macKey: loadMacKeys(app.config.keysDir).current },
       checkpointEvery: 10,
       witnessDirs: app.config.audit.witnessDirs,
       logger: createLogger({ level: 'error', console: false }),

@@ -1,4 +1,5 @@
 import { closeSync, createReadStream, existsSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { CommandModule } from 'yargs';
 import type { App } from '../../app';
@@ -19,12 +20,17 @@ import {
   type SignedCheckpoint,
   streamRecords,
   tailRecords,
+  AuditUnavailable,
+  MAC_KEY_FILE,
+  PUBLIC_KEY_FILE,
+  SIGNING_KEY_FILE,
   toSignedCheckpoint,
   trustedKeys,
   verifyAudit,
   type VerifyReport,
 } from '../../audit';
 import { loadConfig } from '../../config';
+import { type Database, describeDatabase, openDatabase, pinnedDatabase } from '../../db';
 import { describeError, UserError } from '../../errors';
 import type { Actor } from '../../identity';
 import { Operations } from '../../operations';
@@ -222,28 +228,93 @@ async function verifyCommand(args: VerifyArgs, io: Io): Promise<void> {
     if (!report.ok) process.exitCode = 1;
     return;
   }
-  await withApp(args, io, async (app) => {
-    let recordFailure: string | undefined;
-    // Verification is audited like any read; if the trail refuses the record, verify anyway (that is
-    // exactly when a compliance officer needs the answer) and report the refusal as a finding.
-    const actor = await reader(app);
-    await app.audit.record({ type: 'audit.verify', action: 'E', outcome: 'success', rule: 'audit.verify.local-operator', actor }).catch((err: unknown) => {
-      recordFailure = describeError(err).message;
+  try {
+    await withApp(args, io, async (app) => {
+      let notRecorded: NotRecorded | undefined;
+      // Verification is audited like any read; if the trail refuses the record, verify anyway (that is
+      // exactly when a compliance officer needs the answer) and report the refusal.
+      const actor = await reader(app);
+      await app.audit.record({ type: 'audit.verify', action: 'E', outcome: 'success', rule: 'audit.verify.local-operator', actor }).catch((err: unknown) => {
+        notRecorded = { why: describeError(err).message, trailStopped: app.audit.unavailable() !== undefined };
+      });
+      await verifyStore(args, io, { db: app.db, keysDir: app.config.keysDir, witnessDirs: app.config.audit.witnessDirs, threads }, notRecorded);
     });
-    const keysDir = app.config.keysDir;
-    const report = await verifyAudit({
-      // PostgreSQL on a host with 2 cores or more: read and checked in parallel segments (worker threads); otherwise streamed.
-      ...chainOf(app.db, undefined, threads),
-      checkpoints: await loadCheckpoints(app.db),
-      ...witnessesOf(args, app.config.audit.witnessDirs),
-      trustedKeys: trustedKeys(keysDir, args.key ?? []),
-      ...(args.mac !== false ? { macKeys: loadMacKeysIfPresent(keysDir) as Map<string, Buffer> } : {}),
-    });
-    if (recordFailure) report.findings.push({ seq: null, problem: `this verification could not be recorded: ${recordFailure}` });
-    report.ok = report.findings.length === 0;
-    printReport(io, report, args.json);
-    if (!report.ok) process.exitCode = 1;
+  } catch (err) {
+    // The trail stopped itself (a rollback found, the keys lost) and a policy file changed since it
+    // was last recorded: the app does not open, as it would use a policy the trail does not hold. The
+    // chain is still verified, read-only, on the store alone: that is when the answer is needed. (Who
+    // runs this holds the store's credentials, and could read the rows without ehrbench.)
+    if (!(err instanceof AuditUnavailable)) throw err;
+    await verifyStoreOnly(args, io, threads, { why: describeError(err).message, trailStopped: true });
+  }
+}
+
+/**
+ * Why this verification is not in the trail. A trail that stopped itself (keys lost, a rollback found)
+ * refuses every record, and says why elsewhere (the notes on lost keys, the findings of a rollback):
+ * that the verification is not recorded is then a warning beside a report that stands. A refusal of a
+ * trail still recording (the store refused the row) is itself a finding.
+ */
+interface NotRecorded {
+  why: string;
+  trailStopped: boolean;
+}
+
+interface StoreToVerify {
+  db: Database;
+  keysDir: string;
+  witnessDirs: string[];
+  threads: number | undefined;
+}
+
+/** Verifies a store's chain, says which keys are lost and what that leaves proven, prints the report. */
+async function verifyStore(args: VerifyArgs, io: Io, store: StoreToVerify, notRecorded: NotRecorded | undefined): Promise<void> {
+  const report = await verifyAudit({
+    // PostgreSQL on a host with 2 cores or more: read and checked in parallel segments (worker threads); otherwise streamed.
+    ...chainOf(store.db, undefined, store.threads),
+    checkpoints: await loadCheckpoints(store.db),
+    ...witnessesOf(args, store.witnessDirs),
+    trustedKeys: trustedKeys(store.keysDir, args.key ?? []),
+    ...(args.mac !== false ? { macKeys: loadMacKeysIfPresent(store.keysDir) as Map<string, Buffer> } : {}),
   });
+  if (notRecorded) (notRecorded.trailStopped ? report.warnings : report.findings).push({ seq: null, problem: `this verification could not be recorded: ${notRecorded.why}` });
+  for (const problem of lostKeyNotes(store.keysDir, report, (args.key ?? []).length > 0)) report.warnings.unshift({ seq: null, problem });
+  report.ok = report.findings.length === 0;
+  printReport(io, report, args.json);
+  if (!report.ok) process.exitCode = 1;
+}
+
+/** The store named by the configuration, opened read-only (no migration, no policy, no trail). */
+async function verifyStoreOnly(args: VerifyArgs, io: Io, threads: number | undefined, notRecorded: NotRecorded): Promise<void> {
+  const config = loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env });
+  const db = await openDatabase({ ...pinnedDatabase(config.database), migrate: 'require' });
+  try {
+    io.stderr(`store: ${describeDatabase(pinnedDatabase(config.database))} (read-only: the trail cannot record)\n`);
+    await verifyStore(args, io, { db, keysDir: config.keysDir, witnessDirs: config.audit.witnessDirs, threads }, notRecorded);
+  } finally {
+    await db.close();
+  }
+}
+
+/**
+ * What a keys folder that lost files still lets this verification prove, one line per lost file:
+ * a lost MAC key leaves the rows after the newest checkpoint proven only by their hash chain; a lost
+ * public key (and no --key) leaves no checkpoint signature checkable; a lost private key stops recording.
+ */
+function lostKeyNotes(keysDir: string, report: VerifyReport, keyGiven: boolean): string[] {
+  const notes: string[] = [];
+  const lacks = (file: string) => !existsSync(join(keysDir, file));
+  const newest = report.lastCheckpointSeq ? `seq ${report.lastCheckpointSeq}` : 'no checkpoint yet';
+  if (lacks(MAC_KEY_FILE)) {
+    notes.push(
+      `${keysDir} lacks ${MAC_KEY_FILE}: row MACs are not checked; rows up to the newest checkpoint (${newest}) are proven by its signature, rows after it only by their hash chain, which whoever can write the database can rebuild`,
+    );
+  }
+  if (lacks(PUBLIC_KEY_FILE) && !keyGiven) {
+    notes.push(`${keysDir} lacks ${PUBLIC_KEY_FILE}: checkpoint signatures can be checked only with a public key; give the one kept in the site's key escrow with --key FILE`);
+  }
+  if (lacks(SIGNING_KEY_FILE)) notes.push(`${keysDir} lacks ${SIGNING_KEY_FILE}: nothing new can be recorded or sealed until the keys folder is restored (deploy/README.md, "A lost keys folder")`);
+  return notes;
 }
 
 function tryKeysDir(args: GlobalArgs, io: Io): string | undefined {

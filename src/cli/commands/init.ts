@@ -13,6 +13,7 @@ interface InitArgs extends GlobalArgs {
   database?: 'embedded' | 'postgres';
   'test-endpoints'?: boolean;
   force?: boolean;
+  'new-audit-keys'?: boolean;
 }
 
 /**
@@ -47,6 +48,10 @@ export function initCommand(io: Io): CommandModule<GlobalArgs, InitArgs> {
           type: 'boolean',
           describe: 'Also add test endpoints test-public, test-approval-required, test-private (loopback stand-in of "ehrbench demo-server", never real data) to the endpoint policy',
         })
+        .option('new-audit-keys', {
+          type: 'boolean',
+          describe: 'On a site whose audit keys are lost for good (its witness holds checkpoints): make new ones. Read "A lost keys folder" in deploy/README.md first',
+        })
         .option('force', { type: 'boolean', describe: 'With --site-id on an existing directory: rewrite site.id in config.json (nothing else; keys are never replaced)' })
         .option('database', {
           choices: ['embedded', 'postgres'] as const,
@@ -61,6 +66,7 @@ export function initCommand(io: Io): CommandModule<GlobalArgs, InitArgs> {
         ...(args.database ? { database: args.database } : {}),
         ...(args['test-endpoints'] ? { testEndpoints: true } : {}),
         ...(args.force ? { force: true } : {}),
+        ...(args['new-audit-keys'] ? { newAuditKeys: true } : {}),
       });
       if (args.json) return printJson(io, report);
       io.stdout(`ehrbench data directory: ${report.home}\n`);
