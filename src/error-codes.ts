@@ -38,6 +38,7 @@ export const ERRORS = {
   // Things that do not exist (or that the caller may not see).
   'run.invalid': e(400, 'a run request field is out of range (e.g. --max-output-tokens)'),
   'run.not-found': e(404, 'no such run, or not yours'),
+  'run.unknown-metric': e(400, "the metric asked for is not one of the run's metrics (the message names them)"),
   'export.not-found': e(404, 'no such export, or not yours'),
   'approval.not-found': e(404, 'no such IRB approval, or it does not name you'),
   'principal.not-found': e(404, 'no such principal'),

@@ -21,6 +21,7 @@ export const AUDIT_EVENT_TYPES = [
   'run.cancel',
   'run.halt',
   'instance.blocked',
+  'instance.read',
   'endpoint.call',
   'approval.create',
   'approval.grant',

@@ -12,7 +12,18 @@ import { openApp, type App } from '../app';
 import { isErrorCode, PolicyDenied, UserError } from '../errors';
 import { isRule } from '../policy';
 import { assertKeyMatches, certificateProblem, type ClientCertificates, clientCertificates } from './certificates';
-import { type Caller, type ExportDownload, type ExportView, localCaller, Operations, type RunRequestInput, type RunView, type StoppedRunView } from '../operations';
+import {
+  type Caller,
+  type ExportDownload,
+  type ExportView,
+  type InstancesQuery,
+  localCaller,
+  Operations,
+  type RunInstances,
+  type RunRequestInput,
+  type RunView,
+  type StoppedRunView,
+} from '../operations';
 
 export { localCaller };
 import type { GlobalArgs } from './context';
@@ -52,6 +63,7 @@ export interface Client {
   cancelRun(id: string, reason: string): Promise<StoppedRunView>;
   listRuns(limit: number): Promise<RunView[]>;
   showRun(id: string): Promise<RunView>;
+  listInstances(id: string, query: InstancesQuery): Promise<RunInstances>;
   createApproval(input: ApprovalInput): Promise<Approval>;
   listApprovals(): Promise<Approval[]>;
   showApproval(id: string): Promise<ApprovalDetail>;
@@ -78,6 +90,7 @@ class LocalClient implements Client {
   cancelRun = (id: string, reason: string) => this.ops.cancelRun(this.caller, id, reason);
   listRuns = (limit: number) => this.ops.listRuns(this.caller, limit);
   showRun = (id: string) => this.ops.showRun(this.caller, id);
+  listInstances = (id: string, query: InstancesQuery) => this.ops.listInstances(this.caller, id, query);
   createApproval = (input: ApprovalInput) => this.ops.createApproval(this.caller, input);
   listApprovals = () => this.ops.listApprovals(this.caller);
   showApproval = (id: string) => this.ops.showApproval(this.caller, id);
@@ -119,7 +132,7 @@ export interface AuditReviewClient {
   auditExport(query: AuditQuery): Promise<AsyncIterable<Uint8Array>>;
 }
 
-function queryString(query: AuditQuery): string {
+function queryString(query: AuditQuery | InstancesQuery): string {
   const params = new URLSearchParams();
   for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
   const text = params.toString();
@@ -199,6 +212,7 @@ class RemoteClient implements Client, AuditReviewClient {
   cancelRun = (id: string, reason: string) => this.call<StoppedRunView>('POST', `/v1/runs/${encodeURIComponent(id)}/cancel`, { reason });
   listRuns = (limit: number) => this.call<RunView[]>('GET', `/v1/runs?limit=${limit}`);
   showRun = (id: string) => this.call<RunView>('GET', `/v1/runs/${encodeURIComponent(id)}`);
+  listInstances = (id: string, query: InstancesQuery) => this.call<RunInstances>('GET', `/v1/runs/${encodeURIComponent(id)}/instances${queryString(query)}`);
   createApproval = (input: ApprovalInput) => this.call<Approval>('POST', '/v1/approvals', input);
   listApprovals = () => this.call<Approval[]>('GET', '/v1/approvals');
   showApproval = (id: string) => this.call<ApprovalDetail>('GET', `/v1/approvals/${encodeURIComponent(id)}`);

@@ -14,6 +14,7 @@ import { PACKAGE_ROOT, SCHEMA_DIR } from '../paths';
 /** Each type the console imports, by the response schema it is. */
 export const CONSOLE_TYPES: Record<string, string> = {
   Run: 'api/run.schema.json',
+  RunInstances: 'api/run-instances.schema.json',
   Approval: 'api/approval.schema.json',
   ApprovalDetail: 'api/approval-detail.schema.json',
   Benchmark: 'api/benchmark-summary.schema.json',

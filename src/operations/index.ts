@@ -16,6 +16,7 @@ import type { ScoringMode } from '../metrics';
 import { ExportService, type ExportFiles, type ExportFormat, type ExportRow, wilson } from '../export';
 import { costUsd, priceFor, unpricedUnderBudget } from '../calls';
 import { type ReturnedCertificate, signForCaller } from '../certificates';
+import { type InstancesQuery, readInstances, type RunInstances } from './instances';
 
 export interface Caller {
   principal: Principal;
@@ -143,6 +144,7 @@ export interface RunRequestInput {
 }
 
 export { localCaller } from './local';
+export { INSTANCE_PAGE, INSTANCE_TEXT_MAX, type InstancesQuery, type InstanceView, type RunInstances } from './instances';
 
 const PRIVILEGED_READERS: PrincipalRole[] = ['compliance', 'auditor', 'admin'];
 
@@ -232,6 +234,14 @@ export class Operations {
     const unit = await this.app.engine.store.unitMetrics(run.run_id);
     const ci95 = (a: { metric: string; value: number | null; n: number }) => (unit.has(a.metric) && a.value !== null && a.n > 0 ? wilson(a.value * a.n, a.n) : null);
     return { ...view, aggregates: view.aggregates.map((a) => ({ ...a, ci95: ci95(a) })) };
+  }
+
+  /**
+   * A page of a run's instances, as policy/visibility lets the caller see them (operations/instances.ts):
+   * first who may read the run at all (others: not found, as for showRun), then what of its instances.
+   */
+  async listInstances(caller: Caller, runId: string, query: InstancesQuery = {}): Promise<RunInstances> {
+    return readInstances(this.app, caller, await this.visibleRun(caller, runId), query);
   }
 
   /** Researchers see their own runs; compliance, auditors and admins see all. Others: not found. */

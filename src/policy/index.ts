@@ -4,4 +4,4 @@ export type { RuleId } from './rules';
 export { allow, deny } from './decision';
 export type { Decision } from './decision';
 export { ruleTable, withRuleTable } from './rule-table';
-export { runFiguresVisibility, type RunFiguresRule, type Viewer, type ViewedRun } from './visibility';
+export { instancesVisibility, type InstancesRule, runFiguresVisibility, type RunFiguresRule, type Viewer, type ViewedRun } from './visibility';

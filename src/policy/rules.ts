@@ -57,6 +57,12 @@ export const RULES = {
   'visibility.run-figures.compliance': 'compliance officers see the exact counts, scores and usage of every run (they approve runs and review exports)',
   'visibility.run-figures.withheld': "the exact counts, scores and usage of another person's approval-required or private run are withheld (null): admins and auditors see its metadata only",
 
+  // What a run's instances show, one by one (src/policy/visibility.ts); exports never hold instances.
+  'visibility.instances.public-tier': "a public run's instances (prompt, prediction, reference, scores) are shown to everyone who may see the run; reading them is audited (instance.read)",
+  'visibility.instances.codes-only':
+    "an approval-required or private run's instances: only the position, state and error code of failed and blocked ones, to the requester and compliance officers; never text (prompt, prediction, reference, even de-identified) nor scores",
+  'visibility.instances.withheld': "the instances of another person's approval-required or private run are withheld: admins and auditors see none, not even codes",
+
   // Who is calling.
   'identity.no-certificate': 'the daemon needs a client certificate from a trusted CA',
   'identity.unknown-principal': 'the client certificate is mapped to no active principal',

@@ -30,3 +30,22 @@ export function runFiguresVisibility(viewer: Viewer, run: ViewedRun): Decision<R
   if (viewer.roles.includes('compliance')) return allow('visibility.run-figures.compliance', 'a compliance officer');
   return deny('visibility.run-figures.withheld', `${run.tier} run of ${run.requestedBy}: metadata only for ${viewer.id}`);
 }
+
+export type InstancesRule = 'visibility.instances.public-tier' | 'visibility.instances.codes-only' | 'visibility.instances.withheld';
+
+/**
+ * What `viewer` may see of `run`'s instances, one by one. A public run's instances are public data: its
+ * prompts, predictions, references and scores go to everyone who may read the run. An EHR tier's
+ * instances are patient text, even de-identified, and their scores are figures over patients: only
+ * the position, state and error code of the instances that failed or were blocked are shown, and only
+ * to those who see its figures anyway (the requester and compliance officers), so that they can
+ * find out why. Everyone else: withheld. Deny by default: a tier not named here is withheld.
+ */
+export function instancesVisibility(viewer: Viewer, run: ViewedRun): Decision<InstancesRule> {
+  if (run.tier === 'public') return allow('visibility.instances.public-tier', 'public data: prompts, predictions, references and scores');
+  const ehr = run.tier === 'approval-required' || run.tier === 'private';
+  if (ehr && (run.requestedBy === viewer.id || viewer.roles.includes('compliance'))) {
+    return allow('visibility.instances.codes-only', `${run.tier} run: the position, state and error code of failed and blocked instances only, never text or scores`);
+  }
+  return deny('visibility.instances.withheld', `${run.tier} run of ${run.requestedBy}: its instances are shown to its requester and compliance officers only`);
+}

@@ -6,7 +6,7 @@ export { RunScheduler } from './scheduler';
 export type { RunContext } from './stages';
 export type { AccessStage } from './stages';
 export type { Decision } from './stages';
-export type { RunRow } from './store';
+export type { InstanceCodeRow, InstancePageQuery, InstancePageRow, RunRow } from './store';
 export { executeRun } from './engine';
 export type { RunSummary } from './engine';
 export { approveRun } from './engine';

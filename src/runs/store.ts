@@ -98,6 +98,33 @@ export interface MetricAggregate {
   n: number;
 }
 
+/** Which instances a page of a run holds (instancePage). */
+export interface InstancePageQuery {
+  after: number;
+  limit: number;
+  failed: boolean;
+  wrong: boolean;
+  /** The score `wrong` judges, and its direction: full marks are 1 (0 when lower is better). */
+  judged?: { key: string; lowerIsBetter: boolean };
+}
+
+export interface InstanceCodeRow {
+  ordinal: number;
+  state: 'failed' | 'blocked';
+  outcome_rule: string | null;
+}
+
+/** Everything of an instance a public run shows (the instance itself may carry text: never logged). */
+export interface InstancePageRow {
+  ordinal: number;
+  item_key: string;
+  state: ItemState;
+  outcome_rule: string | null;
+  payload: Instance;
+  prediction: string | null;
+  scores: Record<string, number | null> | null;
+}
+
 const RUN_COLUMNS = `run_id::text AS run_id, benchmark_id, benchmark_version, benchmark_hash, template_hash, tier, endpoint_id, status,
   requested_by, max_instances, instance_count, skipped, deid_version, spec, error_code, approval_id::text AS approval_id, approved_by, approved_at,
   created_at, started_at, finished_at`;
@@ -443,6 +470,39 @@ export class RunStore {
       const code = r.code ?? 'internal';
       return { code, state: r.state, instances: Number(r.n), meaning: causeMeaning(code) };
     });
+  }
+
+  /**
+   * A page of a run's instances in ordinal order, after `after`: every column a reader of a public run
+   * may see (the instance as planned, the prediction, the scores). Which instances: all, or those
+   * failed or blocked (`failed`), or done with their `judged` score short of full marks (`wrong`),
+   * or either kind when both are asked. One more row than `limit` is read, to say whether a page follows.
+   */
+  async instancePage(runId: string, page: InstancePageQuery): Promise<InstancePageRow[]> {
+    const judged = page.judged ?? { key: '', lowerIsBetter: false };
+    return this.db.query<InstancePageRow>(
+      `SELECT ordinal, item_key, state, outcome_rule, payload, prediction, scores FROM run_items
+        WHERE run_id = $1::uuid AND ordinal > $2
+          AND (NOT ($3::boolean OR $4::boolean)
+               OR ($3::boolean AND state IN ('failed', 'blocked'))
+               OR ($4::boolean AND state = 'done' AND jsonb_typeof(scores->$5::text) = 'number'
+                   AND CASE WHEN $6::boolean THEN (scores->>$5::text)::double precision > 0 ELSE (scores->>$5::text)::double precision < 1 END))
+        ORDER BY ordinal LIMIT $7`,
+      [runId, page.after, page.failed, page.wrong, judged.key, judged.lowerIsBetter, page.limit + 1],
+    );
+  }
+
+  /**
+   * A page of the instances of a run that failed or were blocked, by position, state and code only:
+   * no payload, prediction or score is read, so none can reach a reader of an EHR tier's run.
+   */
+  async instanceCodes(runId: string, page: { after: number; limit: number }): Promise<InstanceCodeRow[]> {
+    return this.db.query<InstanceCodeRow>(
+      `SELECT ordinal, state, outcome_rule FROM run_items
+        WHERE run_id = $1::uuid AND ordinal > $2 AND state IN ('failed', 'blocked')
+        ORDER BY ordinal LIMIT $3`,
+      [runId, page.after, page.limit + 1],
+    );
   }
 
   /**

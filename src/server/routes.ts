@@ -5,7 +5,7 @@ import { type ApprovalChange, type ApprovalInput, endpointDecision } from '../ac
 import type { Endpoint } from '../egress';
 import { TIERS, type Tier } from '../tiers';
 import { chainOf, lastProbes, loadCheckpoints, loadMacKeysIfPresent, loadWitnesses, type RecordFilter, streamRecords, tailRecords, trustedKeys, verifyAudit, type AuditRecord } from '../audit';
-import type { Operations, RunRequestInput } from '../operations';
+import type { InstancesQuery, Operations, RunRequestInput } from '../operations';
 import type { RunScheduler } from '../runs';
 import { type AuditSearchQuery, readDetail, registerAuditReviewRoutes, searchFilter } from './audit-routes';
 import { registerConsoleApiRoutes } from './console-routes';
@@ -63,6 +63,12 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     ops.listRuns(caller(req), req.query.limit ?? 50),
   );
   server.get<{ Params: { id: string } }>('/v1/runs/:id', { schema: { params: UUID_PARAM, response: responses(run) } }, async (req) => ops.showRun(caller(req), req.params.id));
+  // A run's instances, as policy/visibility shows them to the caller; the read is audited (instance.read).
+  server.get<{ Params: { id: string }; Querystring: InstancesQuery }>(
+    '/v1/runs/:id/instances',
+    { schema: { params: UUID_PARAM, querystring: query('api/instances-query.schema.json'), response: responses(schema('api/run-instances.schema.json')) } },
+    async (req) => ops.listInstances(caller(req), req.params.id, req.query),
+  );
   server.post<{ Params: { id: string } }>('/v1/runs/:id/approve', { schema: { params: UUID_PARAM, body: body('api/empty.schema.json'), response: responses(run) } }, async (req) => {
     const view = await ops.approveRun(caller(req), req.params.id);
     scheduler.nudge();

@@ -17,19 +17,21 @@ import type {
   ExportView as SchemaExportView,
   PrincipalView as SchemaPrincipalView,
   Run,
+  RunInstances as SchemaRunInstances,
   SignedCertificate,
   VerifyReport as SchemaVerifyReport,
 } from '../../src/console/client/types';
 import { CONSOLE_TYPES, CONSOLE_TYPES_FILE, consoleTypes } from '../../src/console/write-api-types';
 import type { Approval } from '../../src/access/approvals';
 import type { AuditRecord, ChainHealth, VerifyReport } from '../../src/audit';
-import type { ExportView, Operations, PrincipalView, StoppedRunView } from '../../src/operations';
+import type { ExportView, Operations, PrincipalView, RunInstances, StoppedRunView } from '../../src/operations';
 
 /** Compiles only when A is assignable to B: what a route returns (A) fits its response schema (B). */
 type Fits<A extends B, B> = [A, B];
 
 export type RouteAnswersFitTheirSchemas = [
   Fits<StoppedRunView, Run>,
+  Fits<RunInstances, SchemaRunInstances>,
   Fits<Approval, SchemaApproval>,
   Fits<Awaited<ReturnType<Operations['showApproval']>>, SchemaApprovalDetail>,
   Fits<ExportView, SchemaExportView>,

@@ -11,6 +11,7 @@ import { type GlobalArgs, withApp } from '../context';
 import { formatScore, formatTable, type Io, printJson } from '../output';
 import { Operations } from '../../operations';
 import { TEST_ENDPOINT_DESCRIPTION } from '../../setup';
+import { instancesCommand } from './runs-instances';
 
 interface RunArgs extends GlobalArgs {
   benchmark: string;
@@ -236,7 +237,7 @@ async function watch(args: ClientArgs & { id: string; interval: number }, io: Io
 export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
   return {
     command: 'runs <command>',
-    describe: 'Runs: request, approve, list, show, watch, cancel, resume',
+    describe: 'Runs: request, approve, list, show, instances, watch, cancel, resume',
     builder: (y) =>
       y
         .options(CLIENT_OPTIONS)
@@ -280,6 +281,7 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
             else printRun(io, run);
           },
         })
+        .command(instancesCommand(io))
         .command<ClientArgs & { id: string; interval: number }>({
           command: 'watch <id>',
           describe: 'Follow a run with a progress bar (counts and ETA) until it ends',
@@ -318,7 +320,7 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
             report(io, args, summary);
           },
         })
-        .demandCommand(1, 'name a subcommand: request, approve, list, show, watch, cancel or resume'),
+        .demandCommand(1, 'name a subcommand: request, approve, list, show, instances, watch, cancel or resume'),
     handler: () => undefined,
   };
 }

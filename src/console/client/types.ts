@@ -136,6 +136,86 @@ export interface Run {
   withheld: string | null;
 }
 
+/** api/run-instances.schema.json */
+export interface RunInstances {
+  runId: string;
+  benchmarkId: string;
+  tier: string;
+  /**
+   * text: public data, each instance whole; codes-only: an approval-required or private run, failed and blocked instances by ordinal, state and code, never text or scores
+   */
+  view: 'text' | 'codes-only';
+  /**
+   * the rule that decided what this view shows
+   */
+  rule: 'visibility.instances.public-tier' | 'visibility.instances.codes-only';
+  /**
+   * what the view shows and why, in one sentence
+   */
+  reason: string;
+  /**
+   * whose score each instance's score is (null in the codes-only view)
+   */
+  metric: string | null;
+  mainMetric: string;
+  metrics: string[];
+  /**
+   * rebuilt: from the run's own template and the instance; template-changed: the benchmark's template is no longer the run's, so no prompt is shown; withheld: the codes-only view
+   */
+  prompts: 'rebuilt' | 'template-changed' | 'withheld';
+  filter: {
+    failed: boolean;
+    wrong: boolean;
+  };
+  limit: number;
+  /**
+   * the ordinal this page starts after; null: from the first instance (ordinals start at 0)
+   */
+  after: number | null;
+  instances: {
+    ordinal: number;
+    state: 'pending' | 'claimed' | 'done' | 'blocked' | 'failed';
+    /**
+     * why a failed or blocked instance has no result: a rule or error code
+     */
+    errorCode: string | null;
+    /**
+     * the instance's key in its dataset (text view only)
+     */
+    key?: string;
+    /**
+     * text view only; null when prompts is template-changed
+     */
+    prompt?: string | null;
+    /**
+     * text view only; null until the instance is done
+     */
+    prediction?: string | null;
+    /**
+     * text view only
+     */
+    references?: string[];
+    /**
+     * the score of `metric` (text view only)
+     */
+    score?: number | null;
+    /**
+     * every score of the instance (text view only)
+     */
+    scores?: {
+      [k: string]: number | null | undefined;
+    };
+    /**
+     * a text field was longer than 20,000 characters and was cut
+     */
+    truncated?: boolean;
+  }[];
+  /**
+   * the after of the next page; null on the last page
+   */
+  nextAfter: number | null;
+}
+
 /** api/approval.schema.json */
 export interface Approval {
   approvalId: string;

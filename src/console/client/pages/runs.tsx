@@ -6,6 +6,7 @@ import { finishedOf, PROGRESS_STATES, remainingMs } from '../../../pictures/prog
 import { statusOf } from './approvals';
 import { ConfirmAct, Done, Field, holds, Loading, MetricsHead, Page, Problem, SchemaProblems, Status, score, usd, useAction, useLoad, visible, when } from '../ui';
 import { validateRunRequest } from '../validators';
+import { InstancesSection, InstancesWithheld } from './instances';
 
 const ACTIVE = ['requested', 'approved', 'running'];
 const isActive = (r: Run | undefined) => !!r && ACTIVE.includes(r.status);
@@ -350,6 +351,7 @@ export function RunPage({ runId, session }: { runId: string; session: Session })
               ) : null}
             </>
           )}
+          {r.withheld ? <InstancesWithheld run={r} /> : <InstancesSection run={r} />}
         </>
       )}
     </Page>
