@@ -213,7 +213,7 @@ async function withText(app: App, run: RunRow, page: Page, metric: string): Prom
 function promptBuilder(app: App, run: RunRow): ((row: InstancePageRow) => string | null) | undefined {
   let benchmark;
   try {
-    benchmark = app.catalog.get(run.benchmark_id);
+    benchmark = app.catalog().get(run.benchmark_id);
   } catch {
     return undefined;
   }

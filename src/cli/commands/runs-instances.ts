@@ -102,7 +102,7 @@ export function instancesCommand(io: Io): CommandModule<ClientArgs, InstancesArg
         .option('after', { type: 'number', describe: 'Start after this ordinal: the next page, as the last page says' }),
     handler: async (args) => {
       const query = instancesQuery(args);
-      const page = await withClient(args, io, (c) => c.listInstances(args.id, query));
+      const page = await withClient(args, io, (c) => c.listInstances(args.id, query), { writes: false });
       if (args.json) printJson(io, page);
       else printInstances(io, args, page);
     },
