@@ -146,6 +146,8 @@ postgresOnly('the URL by reference', () => {
     mkdirSync(join(home.home, 'secrets'), { recursive: true });
     writeFileSync(join(home.home, 'secrets', 'database-url'), `${home.store.url}\n`, { mode: 0o600 });
     editConfig(home, (c) => (c.database = { backend: 'postgres', urlFile: 'secrets/database-url', embeddedDir: c.database.embeddedDir }));
+    // A verification only reads: the store is migrated first, as its owner would.
+    await (await home.store.open()).close();
     const r = await cli(withoutUrl(home), ['audit', 'verify']);
     expect(r.stdout).toMatch(/audit trail intact/);
     expect(r.stderr.split('\n')).toContain(postgresLine(home.store.url as string, `file ${join(home.home, 'secrets', 'database-url')}`).trimEnd());
