@@ -31,7 +31,7 @@ import { ApprovalBudgets, EndpointCapacities, EndpointClients, Gateway } from '.
 import { type Engine, templatePrompt, tokensUnderApproval } from './runs';
 import { RunStore } from './runs';
 import { DAEMON_VERSION } from './version';
-import { Revocations } from './identity';
+import { type LedgerEntry, missingFromStore, readLedgers, Revocations, serviceActor } from './identity';
 
 export interface App {
   config: Config;
@@ -166,6 +166,30 @@ function recordingKeys(keysDir: string, writes: boolean): { keys: AuditLogOption
   return { keys: { signingKey: loadSigningKey(keysDir), macKey: macKeys.current }, macKeys: macKeys.all };
 }
 
+/**
+ * The revocations of the ledgers outside the store (the witness folders) that the store does not hold:
+ * a backup older than them was restored, which would have brought the revoked certificates back. Each
+ * is put back as it was, after its own audit event (pki.revoke, rule pki.revoke.reinstated); a trail
+ * that cannot record stops the process here, before it serves anyone.
+ */
+async function reinstateRevocations(db: Database, audit: AuditLog, ledgerDirs: string[], logger: Logger): Promise<void> {
+  const lost: LedgerEntry[] = await missingFromStore(db, readLedgers(ledgerDirs));
+  const revocations = new Revocations(db);
+  for (const entry of lost) {
+    await audit.record({
+      type: 'pki.revoke',
+      action: 'C',
+      outcome: 'success',
+      rule: 'pki.revoke.reinstated',
+      reason: 'a revocation the restored store had lost, put back from the ledger outside it',
+      actor: serviceActor('ehrbench'),
+      detail: { principal: entry.principal, revocationId: entry.revocationId, revokedAt: entry.revokedAt, revokedBy: entry.revokedBy },
+    });
+    await revocations.reinstate(entry);
+  }
+  if (lost.length > 0) logger.warn('pki.revocations-reinstated', { count: lost.length });
+}
+
 export async function openApp(opts: OpenOptions = {}): Promise<App> {
   // Before anything else: no proxy or TLS override may weaken the egress guard.
   assertSafeEgressEnvironment(opts.env ?? process.env);
@@ -212,6 +236,8 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     const endpointOptions = { secrets: config.secrets, allowlistWidth: config.egress.allowlistWidth };
     liveEndpoints = await LivePolicy.open(endpointsSource(config.policies.endpoints, endpointOptions), { db, audit }, logger, { whileInvalid: 'keep' });
     livePrincipals = await LivePolicy.open(principalsSource(config.policies.principals), { db, audit }, logger);
+    // A process that acts first puts back the revocations a restored store lost; until then it does nothing.
+    if (opts.migrate !== false) await reinstateRevocations(db, audit, config.audit.witnessDirs, logger);
   } catch (err) {
     await db.close().catch(() => undefined);
     await logger.close();

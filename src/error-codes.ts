@@ -158,6 +158,8 @@ export const ERRORS = {
   'export.key-missing': e(500, 'the export signing key is missing'),
   'export.key-invalid': e(500, 'the export signing key is not valid'),
   'pki.no-ca': e(500, 'the site CA does not exist; run "ehrbench pki init"'),
+  'pki.ledger-unwritable': e(500, 'a revocation cannot be written to the ledger outside the store; nothing was revoked'),
+  'pki.ledger-invalid': e(500, 'the revocation ledger outside the store is not valid'),
   'pki.signing-unavailable': e(
     503,
     "the daemon cannot sign a certificate request: it cannot read the site CA's key or sign with it, or may not write principals.json; sign on the host with ehrbench pki sign",
@@ -225,6 +227,8 @@ export const SITE_FAULTS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'benchmark.duplicate',
   'server.tls-file-missing',
   'pki.no-ca',
+  'pki.ledger-unwritable',
+  'pki.ledger-invalid',
   'audit.key-missing',
   'audit.key-invalid',
   'audit.witness-unreadable',

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db';
+import { appendRevocation, type LedgerEntry } from './revocation-ledger';
 
 /** What the server knows of a client certificate. */
 export interface RevocationSubject {
@@ -48,14 +49,27 @@ export class Revocations {
     return row ? { revokedAt: new Date(row.revoked_at), revokedBy: row.revoked_by } : undefined;
   }
 
-  /** Every certificate of the principal from this issuer, issued until now. */
-  async revokeAll(issuerFingerprint: string, principalId: string, reason: string, revokedBy: string): Promise<void> {
-    await this.db.query(`INSERT INTO revoked_certificates (revocation_id, issuer_fingerprint, serial, principal, reason, revoked_by) VALUES ($1, $2, '*', $3, $4, $5)`, [
-      randomUUID(),
-      issuerFingerprint,
-      principalId,
-      reason,
-      revokedBy,
-    ]);
+  /**
+   * Every certificate of the principal from this issuer, issued until now. Written first to the
+   * ledgers outside the store (`ledgerDirs`: the witness folders), so that a restore of an older
+   * backup cannot bring the certificates back (src/identity/revocation-ledger.ts).
+   */
+  async revokeAll(issuerFingerprint: string, principalId: string, reason: string, revokedBy: string, ledgerDirs: string[]): Promise<void> {
+    const entry: LedgerEntry = { revocationId: randomUUID(), issuerFingerprint, serial: '*', principal: principalId, reason, revokedBy, revokedAt: new Date().toISOString() };
+    appendRevocation(ledgerDirs, entry);
+    await this.insert(entry);
+  }
+
+  /** A revocation of the ledger the store lost (a restore), put back as it was. */
+  async reinstate(entry: LedgerEntry): Promise<void> {
+    await this.insert(entry);
+  }
+
+  private async insert(e: LedgerEntry): Promise<void> {
+    await this.db.query(
+      `INSERT INTO revoked_certificates (revocation_id, issuer_fingerprint, serial, principal, reason, revoked_by, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+        ON CONFLICT (revocation_id) DO NOTHING`,
+      [e.revocationId, e.issuerFingerprint, e.serial, e.principal, e.reason, e.revokedBy, e.revokedAt],
+    );
   }
 }

@@ -494,7 +494,7 @@ export class Operations {
       detail: { principal: principalId, issuers: issuers.length, stoppedRunCount: runs.length, ...(runs.length ? { stoppedRuns: compactList(runs) } : {}) },
     });
     const revocations = new Revocations(this.app.db);
-    for (const issuer of issuers) await revocations.revokeAll(issuer, principalId, reason.slice(0, 200), actor.principal);
+    for (const issuer of issuers) await revocations.revokeAll(issuer, principalId, reason.slice(0, 200), actor.principal, this.app.config.audit.witnessDirs);
     const stopped: string[] = [];
     for (const runId of runs) {
       // Each halt is its own event (run.halt, naming the revocation); one already over is left as it is.

@@ -229,6 +229,7 @@ export const RULES = {
   'pki.issue.recorded-existing': 'a client certificate issued before ehrbench kept an issuance record, recorded with the time of its own pki.issue event',
   'pki.write-failed': 'the files of an issued certificate could not be written; none was left',
   'pki.revoke.principal': 'every certificate of a principal revoked (break-glass)',
+  'pki.revoke.reinstated': 'a revocation the store lost (a restored older backup) put back from the ledger outside it before anything is served',
   'policy.principals.host-operator': 'the principals file changed on the host by its operator',
   'pki.sign.api':
     "a client certificate issued by the daemon for an admin (POST /v1/certificates, the console) for a certification request: only the request's public key is taken, the certificate is returned, no file is written",

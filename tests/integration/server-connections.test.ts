@@ -156,7 +156,7 @@ describe('a daemon with short timeouts and the default caps', () => {
 
   it('answers a revoked certificate 403 and closes its socket with the answer, so it cannot hold one with refused requests', async () => {
     const dave = t.ids.dave as Identity;
-    await new Revocations(t.app.db).revokeAll(normalizeFingerprint(new X509Certificate(t.ca).fingerprint256), 'dave', 'left the hospital', 'local:test');
+    await new Revocations(t.app.db).revokeAll(normalizeFingerprint(new X509Certificate(t.ca).fingerprint256), 'dave', 'left the hospital', 'local:test', t.app.config.audit.witnessDirs);
     const c = client(dave);
     expect(await c.ready).toBe('secure');
     const answer = await c.get('/v1/whoami');

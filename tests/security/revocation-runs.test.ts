@@ -71,7 +71,7 @@ describe.each(backends())('revoked and suspended requesters, on %s', (backend) =
     // The revocation as another process records it (pki revoke on the host, another daemon): this
     // process's runs are not halted by it, only the access stage can stop them.
     const issuer = (t.app.principals().get('alice')?.certificates ?? [])[0]?.issuerFingerprint as string;
-    await new Revocations(t.app.db).revokeAll(issuer, 'alice', 'lost laptop', 'carol');
+    await new Revocations(t.app.db).revokeAll(issuer, 'alice', 'lost laptop', 'carol', t.app.config.audit.witnessDirs);
     const err = await executeRun(t.app.engine, runId).catch((e: unknown) => e);
     expect(err).toMatchObject({ rule: 'principal.revoked' });
     expect(t.server.requestCount()).toBe(0);
