@@ -217,6 +217,7 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     macKeys,
     checkpointEvery: config.audit.checkpointEvery,
     witnessDirs: config.audit.witnessDirs,
+    legacyWitness: config.audit.legacyWitness,
     // Witnessed checkpoints signed before a key rotation still count.
     trustedKeys: trusted,
     logger,

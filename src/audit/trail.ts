@@ -25,7 +25,7 @@ import type { SigningKey } from './keys';
 import { type AuditRecord, GENESIS_HASH, type Provenance, type RecordBody, recordBody, rowHash, rowMac } from './record';
 import { recordsBetween, streamChain } from './store';
 import type { AuditEventInput, AuditTrail } from './types';
-import { appendWitness, type WitnessEntry, witnessedHeads } from './witness';
+import { appendWitness, type WitnessEntry, witnessedHeads, writeLegacyWitness } from './witness';
 
 export class AuditUnavailable extends UserError {
   /** Set when the trail stopped itself (a rollback, a witness it cannot check). */
@@ -66,6 +66,8 @@ export interface AuditLogOptions {
   /** Seal a checkpoint whenever the chain crosses a multiple of this many events. */
   checkpointEvery: number;
   witnessDirs: string[];
+  /** Also write the single-checkpoint witness older releases read (config audit.legacyWitness). */
+  legacyWitness?: boolean;
   /** Earlier public keys a witnessed checkpoint may be signed with (after a rotation). */
   trustedKeys?: Map<string, KeyObject>;
   logger: Logger;
@@ -471,6 +473,7 @@ export class AuditLog implements AuditTrail {
   private witness(cp: SignedCheckpoint): void {
     try {
       appendWitness(this.opts.witnessDirs, cp);
+      if (this.opts.legacyWitness) writeLegacyWitness(this.opts.witnessDirs, cp);
     } catch (err) {
       throw new AuditUnavailable(`witness file: ${(err as NodeJS.ErrnoException).code ?? describeError(err).code}`, err);
     }

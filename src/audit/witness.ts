@@ -8,7 +8,7 @@
  * (`audit-witness.json`) is still read, as a history of one.
  */
 import type { KeyObject } from 'node:crypto';
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserError } from '../errors';
 import { type CheckpointStatement, checkSignature, type SignedCheckpoint } from './checkpoint';
@@ -177,6 +177,31 @@ export function appendWitness(dirs: string[], cp: SignedCheckpoint): void {
   }
 }
 
+/**
+ * Writes the checkpoint as the single-checkpoint witness (`audit-witness.json`) that releases before
+ * the history format read and wrote, atomically (a synced temporary file, renamed), only forward. A
+ * site that rolls back to such a release then finds there the newest checkpoint of the release it
+ * left, and that release's own check raises the rollback alarm when its restored chain does not hold it.
+ */
+export function writeLegacyWitness(dirs: string[], cp: SignedCheckpoint): void {
+  const text = JSON.stringify({ statement: cp.statementText, signature: cp.signature }, null, 2) + '\n';
+  for (const dir of dirs) {
+    const file = join(dir, LEGACY_WITNESS_FILE);
+    const newest = newestWitnessed(file);
+    if (newest && newest.checkpoint.statement.checkpointId >= cp.statement.checkpointId) continue;
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const tmp = `${file}.${process.pid}.tmp`;
+    const fd = openSync(tmp, 'w', 0o644);
+    try {
+      writeSync(fd, text);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, file);
+  }
+}
+
 function endsWithNewline(fd: number): boolean {
   const size = fstatSync(fd).size;
   if (size === 0) return true;
@@ -193,7 +218,7 @@ function endsWithNewline(fd: number): boolean {
 export function loadWitnesses(dirs: string[], files: string[] = []): { witnesses: WitnessEntry[]; problems: WitnessProblem[] } {
   const witnesses: WitnessEntry[] = [];
   const problems: WitnessProblem[] = [];
-  const load = (file: string, label: string) => {
+  const load = (file: string, label: string, countAs = file) => {
     let text: string;
     try {
       text = readFileSync(file, 'utf8');
@@ -203,7 +228,7 @@ export function loadWitnesses(dirs: string[], files: string[] = []): { witnesses
       return;
     }
     try {
-      witnesses.push(...entriesOf(text, file, (line) => `${file}:${line}`));
+      witnesses.push(...entriesOf(text, file, (line) => `${file}:${line}`).map((w) => ({ ...w, file: countAs })));
     } catch (err) {
       problems.push({ file, unreadable: false, problem: (err as Error).message });
     }
@@ -211,7 +236,8 @@ export function loadWitnesses(dirs: string[], files: string[] = []): { witnesses
   for (const dir of dirs) {
     const present = [WITNESS_FILE, LEGACY_WITNESS_FILE].map((n) => join(dir, n)).filter((f) => exists(f));
     // A folder with neither file is reported as missing its history (the file ehrbench writes now).
-    for (const file of present.length ? present : [join(dir, WITNESS_FILE)]) load(file, 'audit.witnessDirs');
+    // Both formats in one folder (audit.legacyWitness) are one witness, counted as its history.
+    for (const file of present.length ? present : [join(dir, WITNESS_FILE)]) load(file, 'audit.witnessDirs', present.length === 2 ? join(dir, WITNESS_FILE) : file);
   }
   for (const file of files) load(file, '--witness');
   return { witnesses, problems };

@@ -31,7 +31,7 @@ export interface ConfigFile {
   logging?: { level?: 'debug' | 'info' | 'warn' | 'error'; file?: string };
   runs?: { concurrencyPerEndpoint?: number; maxAttempts?: number; leaseSeconds?: number; claimBatch?: number };
   models?: { timeoutMs?: number; maxRetries?: number; maxBackoffMs?: number };
-  audit?: { checkpointEvery?: number; witnessDirs?: string[]; retentionYears?: number };
+  audit?: { checkpointEvery?: number; witnessDirs?: string[]; retentionYears?: number; legacyWitness?: boolean };
   export?: { minCellSize?: number; countRangeWidth?: number; dir?: string; prices?: PriceEntry[] };
   server?: {
     host?: string;
@@ -85,8 +85,11 @@ export interface Config {
   logging: { level: 'debug' | 'info' | 'warn' | 'error'; file: string };
   runs: { concurrencyPerEndpoint: number; maxAttempts: number; leaseSeconds: number; claimBatch: number };
   models: { timeoutMs: number; maxRetries: number; maxBackoffMs: number };
-  /** witnessDirs always starts with the data directory's audit/ folder. */
-  audit: { checkpointEvery: number; witnessDirs: string[]; retentionYears: number };
+  /**
+   * witnessDirs always starts with the data directory's audit/ folder. legacyWitness: also keep the
+   * single-checkpoint witness releases before the history format read, so a rollback to one is detected.
+   */
+  audit: { checkpointEvery: number; witnessDirs: string[]; retentionYears: number; legacyWitness: boolean };
   /** Disclosure control of exports (k, count ranges), where bundles go, and the price table. */
   export: { minCellSize: number; countRangeWidth: number; dir: string; prices: PriceEntry[] };
   server: {
@@ -213,6 +216,7 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
       checkpointEvery: raw.audit?.checkpointEvery ?? 1000,
       witnessDirs,
       retentionYears: raw.audit?.retentionYears ?? 6,
+      legacyWitness: raw.audit?.legacyWitness ?? true,
     },
     export: {
       minCellSize: raw.export?.minCellSize ?? 11,

@@ -77,7 +77,9 @@ export async function identify(app: App, socket: TLSSocket, opts: IdentifyOption
   if (!principal) return { ok: false, rule: 'identity.unknown-principal', reason: `certificate ${peer.commonName} is not mapped to an active principal`, peer };
   const issuedAt = await issueTime(app.db, peer, principal.id, opts);
   if (!issuedAt) {
-    const reason = `certificate ${peer.serial} of ${principal.id} has no issuance record: issue it with "${commandPrefix()} pki issue", or declare its CA in server.externalClientCaFiles`;
+    // After an upgrade from a release that kept no issuance records, the fix is record-existing; an
+    // external CA is for CAs outside the site, never the site CA (it would turn off recorded issue times).
+    const reason = `certificate ${peer.serial} of ${principal.id} has no issuance record: if it was issued before an upgrade, run "${commandPrefix()} pki record-existing" on the host; otherwise issue it with "${commandPrefix()} pki issue" (server.externalClientCaFiles is for CAs outside the site, never the site CA)`;
     return { ok: false, rule: 'identity.unknown-certificate', reason, peer };
   }
   if (await isRevoked(app.db, peer, issuedAt, principal.id)) return { ok: false, rule: 'pki.certificate-revoked', reason: `certificate of ${principal.id} is revoked`, peer };

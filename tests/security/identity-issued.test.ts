@@ -78,6 +78,10 @@ describe.each(backends())('certificates and their issuance record (%s)', (backen
     const r = await t.call(identity(minted), 'GET', '/v1/whoami');
     expect(r.status).toBe(403);
     expect(r.json.rule).toBe('identity.unknown-certificate');
+    // The way out after an upgrade is record-existing, never declaring the site CA external.
+    expect(r.json.message).toMatch(
+      /run "(npx )?ehrbench pki record-existing" on the host; otherwise issue it with "(npx )?ehrbench pki issue" \(server\.externalClientCaFiles is for CAs outside the site, never the site CA\)/,
+    );
     expect((await t.call('alice', 'GET', '/v1/whoami')).status).toBe(200);
   });
 
