@@ -403,6 +403,21 @@ describeBrowser('the console in Chromium', () => {
     }
   });
 
+  it('a browser without a client certificate gets no page: the daemon closes the connection after the handshake', async () => {
+    // What the README tells a person who opens the console before importing their certificate.
+    const context = await browser.newContext({ ignoreHTTPSErrors: true });
+    try {
+      const page = await context.newPage();
+      const failure = await page.goto(`${origin}/console/`).then(
+        () => 'loaded',
+        (err: Error) => err.message.split('\n')[0] as string,
+      );
+      expect(failure).toMatch(/net::ERR_(CONNECTION_CLOSED|EMPTY_RESPONSE|CONNECTION_RESET|SOCKET_NOT_CONNECTED|BAD_SSL_CLIENT_AUTH_CERT)/);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('loaded no page with a Content-Security-Policy violation', () => {
     expect(cspViolations).toEqual([]);
   });
