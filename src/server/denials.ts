@@ -14,7 +14,7 @@
  * jump host) does not lock out the people behind it who hold a valid certificate.
  */
 import type { AuditEventInput } from '../audit';
-import { serviceActor } from '../identity';
+import { type Actor, serviceActor } from '../identity';
 import type { RuleId } from '../policy';
 
 export interface Refusal {
@@ -25,6 +25,8 @@ export interface Refusal {
   address: string;
   /** The presented certificate, when there was one. */
   certificate?: { fingerprint: string; serial: string; issuerFingerprint: string };
+  /** Whose certificate it is, when it maps to a principal (revoked, unrecorded): the event's actor. */
+  holder?: Actor;
 }
 
 export interface DenialLimiterOptions {
@@ -136,7 +138,7 @@ export class DenialLimiter {
         outcome: 'denied',
         rule: refusal.rule,
         reason: reason.slice(0, 200),
-        actor: serviceActor('daemon'),
+        actor: refusal.holder ?? serviceActor('daemon'),
         ...(refusal.address ? { subject: { address: refusal.address } } : {}),
         detail: {
           count,

@@ -31,7 +31,11 @@ export interface IdentifyOptions {
   externalIssuers: ReadonlySet<string>;
 }
 
-export type IdentityResult = { ok: true; principal: Principal; peer: PeerIdentity } | { ok: false; rule: RuleId; reason: string; peer?: PeerIdentity };
+/**
+ * A refusal names the principal the certificate maps to when there is one (its certificate unrecorded
+ * or revoked): the trail then says whose certificate was refused, not the daemon.
+ */
+export type IdentityResult = { ok: true; principal: Principal; peer: PeerIdentity } | { ok: false; rule: RuleId; reason: string; peer?: PeerIdentity; principal?: Principal };
 
 /** "AB:CD:..." -> "abcd..." */
 export function normalizeFingerprint(fp: string): string {
@@ -80,8 +84,8 @@ export async function identify(app: App, socket: TLSSocket, opts: IdentifyOption
     // After an upgrade from a release that kept no issuance records, the fix is record-existing; an
     // external CA is for CAs outside the site, never the site CA (it would turn off recorded issue times).
     const reason = `certificate ${peer.serial} of ${principal.id} has no issuance record: if it was issued before an upgrade, run "${commandPrefix()} pki record-existing" on the host; otherwise issue it with "${commandPrefix()} pki issue" (server.externalClientCaFiles is for CAs outside the site, never the site CA)`;
-    return { ok: false, rule: 'identity.unknown-certificate', reason, peer };
+    return { ok: false, rule: 'identity.unknown-certificate', reason, peer, principal };
   }
-  if (await isRevoked(app.db, peer, issuedAt, principal.id)) return { ok: false, rule: 'pki.certificate-revoked', reason: `certificate of ${principal.id} is revoked`, peer };
+  if (await isRevoked(app.db, peer, issuedAt, principal.id)) return { ok: false, rule: 'pki.certificate-revoked', reason: `certificate of ${principal.id} is revoked`, peer, principal };
   return { ok: true, principal, peer };
 }

@@ -207,6 +207,8 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
         reason: who.reason,
         address: clientAddress(req),
         ...(peer ? { certificate: { fingerprint: peer.fingerprint, serial: peer.serial, issuerFingerprint: peer.issuerFingerprint } } : {}),
+        // (principals.json requires at least one role; the first names the holder in the trail.)
+        ...(who.principal ? { holder: { principal: who.principal.id, role: who.principal.roles[0] ?? 'researcher', authMethod: 'mtls' as const } } : {}),
       };
       const limited = await denials.refused(refusal);
       const { status, body } = limited

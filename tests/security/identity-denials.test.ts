@@ -26,8 +26,8 @@ describe.each(backends())('refused identities (%s)', (backend) => {
   afterAll(() => t.close());
 
   const denials = (rule: string) =>
-    t.app.db.query<{ count: number | null; rate_limited: number | null; address: string | null }>(
-      `SELECT (detail->>'count')::int AS count, (detail->>'rateLimited')::int AS rate_limited, address
+    t.app.db.query<{ count: number | null; rate_limited: number | null; address: string | null; actor: string }>(
+      `SELECT (detail->>'count')::int AS count, (detail->>'rateLimited')::int AS rate_limited, address, actor_principal AS actor
          FROM audit_events WHERE event_type = 'access.denied' AND rule = $1 ORDER BY seq`,
       [rule],
     );
@@ -51,6 +51,8 @@ describe.each(backends())('refused identities (%s)', (backend) => {
       [59, 50],
     ]);
     expect(rows.every((d) => d.address !== null)).toBe(true);
+    // Whose revoked certificate it was, not the daemon.
+    expect(rows.map((d) => d.actor)).toEqual(['bob', 'bob']);
   });
 
   it('limits refusals per client address across certificates, and never the principals that are accepted', async () => {
