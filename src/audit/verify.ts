@@ -57,6 +57,8 @@ export interface VerifyInput {
   witnesses: { source: string; file?: string; checkpoint: SignedCheckpoint }[];
   /** Witnesses that could not be used: findings, except unreadable ones when `allowMissingWitness`. */
   witnessProblems?: { problem: string; unreadable: boolean }[];
+  /** What the witnesses' reading noticed that is not a problem (a folder with only the older format): warnings. */
+  witnessNotes?: string[];
   /** The operator said to verify without the witnesses that cannot be read (--allow-missing-witness). */
   allowMissingWitness?: boolean;
   trustedKeys: Map<string, KeyObject>;
@@ -120,6 +122,7 @@ export async function verifyAudit(input: VerifyInput): Promise<VerifyReport> {
     }
   }
   for (const f of witnessConflicts(signed, input.checkpoints)) find(f.seq, f.problem);
+  for (const problem of input.witnessNotes ?? []) warnings.push({ seq: null, problem });
   for (const f of witnessProblems(input)) {
     if (f.warning) warnings.push({ seq: null, problem: f.problem });
     else find(null, f.problem);

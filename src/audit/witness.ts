@@ -215,9 +215,11 @@ function endsWithNewline(fd: number): boolean {
  * given (`--witness`). A witness that cannot be used is reported, not thrown, so that the verifier
  * still reports everything else.
  */
-export function loadWitnesses(dirs: string[], files: string[] = []): { witnesses: WitnessEntry[]; problems: WitnessProblem[] } {
+export function loadWitnesses(dirs: string[], files: string[] = []): { witnesses: WitnessEntry[]; problems: WitnessProblem[]; notes: string[] } {
   const witnesses: WitnessEntry[] = [];
   const problems: WitnessProblem[] = [];
+  /** Statements already read from a folder's history: its legacy file repeats the newest one. */
+  const seen = new Set<string>();
   const load = (file: string, label: string, countAs = file) => {
     let text: string;
     try {
@@ -228,19 +230,31 @@ export function loadWitnesses(dirs: string[], files: string[] = []): { witnesses
       return;
     }
     try {
-      witnesses.push(...entriesOf(text, file, (line) => `${file}:${line}`).map((w) => ({ ...w, file: countAs })));
+      for (const w of entriesOf(text, file, (line) => `${file}:${line}`)) {
+        // The same signed statement twice in one witness (both formats of a folder) is one checkpoint.
+        const key = `${countAs}\n${w.checkpoint.statementText}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        witnesses.push({ ...w, file: countAs });
+      }
     } catch (err) {
       problems.push({ file, unreadable: false, problem: (err as Error).message });
     }
   };
+  const notes: string[] = [];
   for (const dir of dirs) {
     const present = [WITNESS_FILE, LEGACY_WITNESS_FILE].map((n) => join(dir, n)).filter((f) => exists(f));
+    if (present.length === 1 && present[0] === join(dir, LEGACY_WITNESS_FILE)) {
+      notes.push(
+        `witness folder ${dir} holds only ${LEGACY_WITNESS_FILE} (one checkpoint), no ${WITNESS_FILE} (the history): checked against that checkpoint; the next seal starts the history (if the history was there, restore it from its copy)`,
+      );
+    }
     // A folder with neither file is reported as missing its history (the file ehrbench writes now).
     // Both formats in one folder (audit.legacyWitness) are one witness, counted as its history.
     for (const file of present.length ? present : [join(dir, WITNESS_FILE)]) load(file, 'audit.witnessDirs', present.length === 2 ? join(dir, WITNESS_FILE) : file);
   }
   for (const file of files) load(file, '--witness');
-  return { witnesses, problems };
+  return { witnesses, problems, notes };
 }
 
 const MISSING_HINT = 'restore it from its copy; if the folder was only just added to audit.witnessDirs, the next checkpoint writes it; --allow-missing-witness verifies without it';

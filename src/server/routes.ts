@@ -114,7 +114,7 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
   server.get('/v1/audit/verify', { schema: { response: responses(schema('api/audit-report.schema.json')) } }, async (req) => {
     const actor = await ops.asAny(caller(req), ['compliance', 'auditor'], 'verifying the audit trail');
     await app.audit.record({ type: 'audit.verify', action: 'E', outcome: 'success', rule: 'audit.verify.api', actor });
-    const { witnesses, problems } = loadWitnesses(app.config.audit.witnessDirs);
+    const { witnesses, problems, notes } = loadWitnesses(app.config.audit.witnessDirs);
     const macKeys = loadMacKeysIfPresent(app.config.keysDir);
     const report = await verifyAudit({
       // PostgreSQL on a host with 2 cores or more: read and checked in parallel segments (worker threads); otherwise streamed.
@@ -122,6 +122,7 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
       checkpoints: await loadCheckpoints(app.db),
       witnesses,
       witnessProblems: problems,
+      witnessNotes: notes,
       trustedKeys: trustedKeys(app.config.keysDir),
       ...(macKeys ? { macKeys } : {}),
     });

@@ -245,13 +245,16 @@ describe.each(backends())('audit trail rollback on %s', (backend) => {
     const file = join(home.home, 'audit', WITNESS_FILE);
     expect(existsSync(file)).toBe(true);
     expect((await cli(home, ['audit', 'verify'])).code).toBe(0);
+    // The whole witness: its history and the single checkpoint older releases read.
     rmSync(file);
+    rmSync(join(home.home, 'audit', LEGACY_WITNESS_FILE));
 
     const strict = await cli(home, ['audit', 'verify']);
     expect(strict.code).toBe(1);
     expect(strict.stdout).toContain(`trail: witness ${file} (audit.witnessDirs) cannot be read (ENOENT)`);
 
     rmSync(file, { force: true });
+    rmSync(join(home.home, 'audit', LEGACY_WITNESS_FILE), { force: true });
     const allowed = await cli(home, ['audit', 'verify', '--allow-missing-witness']);
     expect(allowed).toMatchObject({ code: 0 });
     expect(allowed.stdout).toMatch(/^audit trail intact: /);

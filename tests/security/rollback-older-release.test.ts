@@ -6,7 +6,7 @@
  * (what its readWitness parses: pretty JSON of statement and signature), until the site sets
  * audit.legacyWitness to false.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openApp } from '../../src/app';
 import { LEGACY_WITNESS_FILE, readWitnessHistory, WITNESS_FILE } from '../../src/audit';
@@ -62,4 +62,16 @@ it('stops writing it once the site says it will not roll back (audit.legacyWitne
   expect(readFileSync(legacy, 'utf8')).toBe(before);
   const history = readWitnessHistory(join(home.home, 'audit', WITNESS_FILE));
   expect(history.at(-1)!.checkpoint.statement.checkpointId).toBeGreaterThan(olderReleaseReads(legacy).checkpointId);
+});
+
+it('a folder left with only the older file is checked against it, and verify says the history is missing', async () => {
+  rmSync(join(home.home, 'audit', WITNESS_FILE));
+  let out = '';
+  let err = '';
+  process.exitCode = undefined;
+  const code = await main(['audit', 'verify'], { stdout: (t) => void (out += t), stderr: (t) => void (err += t), env: home.env });
+  process.exitCode = undefined;
+  expect(out).toMatch(/^audit trail intact: /);
+  expect(code).toBe(0);
+  expect(err).toContain(`holds only ${LEGACY_WITNESS_FILE} (one checkpoint), no ${WITNESS_FILE} (the history): checked against that checkpoint`);
 });

@@ -196,8 +196,8 @@ async function* exportEventPages(file: string, pageSize = 5000): AsyncGenerator<
 
 /** The witness histories to compare, and those that cannot be used (findings unless allowed). */
 function witnessesOf(args: VerifyArgs, dirs: string[]) {
-  const { witnesses, problems } = loadWitnesses(dirs, args.witness ?? []);
-  return { witnesses, witnessProblems: problems, allowMissingWitness: args.allowMissingWitness === true };
+  const { witnesses, problems, notes } = loadWitnesses(dirs, args.witness ?? []);
+  return { witnesses, witnessProblems: problems, witnessNotes: notes, allowMissingWitness: args.allowMissingWitness === true };
 }
 
 async function verifyCommand(args: VerifyArgs, io: Io): Promise<void> {
