@@ -31,7 +31,7 @@ import { ApprovalBudgets, EndpointCapacities, EndpointClients, Gateway } from '.
 import { type Engine, templatePrompt, tokensUnderApproval } from './runs';
 import { RunStore } from './runs';
 import { DAEMON_VERSION } from './version';
-import { type LedgerEntry, missingFromStore, readLedgers, Revocations, serviceActor } from './identity';
+import { completeLedgers, type LedgerEntry, missingFromLedger, missingFromStore, readLedgers, Revocations, serviceActor } from './identity';
 
 export interface App {
   config: Config;
@@ -188,6 +188,11 @@ async function reinstateRevocations(db: Database, audit: AuditLog, ledgerDirs: s
     await revocations.reinstate(entry);
   }
   if (lost.length > 0) logger.warn('pki.revocations-reinstated', { count: lost.length });
+  // And the other way: revocations an older release made (or made before a witness folder was added)
+  // go into every ledger, so that from now on a restore cannot undo them either.
+  const unledgered = await missingFromLedger(db, ledgerDirs);
+  completeLedgers(ledgerDirs, unledgered);
+  if (unledgered.length > 0) logger.info('pki.revocations-ledgered', { count: unledgered.length });
 }
 
 export async function openApp(opts: OpenOptions = {}): Promise<App> {

@@ -11,7 +11,7 @@ export { writeClientCertificate } from './site-pki';
 export { createCa } from './pki';
 export { issueCertificate } from './pki';
 export { Revocations, type RevocationSubject } from './revocations';
-export { type LedgerEntry, missingFromStore, readLedgers, REVOCATION_LEDGER_FILE } from './revocation-ledger';
+export { completeLedgers, type LedgerEntry, missingFromLedger, missingFromStore, readLedgers, REVOCATION_LEDGER_FILE } from './revocation-ledger';
 export { IssuedCertificates, type IssuedRecord, pemFingerprints } from './issued';
 export { certificateFingerprint, siteClientCertificates } from './site-pki';
 export { csrPublicKey, prepareCsrCertificate, writeSignedCertificate, type PreparedSignedClient } from './csr';

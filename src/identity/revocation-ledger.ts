@@ -98,3 +98,34 @@ export async function missingFromStore(db: Queryable, entries: LedgerEntry[]): P
   const held = new Set(rows.map((r) => r.revocation_id));
   return entries.filter((e) => !held.has(e.revocationId));
 }
+
+/**
+ * The store's revocations that no ledger holds: made by a release before the ledger, or while a
+ * witness folder was not configured yet. Each folder must hold every one (any folder may be the copy
+ * that survives), so one missing from a folder counts.
+ */
+export async function missingFromLedger(db: Queryable, dirs: string[]): Promise<LedgerEntry[]> {
+  const rows = await db.query<{ revocation_id: string; issuer_fingerprint: string; serial: string; principal: string | null; reason: string; revoked_by: string; revoked_at: Date | string }>(
+    'SELECT revocation_id::text AS revocation_id, issuer_fingerprint, serial, principal, reason, revoked_by, revoked_at FROM revoked_certificates ORDER BY revoked_at, revocation_id',
+  );
+  const held = dirs.map((d) => new Set(readLedgers([d]).map((e) => e.revocationId)));
+  return rows
+    .filter((r) => held.some((ids) => !ids.has(r.revocation_id)))
+    .map((r) => ({
+      revocationId: r.revocation_id,
+      issuerFingerprint: r.issuer_fingerprint,
+      serial: r.serial,
+      principal: r.principal ?? '',
+      reason: r.reason,
+      revokedBy: r.revoked_by,
+      revokedAt: new Date(r.revoked_at).toISOString(),
+    }));
+}
+
+/** Writes each entry to the folders whose ledger lacks it. */
+export function completeLedgers(dirs: string[], entries: LedgerEntry[]): void {
+  for (const dir of dirs) {
+    const held = new Set(readLedgers([dir]).map((e) => e.revocationId));
+    for (const e of entries) if (!held.has(e.revocationId)) appendRevocation([dir], e);
+  }
+}

@@ -69,7 +69,7 @@ export class Revocations {
     await this.db.query(
       `INSERT INTO revoked_certificates (revocation_id, issuer_fingerprint, serial, principal, reason, revoked_by, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
         ON CONFLICT (revocation_id) DO NOTHING`,
-      [e.revocationId, e.issuerFingerprint, e.serial, e.principal, e.reason, e.revokedBy, e.revokedAt],
+      [e.revocationId, e.issuerFingerprint, e.serial, e.principal === '' ? null : e.principal, e.reason, e.revokedBy, e.revokedAt],
     );
   }
 }

@@ -1,6 +1,7 @@
 import type { CommandModule } from 'yargs';
 import { loadConfig } from '../../config';
 import { describeDatabase, listMigrations, openDatabase, pinnedDatabase, runMigrations } from '../../db';
+import { upgradeNeeds } from '../../setup';
 import type { GlobalArgs } from '../context';
 import { formatTable, type Io, printJson } from '../output';
 
@@ -12,7 +13,7 @@ export function dbCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
       y
         .command<GlobalArgs>({
           command: 'status',
-          describe: 'Show where the store is and which migrations are applied',
+          describe: 'Show where the store is, which migrations are applied, and what an upgrade still needs',
           handler: async (args) => {
             const config = loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env });
             const opts = pinnedDatabase(config.database);
@@ -23,7 +24,9 @@ export function dbCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
                 const a = applied.find((x) => x.version === m.version);
                 return { version: m.version, name: m.name, applied: a ? a.applied_at.toISOString() : null };
               });
-              if (args.json) return printJson(io, { store: describeDatabase(opts), backend: db.backend, migrations: rows });
+              // What an upgrade still needs (deploy/README.md, Upgrades), each with what does it.
+              const upgrade = await upgradeNeeds(config, db);
+              if (args.json) return printJson(io, { store: describeDatabase(opts), backend: db.backend, migrations: rows, upgrade });
               io.stdout(`store: ${describeDatabase(opts)}\n`);
               io.stdout(
                 formatTable(
@@ -31,6 +34,8 @@ export function dbCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
                   rows.map((r) => [r.version, r.name, r.applied ?? 'pending']),
                 ),
               );
+              if (upgrade.length === 0) io.stdout('upgrade: nothing left to do\n');
+              for (const n of upgrade) io.stdout(`upgrade: ${n.found}; ${n.todo}\n`);
             } finally {
               await db.close();
             }
