@@ -199,6 +199,11 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
   const denials = new DenialLimiter({ max: cfg.rateLimit.deniedMax, windowMs: cfg.rateLimit.windowSeconds * 1000, record: (event) => app.audit.record(event) });
   server.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     if (req.url === '/health' || req.url === '/ready') return;
+    // The policy files IT edits on the host (principals, site data, endpoints) are looked at before
+    // each request, before its certificate is mapped: the request after an edit (a certificate signed
+    // on the host, a binding) uses it, recorded first; a broken edit keeps the last good version and
+    // is logged. config.json is not: a change to it is logged as needing a restart.
+    await app.refreshPolicies();
     const who = await identify(app, req.raw.socket as TLSSocket, identifyOptions);
     if (!who.ok) {
       const peer = who.peer;
@@ -223,13 +228,6 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
       return reply.code(status).header('connection', 'close').send(body);
     }
     req.caller = { principal: who.principal, authMethod: 'mtls' };
-  });
-  // The policy files IT edits on the host (site data, endpoints, principals) are looked at before each
-  // request, so the request after an edit uses it (recorded first); a broken edit keeps the last good
-  // version and is logged. config.json is not: a change to it is logged as needing a restart.
-  server.addHook('preHandler', async (req: FastifyRequest) => {
-    if (req.url === '/health' || req.url === '/ready') return;
-    await app.refreshPolicies();
   });
   await server.register(rateLimit, {
     hook: 'preHandler',

@@ -147,6 +147,29 @@ describe.each(backends())('ehrbench pki sign (%s)', (backend) => {
     }
   });
 
+  // The daemon and the host command share the store: PostgreSQL only (an embedded store has one user).
+  (backend === 'postgres' ? it : it.skip)('a running daemon accepts a certificate signed on the host from the next request', async () => {
+    const app = await openApp({ file: home.configFile, env: home.env });
+    const daemon = await startDaemon(app, { port: 0 });
+    try {
+      const yuri = holderRequest('yuri');
+      writeFileSync(join(home.home, 'yuri.csr'), yuri.csrPem);
+      writeFileSync(join(home.home, 'yuri.key.pem'), yuri.keyPem, { mode: 0o600 });
+      const r = await cli(['pki', 'sign', '--csr', join(home.home, 'yuri.csr'), '--principal', 'yuri', '--role', 'researcher', '--days', '30', '--json'], home.env);
+      expect(r.code).toBe(0);
+      const { certFile } = JSON.parse(r.stdout) as { certFile: string };
+      // At once: no wait for the daemon to notice principals.json changed.
+      const w = await cli(['whoami', '--json', '--server', `https://localhost:${daemon.port}`, '--cert', certFile, '--key', join(home.home, 'yuri.key.pem'), '--ca', join(pkiDir, 'ca.pem')], {
+        HOME: process.env.HOME,
+      });
+      expect(w.stderr).toBe('');
+      expect(JSON.parse(w.stdout)).toMatchObject({ principal: 'yuri', roles: ['researcher'] });
+    } finally {
+      await daemon.close();
+      await app.close();
+    }
+  });
+
   it('refuses a request whose signature does not verify, in one line, and records nothing', async () => {
     const file = join(home.home, 'altered.csr');
     writeFileSync(file, withBadSignature(holderRequest('yves').csrPem));
