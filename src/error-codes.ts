@@ -53,6 +53,7 @@ export const ERRORS = {
   'run.awaiting-approval': e(409, "the run waits for a compliance officer's approval"),
   'approval.changed': e(409, 'the IRB approval changed while the change was being made; nothing was changed, look at it again'),
   'export.not-released': e(409, 'the export has not been released'),
+  'export.changed': e(409, 'the export was released or withdrawn meanwhile'),
   'export.already-written': e(409, 'the files of a released export already exist; they are never overwritten'),
   'pki.already-written': e(409, 'a file of the certificate already exists; an issued certificate is never overwritten'),
   'leaderboard.run-not-completed': e(409, 'only completed runs go on a leaderboard'),

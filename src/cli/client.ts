@@ -73,6 +73,7 @@ export interface Client {
   listExports(limit: number): Promise<ExportView[]>;
   showExport(id: string): Promise<ExportView>;
   releaseExport(id: string, format: 'bundle' | 'helm'): Promise<{ export: ExportView; files: ExportDownload }>;
+  withdrawExport(id: string, reason: string): Promise<ExportView>;
   downloadExport(id: string): Promise<ExportDownload>;
   close(): Promise<void>;
 }
@@ -100,6 +101,7 @@ class LocalClient implements Client {
   listExports = (limit: number) => this.ops.listExports(this.caller, limit);
   showExport = (id: string) => this.ops.showExport(this.caller, id);
   releaseExport = (id: string, format: 'bundle' | 'helm') => this.ops.releaseExport(this.caller, id, format);
+  withdrawExport = (id: string, reason: string) => this.ops.withdrawExport(this.caller, id, reason);
   downloadExport = (id: string) => this.ops.downloadExport(this.caller, id);
   close = () => this.app.close();
 }
@@ -222,6 +224,7 @@ class RemoteClient implements Client, AuditReviewClient {
   listExports = (limit: number) => this.call<ExportView[]>('GET', `/v1/exports?limit=${limit}`);
   showExport = (id: string) => this.call<ExportView>('GET', `/v1/exports/${encodeURIComponent(id)}`);
   releaseExport = (id: string, format: 'bundle' | 'helm') => this.call<{ export: ExportView; files: ExportDownload }>('POST', `/v1/exports/${encodeURIComponent(id)}/release`, { format });
+  withdrawExport = (id: string, reason: string) => this.call<ExportView>('POST', `/v1/exports/${encodeURIComponent(id)}/withdraw`, { reason });
   downloadExport = (id: string) => this.call<ExportDownload>('GET', `/v1/exports/${encodeURIComponent(id)}/files`);
   auditTail = (n: number) => this.call<AuditRecord[]>('GET', `/v1/audit/tail?n=${encodeURIComponent(n)}`);
   auditSearch = (query: AuditQuery) => this.call<AuditRecord[]>('GET', `/v1/audit/events${queryString(query)}`);

@@ -172,10 +172,30 @@ export class ExportService {
     return `${describe(cohorts[close.a])} and ${describe(cohorts[close.b])} differ by fewer than k = ${k} instances; releasing both would give those instances away: leave one of them out of the export`;
   }
 
+  /** Withdraws a waiting export: recorded first (export.deny, rule export.withdrawn), then final. */
+  async withdraw(actor: Actor, row: ExportRow, reason: string): Promise<ExportRow> {
+    const exportId = row.export_id;
+    if (row.state !== 'requested') await this.refuse(actor, 'export.not-waiting', `export ${exportId} is ${row.state}; only an export that waits for release can be withdrawn`, exportId);
+    await this.app.db.transaction(async (tx) => {
+      await this.app.audit.recordIn(tx, {
+        type: 'export.deny',
+        action: 'U',
+        outcome: 'success',
+        rule: 'export.withdrawn',
+        reason: `withdrawn by ${actor.principal}: ${reason}`.slice(0, 300),
+        actor,
+        subject: { exportId },
+      });
+      if (!(await this.store.withdraw(tx, exportId))) throw new UserError('export.changed', `export ${exportId} was released or withdrawn meanwhile; see "${commandPrefix()} export show ${exportId}"`);
+    });
+    return (await this.store.get(exportId)) as ExportRow;
+  }
+
   async release(actor: Actor, exportId: string, format: ExportFormat): Promise<{ row: ExportRow; files: ExportFiles; path: string }> {
     const row = await this.store.get(exportId);
     if (!row) throw new UserError('export.not-found', `export ${exportId} does not exist`);
     if (row.state === 'released') await this.refuse(actor, 'export.already-released', `export ${exportId} was released by ${row.released_by}; a bundle is released once`, exportId);
+    if (row.state === 'withdrawn') await this.refuse(actor, 'export.withdrawn', `export ${exportId} was withdrawn; the requester requests a new export`, exportId);
     if (row.requested_by === actor.principal) {
       await this.refuse(actor, 'sod.releaser-is-requester', `export ${exportId} was requested by ${actor.principal}; a different compliance officer must release it`, exportId);
     }
@@ -193,7 +213,7 @@ export class ExportService {
       await this.refuse(
         actor,
         'export.preview-stale',
-        `the aggregates of export ${exportId} differ from the preview that was reviewed (runs or disclosure settings changed); the requester must request a new export`,
+        `the aggregates of export ${exportId} differ from the preview that was reviewed (runs, disclosure settings or, after an upgrade, the preview's format changed); withdraw it ("${commandPrefix()} export withdraw ${exportId} --reason ...") and request a new export`,
         exportId,
       );
     }

@@ -52,7 +52,7 @@ const METRIC_VALUE = `CASE WHEN jsonb_typeof(s.value) = 'number' THEN (s.value::
 
 export interface ExportRow {
   export_id: string;
-  state: 'requested' | 'released';
+  state: 'requested' | 'released' | 'withdrawn';
   requested_by: string;
   requested_at: Date;
   run_ids: string[];
@@ -216,6 +216,12 @@ export class ExportStore {
         WHERE export_id = $1::uuid AND state = 'requested' AND requested_by <> $2 RETURNING 1`,
       [r.exportId, r.releasedBy, r.format, r.bundle, r.bundleSha256, r.helmFiles === null ? null : JSON.stringify(r.helmFiles)],
     );
+    return rows.length === 1;
+  }
+
+  /** Marks a waiting export withdrawn; false when it was no longer waiting (released or withdrawn meanwhile). */
+  async withdraw(q: Queryable, exportId: string): Promise<boolean> {
+    const rows = await q.query(`UPDATE exports SET state = 'withdrawn' WHERE export_id = $1::uuid AND state = 'requested' RETURNING 1`, [exportId]);
     return rows.length === 1;
   }
 

@@ -111,7 +111,7 @@ export type StoppedRunView = RunView & { callsInFlight?: number };
 /** An export as people see it; `preview` is the canonical JSON of exactly what a release would sign. */
 export interface ExportView {
   exportId: string;
-  state: 'requested' | 'released';
+  state: 'requested' | 'released' | 'withdrawn';
   requestedBy: string;
   requestedAt: string;
   runIds: string[];
@@ -327,6 +327,18 @@ export class Operations {
     const actor = await this.as(caller, 'compliance', 'releasing an export');
     const released = await this.exports.release(actor, exportId, format);
     return { export: exportView(released.row), files: { ...released.files, path: released.path } };
+  }
+
+  /**
+   * The requester or a compliance officer withdraws an export that waits for release: one whose
+   * preview went stale (runs, disclosure settings or the preview's format changed) could otherwise
+   * never be closed. Final; a new export is requested instead.
+   */
+  async withdrawExport(caller: Caller, exportId: string, reason: string): Promise<ExportView> {
+    const row = await this.visibleExport(caller, exportId, ['compliance']);
+    const own = row.requested_by === caller.principal.id;
+    const actor = own ? await this.as(caller, 'researcher', 'withdrawing an export') : await this.as(caller, 'compliance', 'withdrawing an export');
+    return exportView(await this.exports.withdraw(actor, row, reason));
   }
 
   /** The requester or a compliance officer fetches a released bundle again. */

@@ -201,6 +201,8 @@ export const RULES = {
   'export.approval-inactive': "a run's IRB approval is no longer active; its results cannot be released",
   'export.preview-stale': 'the aggregates differ from the preview that was reviewed; request a new export',
   'export.already-released': 'an export is released once',
+  'export.withdrawn': 'an export request withdrawn by its requester or a compliance officer before release: final, never released',
+  'export.not-waiting': 'only an export that waits for release can be withdrawn',
   'export.write-failed': 'the released files could not be written; nothing partial was left',
   'export.download': 'a released bundle fetched again by its requester or a compliance officer',
   'disclosure.differencing': 'a released cell (whole cohort or subgroup, any name) would differ from another released cell of the benchmark, in this export or an earlier one, by 1..k-1 instances',

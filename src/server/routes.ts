@@ -190,6 +190,11 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     },
     async (req) => ops.releaseExport(caller(req), req.params.id, req.body.format ?? 'bundle'),
   );
+  server.post<{ Params: { id: string }; Body: { reason: string } }>(
+    '/v1/exports/:id/withdraw',
+    { schema: { params: UUID_PARAM, body: body('api/reason.schema.json'), response: responses(exportView) } },
+    async (req) => ops.withdrawExport(caller(req), req.params.id, req.body.reason),
+  );
   server.get<{ Params: { id: string } }>('/v1/exports/:id/files', { schema: { params: UUID_PARAM, response: responses(exportFiles) } }, async (req) => ops.downloadExport(caller(req), req.params.id));
 
   // Break-glass: halt every active run and revoke a principal's certificates. Narrows access only.

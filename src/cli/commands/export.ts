@@ -151,6 +151,17 @@ export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
             if (copy) io.stdout(`  copy written to ${copy}\n`);
           },
         })
+        .command<ClientArgs & { id: string; reason: string }>({
+          command: 'withdraw <id>',
+          describe: 'Withdraw an export that waits for release (its requester or compliance): one whose preview went stale cannot be released; final',
+          builder: (b) =>
+            b.positional('id', { type: 'string', demandOption: true }).option('reason', { type: 'string', demandOption: true, describe: 'Why, for the audit trail (a short line, no data)' }),
+          handler: async (args) => {
+            const view = await withClient(args, io, (c) => c.withdrawExport(args.id, args.reason), { writes: true });
+            if (args.json) return printJson(io, viewJson(view));
+            io.stdout(`export ${view.exportId} withdrawn; request a new export of its runs if they are still to be released\n`);
+          },
+        })
         .command<ClientArgs & { id: string; out: string }>({
           command: 'download <id>',
           describe: 'Write a released export again (its requester or compliance)',
@@ -190,7 +201,7 @@ export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
             if (!args.json) io.stdout(`${bundle}: verifies (export ${report.exportId}, ${report.results} result(s), signed by key ${report.keyFingerprint}${helmChecked})\n`);
           },
         })
-        .demandCommand(1, 'name a subcommand: request, show, list, release, download or verify'),
+        .demandCommand(1, 'name a subcommand: request, show, list, release, withdraw, download or verify'),
     handler: () => undefined,
   };
 }

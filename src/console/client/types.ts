@@ -335,7 +335,7 @@ export interface Endpoint {
 /** api/export-view.schema.json */
 export interface ExportView {
   exportId: string;
-  state: 'requested' | 'released';
+  state: 'requested' | 'released' | 'withdrawn';
   requestedBy: string;
   requestedAt: string;
   runIds: string[];
