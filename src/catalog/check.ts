@@ -159,8 +159,10 @@ function expectedColumns(b: Benchmark): { column: string; why: string }[] {
     ...(b.site?.subject ? [{ column: b.site.subject, why: `benchmarks.${id}.subject` }] : []),
     ...Object.entries(b.site?.known ?? {}).flatMap(([kind, columns]) => (columns ?? []).map((column) => ({ column, why: `benchmarks.${id}.known.${kind}` }))),
   ];
+  // Identity columns the binding lets records leave out need not be in the first one.
+  const optional = new Set(b.site?.optionalColumns ?? []);
   const seen = new Set<string>();
-  return [...required, ...identity].filter((c) => !seen.has(c.column) && seen.add(c.column));
+  return [...required, ...identity.filter((c) => !optional.has(c.column))].filter((c) => !seen.has(c.column) && seen.add(c.column));
 }
 
 /** Every column the binding needs, in the first record: all that are missing at once, not the first. */

@@ -24,13 +24,18 @@ export interface ColumnNaming {
   actual(column: string): string;
   /** The column in a message; `where` is the binding key that named it ("subject", "known.names"). */
   label(column: string, where: string): string;
+  /** Columns a record may leave out (the binding's optionalColumns): absent holds no identifier. */
+  optional?: ReadonlySet<string>;
+  /** What to do about a column a record lacks, after the message (where optionalColumns is the way). */
+  absentHint?: string;
 }
 
 /** The text values of one identity cell: empty cells and JSON nulls hold none; a JSON list holds several. */
 function cellValues(record: RawRecord, column: string, where: string, naming: ColumnNaming): string[] {
   const actual = naming.actual(column);
   if (!(actual in record.fields)) {
-    throw new UserError('dataset.missing-column', `${naming.file}: record ${record.position}: missing column ${naming.label(column, where)}`);
+    if (naming.optional?.has(column)) return [];
+    throw new UserError('dataset.missing-column', `${naming.file}: record ${record.position}: missing column ${naming.label(column, where)}${naming.absentHint ?? ''}`);
   }
   const value = record.fields[actual];
   const items = Array.isArray(value) && where !== 'subject' ? value : [value];

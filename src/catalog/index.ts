@@ -445,7 +445,13 @@ function siteIdentity(b: Benchmark, record: RawRecord, file: string, instance: I
   const site = b.site;
   if (!site || (site.subject === undefined && !site.known)) return instance;
   const where = `benchmarks.${b.definition.id}`;
-  const naming = { file, actual: (c: string) => c, label: (c: string, key: string) => `"${c}" (${where}.${key} in ${b.siteFile ?? 'the site data file'})` };
+  const naming = {
+    file,
+    actual: (c: string) => c,
+    label: (c: string, key: string) => `"${c}" (${where}.${key} in ${b.siteFile ?? 'the site data file'})`,
+    optional: new Set(site.optionalColumns ?? []),
+    absentHint: `; if some records leave it out, list it in ${where}.optionalColumns`,
+  };
   return withIdentity(instance, combineIdentity(instance, readIdentity(record, site, naming)));
 }
 export { CHOICE_LETTERS } from './template';

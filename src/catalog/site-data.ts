@@ -48,6 +48,8 @@ export interface SiteBinding {
   subject?: string;
   /** The site's columns holding known identifiers, by kind; combined with the definition's and the source's. */
   known?: KnownColumns;
+  /** Columns of `subject` and `known` that some records leave out (JSON records): absent holds no identifier. */
+  optionalColumns?: string[];
   database?: string;
   /** The tier the site declares for its data (never public; approval-required when absent and data is bound). */
   tier?: 'approval-required' | 'private';
@@ -74,6 +76,14 @@ export function loadSiteData(file: string): SiteData {
       throw new UserError(
         'site-data.invalid',
         `${file}: /benchmarks/${id}/tier: a tier is that of site-supplied data, and this binding supplies none; add its source (or database) or remove the tier`,
+      );
+    }
+    const named = new Set([...(b.subject ? [b.subject] : []), ...Object.values(b.known ?? {}).flat()]);
+    const stray = (b.optionalColumns ?? []).find((c) => !named.has(c));
+    if (stray !== undefined) {
+      throw new UserError(
+        'site-data.invalid',
+        `${file}: /benchmarks/${id}/optionalColumns: "${stray}" is not a column this binding names in subject or known; only identity columns may be absent from a record`,
       );
     }
     const source = b.source && resolveSource(b.source, at);

@@ -234,7 +234,9 @@ describe('subject and known identifiers bound in site-data.json', () => {
     );
     const err = await failure(all(csv.catalog.get('shc_ptbm_med')));
     expect(err.code).toBe('dataset.missing-column');
-    expect(err.message).toBe(`${csv.data}: record 1: missing column "nok_name" (benchmarks.shc_ptbm_med.known.names in ${csv.siteData})`);
+    expect(err.message).toBe(
+      `${csv.data}: record 1: missing column "nok_name" (benchmarks.shc_ptbm_med.known.names in ${csv.siteData}); if some records leave it out, list it in benchmarks.shc_ptbm_med.optionalColumns`,
+    );
 
     const jsonl = site(
       { subject: 'pid', known: { mrns: ['mrn'] } },
@@ -242,12 +244,35 @@ describe('subject and known identifiers bound in site-data.json', () => {
       [JSON.stringify({ prompt: 'q', context: 'Hollis', label: 'A', pid: 1, mrn: 'MRN-99812' }), JSON.stringify({ prompt: 'q', context: 'Hollis', label: 'A', mrn: 'MRN-31337' })].join('\n'),
     );
     const missing = await failure(all(jsonl.catalog.get('shc_ptbm_med')));
-    expect(missing.message).toBe(`${jsonl.data}: record 2: missing column "pid" (benchmarks.shc_ptbm_med.subject in ${jsonl.siteData})`);
+    expect(missing.message).toBe(
+      `${jsonl.data}: record 2: missing column "pid" (benchmarks.shc_ptbm_med.subject in ${jsonl.siteData}); if some records leave it out, list it in benchmarks.shc_ptbm_med.optionalColumns`,
+    );
 
     const nested = site({ known: { names: ['family'] } }, 'nested.jsonl', JSON.stringify({ prompt: 'q', context: 'c', label: 'A', family: { mother: 'Ada Lindqvist' } }));
     const bad = await failure(all(nested.catalog.get('shc_ptbm_med')));
     expect(bad.message).toBe(`${nested.data}: record 1: column "family" (benchmarks.shc_ptbm_med.known.names in ${nested.siteData}) must be text, a number or a list of them`);
     for (const e of [err, missing, bad]) expect(e.message).not.toMatch(/Hollis|MRN-|Lindqvist/);
+  });
+
+  it('lets records leave out the identity columns the binding lists in optionalColumns, and only those', async () => {
+    const lines = [
+      JSON.stringify({ prompt: 'q', context: 'c', label: 'A', pid: 1, mrn: 'MRN-1', phone: '555-0100' }),
+      // A JSONL export leaves out the keys a record has no value for.
+      JSON.stringify({ prompt: 'q', context: 'c', label: 'A', mrn: 'MRN-2' }),
+    ].join('\n');
+    const lenient = site({ subject: 'pid', known: { mrns: ['mrn'], phones: ['phone'] }, optionalColumns: ['pid', 'phone'] }, 'notes.jsonl', lines);
+    const got = await all(lenient.catalog.get('shc_ptbm_med'));
+    expect(got.map((i) => [i.subjectId, i.known])).toEqual([
+      ['1', { mrns: ['MRN-1'], phones: ['555-0100'] }],
+      [undefined, { mrns: ['MRN-2'] }],
+    ]);
+    // A column not listed is still refused when a record lacks it.
+    const strict = site({ subject: 'pid', known: { mrns: ['mrn'], phones: ['phone'] }, optionalColumns: ['pid'] }, 'notes.jsonl', lines);
+    expect((await failure(all(strict.catalog.get('shc_ptbm_med')))).message).toMatch(/record 2: missing column "phone" \(benchmarks\.shc_ptbm_med\.known\.phones/);
+    // Only identity columns may be listed: a required column absent is never a record without a value.
+    expect(() => site({ subject: 'pid', optionalColumns: ['context'] }, 'notes.jsonl', lines)).toThrow(
+      /\/benchmarks\/shc_ptbm_med\/optionalColumns: "context" is not a column this binding names in subject or known/,
+    );
   });
 
   it("combines known values with the definition's columns, and the site's subject wins", async () => {
