@@ -10,11 +10,11 @@
  * Chromium is installed by .ci/run (apt). Without it this file says so in one line and skips, unless
  * EHRBENCH_REQUIRE_BROWSER is set (as .ci/run sets it), where a missing browser fails.
  */
-import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { Behaviour } from '../../src/demo/model-server';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { addOpenBenchmark, finishedRuns } from '../helpers/instance-runs';
 import { pageState, watchForInjection } from '../helpers/injection';
 
 const CHROMIUM = process.env.EHRBENCH_CHROMIUM ?? '/usr/bin/chromium';
@@ -45,46 +45,21 @@ describeBrowser("a run's instances in the console", () => {
   let privateRun: string;
   const pages = new Map<string, Page>();
 
-  async function finished(runId: string): Promise<void> {
-    for (;;) {
-      const r = await t.call('alice', 'GET', `/v1/runs/${runId}`);
-      if (!['requested', 'approved', 'running'].includes(r.json.status)) return;
-      await new Promise((resolve) => setTimeout(resolve, 100)); // a poll interval, not a deadline
-    }
-  }
-
   beforeAll(async () => {
     t = await startTestDaemon({
       behaviour,
       rows: 4,
       workers: 1,
+      // A public benchmark of 25 synthetic notes; note 2 carries markup.
       prepare: (_home, config) => {
-        // A public benchmark of 25 synthetic notes; note 2 carries markup.
-        const siteDir = (config.catalog as { dirs: string[] }).dirs[0]!;
-        const folder = join(siteDir, 'site_open');
-        cpSync(join(siteDir, 'site_private'), folder, { recursive: true });
-        const definition = JSON.parse(readFileSync(join(folder, 'benchmark.json'), 'utf8')) as Record<string, unknown>;
-        writeFileSync(join(folder, 'benchmark.json'), JSON.stringify({ ...definition, id: 'site_open', tier: 'public', displayName: 'Site open test benchmark' }));
         const notes = Array.from({ length: ROWS }, (_, i) => `${i + 1},"Synthetic note ${i + 1}: ${i === 1 ? PROMPT_MARKUP : 'stable vital signs.'}",${i % 2 ? 'yes' : 'no'}`);
-        writeFileSync(join(folder, 'data.csv'), ['id,context,label', ...notes].join('\n') + '\n');
+        addOpenBenchmark(config, ['id,context,label', ...notes].join('\n') + '\n');
       },
     });
     origin = `https://localhost:${t.daemon.port}`;
     const pub = await t.call('alice', 'POST', '/v1/runs', { benchmarkId: 'site_open', endpointId: 'demo-loopback' });
     expect(pub.status).toBe(200);
-    publicRun = pub.json.runId;
-    const approval = await t.call('carol', 'POST', '/v1/approvals', {
-      protocolNumber: 'IRB-INST-UI',
-      principalInvestigator: 'alice',
-      personnel: ['alice'],
-      benchmarks: ['site_private'],
-      purpose: 'instances',
-    });
-    const priv = await t.call('alice', 'POST', '/v1/runs', { benchmarkId: 'site_private', endpointId: 'vpc-private', approvalId: approval.json.approvalId });
-    privateRun = priv.json.runId;
-    expect((await t.call('dave', 'POST', `/v1/runs/${privateRun}/approve`, {})).status).toBe(200);
-    await finished(publicRun);
-    await finished(privateRun);
+    ({ publicRun, privateRun } = await finishedRuns(t, pub.json.runId, 'IRB-INST-UI'));
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   });
 

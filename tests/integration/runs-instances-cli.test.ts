@@ -6,12 +6,12 @@
  * under the rule and to another researcher as not his run; a bad flag is one line and exit 2.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Behaviour } from '../../src/demo/model-server';
 import { DEMO_ENDPOINT_ID } from '../../src/setup';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { addOpenBenchmark, finishedRuns } from '../helpers/instance-runs';
 import { ROOT } from '../helpers/paths';
 
 jest.setTimeout(240_000);
@@ -58,42 +58,16 @@ describe('runs instances against the daemon', () => {
   const as = (who: string) => ['--server', `https://localhost:${t.daemon.port}`, '--cert', t.ids[who]!.certFile, '--key', t.ids[who]!.keyFile, '--ca', t.caFile];
   const instances = (who: string, runId: string, ...flags: string[]) => cli(['runs', 'instances', runId, ...flags, ...as(who)], t.home.env);
 
-  async function finished(runId: string): Promise<void> {
-    for (;;) {
-      const r = await t.call('alice', 'GET', `/v1/runs/${runId}`);
-      if (!['requested', 'approved', 'running'].includes(r.json.status)) return;
-      await new Promise((resolve) => setTimeout(resolve, 100)); // a poll interval, not a deadline
-    }
-  }
-
   beforeAll(async () => {
     t = await startTestDaemon({
       behaviour,
       rows: 6,
-      prepare: (_home, config) => {
-        // A public benchmark on the synthetic notes (labels no, yes, no, yes, no, yes; the model says yes).
-        const siteDir = (config.catalog as { dirs: string[] }).dirs[0]!;
-        const folder = join(siteDir, 'site_open');
-        cpSync(join(siteDir, 'site_private'), folder, { recursive: true });
-        const definition = JSON.parse(readFileSync(join(folder, 'benchmark.json'), 'utf8')) as Record<string, unknown>;
-        writeFileSync(join(folder, 'benchmark.json'), JSON.stringify({ ...definition, id: 'site_open', tier: 'public', displayName: 'Site open test benchmark' }));
-      },
+      // A public benchmark on the synthetic notes (labels no, yes, no, yes, no, yes; the model says yes).
+      prepare: (_home, config) => addOpenBenchmark(config),
     });
     const requested = await cli(['runs', 'request', '--benchmark', 'site_open', '--endpoint', 'demo-loopback', '--json', ...as('alice')], t.home.env);
     expect(requested.code).toBe(0);
-    publicRun = JSON.parse(requested.stdout).runId;
-    const approval = await t.call('carol', 'POST', '/v1/approvals', {
-      protocolNumber: 'IRB-INST-CLI',
-      principalInvestigator: 'alice',
-      personnel: ['alice'],
-      benchmarks: ['site_private'],
-      purpose: 'instances',
-    });
-    const priv = await t.call('alice', 'POST', '/v1/runs', { benchmarkId: 'site_private', endpointId: 'vpc-private', approvalId: approval.json.approvalId });
-    privateRun = priv.json.runId;
-    expect((await t.call('dave', 'POST', `/v1/runs/${privateRun}/approve`, {})).status).toBe(200);
-    await finished(publicRun);
-    await finished(privateRun);
+    ({ publicRun, privateRun } = await finishedRuns(t, JSON.parse(requested.stdout).runId, 'IRB-INST-CLI'));
   });
   afterAll(() => t?.close());
 

@@ -6,10 +6,9 @@
  * (admins and auditors refused under a rule, other researchers told the run is not theirs, as by
  * `runs show`). Every read is in the trail as instance.read, with counts and the filter and no text.
  */
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Behaviour } from '../../src/demo/model-server';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { addOpenBenchmark, finishedRuns } from '../helpers/instance-runs';
 
 jest.setTimeout(180_000);
 
@@ -23,45 +22,18 @@ let t: TestDaemon;
 let publicRun: string;
 let privateRun: string;
 
-async function finished(runId: string): Promise<void> {
-  for (;;) {
-    const r = await t.call('alice', 'GET', `/v1/runs/${runId}`);
-    if (!['requested', 'approved', 'running'].includes(r.json.status)) return;
-    await new Promise((resolve) => setTimeout(resolve, 100)); // a poll interval, not a deadline
-  }
-}
-
 const instances = (who: string, runId: string, query = '') => t.call(who, 'GET', `/v1/runs/${runId}/instances${query}`);
 
 beforeAll(async () => {
   t = await startTestDaemon({
     behaviour,
     rows: 6,
-    prepare: (_home, config) => {
-      // A public benchmark on the same synthetic notes (labels no, yes, no, yes, no, yes; the model says yes).
-      const siteDir = (config.catalog as { dirs: string[] }).dirs[0]!;
-      const folder = join(siteDir, 'site_open');
-      cpSync(join(siteDir, 'site_private'), folder, { recursive: true });
-      const definition = JSON.parse(readFileSync(join(folder, 'benchmark.json'), 'utf8')) as Record<string, unknown>;
-      writeFileSync(join(folder, 'benchmark.json'), JSON.stringify({ ...definition, id: 'site_open', tier: 'public', displayName: 'Site open test benchmark' }));
-    },
+    // A public benchmark on the same synthetic notes (labels no, yes, no, yes, no, yes; the model says yes).
+    prepare: (_home, config) => addOpenBenchmark(config),
   });
   const pub = await t.call('alice', 'POST', '/v1/runs', { benchmarkId: 'site_open', endpointId: 'demo-loopback' });
   expect(pub.status).toBe(200);
-  publicRun = pub.json.runId;
-  const approval = await t.call('carol', 'POST', '/v1/approvals', {
-    protocolNumber: 'IRB-INST-1',
-    principalInvestigator: 'alice',
-    personnel: ['alice'],
-    benchmarks: ['site_private'],
-    purpose: 'instances test',
-  });
-  expect(approval.status).toBe(200);
-  const priv = await t.call('alice', 'POST', '/v1/runs', { benchmarkId: 'site_private', endpointId: 'vpc-private', approvalId: approval.json.approvalId });
-  privateRun = priv.json.runId;
-  expect((await t.call('dave', 'POST', `/v1/runs/${privateRun}/approve`, {})).status).toBe(200);
-  await finished(publicRun);
-  await finished(privateRun);
+  ({ publicRun, privateRun } = await finishedRuns(t, pub.json.runId, 'IRB-INST-1'));
 });
 afterAll(() => t?.close());
 
