@@ -263,10 +263,6 @@ export function checkLink(r: Pick<AuditRecord, 'seq' | 'prev_hash'>, chain: Chai
   if (chain.prevHash !== null && r.prev_hash !== chain.prevHash) find(r.seq, `prev_hash does not match the row before it (row deleted, inserted or moved)`);
 }
 
-/**
- * Every check of one row, in this order: its link to the row before (unless that row is not known
- * here: the first row of a segment), its hash, its MAC, the checkpoints at its seq. Moves `chain` on.
- */
 /** Rows under a signed checkpoint whose MAC key is not held here: how many, where, which keys. */
 export interface UnheldMacRows {
   rows: number;
@@ -295,6 +291,10 @@ function addUnheld(into: UnheldMacRows, later: UnheldMacRows): void {
   for (const k of later.keys) if (!into.keys.includes(k)) into.keys.push(k);
 }
 
+/**
+ * Every check of one row, in this order: its link to the row before (unless that row is not known
+ * here: the first row of a segment), its hash, its MAC, the checkpoints at its seq. Moves `chain` on.
+ */
 export function checkRow(r: AuditRecord, chain: ChainState, checks: RowChecks, find: (seq: number | null, problem: string) => void, found: Set<number>, unheld: UnheldMacRows): void {
   checkLink(r, chain, find);
   const hash = rowHash(r);
