@@ -234,9 +234,14 @@ async function verifyCommand(args: VerifyArgs, io: Io): Promise<void> {
       // Verification is audited like any read; if the trail refuses the record, verify anyway (that is
       // exactly when a compliance officer needs the answer) and report the refusal.
       const actor = await reader(app);
-      await app.audit.record({ type: 'audit.verify', action: 'E', outcome: 'success', rule: 'audit.verify.local-operator', actor }).catch((err: unknown) => {
-        notRecorded = { why: describeError(err).message, trailStopped: app.audit.unavailable() !== undefined };
-      });
+      // A trail that stopped itself (keys lost, a rollback found) is not asked: it refuses every record.
+      const stopped = app.audit.unavailable();
+      if (stopped) notRecorded = { why: stopped.message, trailStopped: true };
+      else {
+        await app.audit.record({ type: 'audit.verify', action: 'E', outcome: 'success', rule: 'audit.verify.local-operator', actor }).catch((err: unknown) => {
+          notRecorded = { why: describeError(err).message, trailStopped: app.audit.unavailable() !== undefined };
+        });
+      }
       await verifyStore(args, io, { db: app.db, keysDir: app.config.keysDir, witnessDirs: app.config.audit.witnessDirs, threads }, notRecorded);
     });
   } catch (err) {
@@ -278,7 +283,7 @@ async function verifyStore(args: VerifyArgs, io: Io, store: StoreToVerify, notRe
     ...(args.mac !== false ? { macKeys: loadMacKeysIfPresent(store.keysDir) as Map<string, Buffer> } : {}),
   });
   if (notRecorded) (notRecorded.trailStopped ? report.warnings : report.findings).push({ seq: null, problem: `this verification could not be recorded: ${notRecorded.why}` });
-  for (const problem of lostKeyNotes(store.keysDir, report, (args.key ?? []).length > 0)) report.warnings.unshift({ seq: null, problem });
+  report.warnings.unshift(...lostKeyNotes(store.keysDir, report, (args.key ?? []).length > 0).map((problem) => ({ seq: null, problem })));
   report.ok = report.findings.length === 0;
   printReport(io, report, args.json);
   if (!report.ok) process.exitCode = 1;
