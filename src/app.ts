@@ -25,7 +25,7 @@ import { type Database, describeDatabase, openDatabase, pinnedDatabase } from '.
 import { createDeidStage, settingsFrom } from './deid';
 import { assertNoForeignCode, assertSafeEgressEnvironment, type EndpointPolicy, loadEndpointPolicy, type PolicyLoadOptions, type Resolver, summarizeEndpoints } from './egress';
 import { createLogger, type Logger } from './log';
-import { AccessPolicy, ApprovalStore, loadPrincipals, type PrincipalDirectory, summarizePrincipals } from './access';
+import { AccessPolicy, ApprovalStore, latestApprovalChanges, loadPrincipals, type PrincipalDirectory, STATUS_OF, STOPPED, summarizePrincipals } from './access';
 import { createAnnotators, SqlExecutor } from './annotate';
 import { ApprovalBudgets, EndpointCapacities, EndpointClients, Gateway } from './calls';
 import { type Engine, templatePrompt, tokensUnderApproval } from './runs';
@@ -195,6 +195,37 @@ async function reinstateRevocations(db: Database, audit: AuditLog, ledgerDirs: s
   if (unledgered.length > 0) logger.info('pki.revocations-ledgered', { count: unledgered.length });
 }
 
+/**
+ * The approval suspensions and closures of the ledgers outside the store (the witness folders) that
+ * the store, at an older version, does not hold: a backup older than them was restored, which would
+ * have brought the approvals back active. Each is applied again as a new version, with its own audit
+ * event (rule approval.stop-reapplied); a reinstatement never is. A trail that cannot record stops the
+ * process here, before it serves anyone.
+ */
+async function reapplyApprovalStops(approvals: ApprovalStore, audit: AuditLog, ledgerDirs: string[], logger: Logger): Promise<void> {
+  let reapplied = 0;
+  for (const latest of latestApprovalChanges(ledgerDirs)) {
+    if (latest.change === 'reinstate') continue;
+    const held = await approvals.get(latest.approvalId);
+    if (!held || held.version >= latest.version || STOPPED[held.status] >= STOPPED[STATUS_OF[latest.change]]) continue;
+    // In the approval's history as the officer who made it, so separation of duties holds as before
+    // the restore (the officer who suspended still cannot reinstate); the trail says who applied it again.
+    const changed = await approvals.change(latest.approvalId, latest.change, latest.changedBy, held.version, (tx) =>
+      audit.recordIn(tx, {
+        type: latest.change === 'close' ? 'approval.close' : 'approval.suspend',
+        action: 'U',
+        outcome: 'success',
+        rule: 'approval.stop-reapplied',
+        reason: `${latest.change} by ${latest.changedBy} at ${latest.changedAt}, lost with the restored store, applied again from the ledger`.slice(0, 200),
+        actor: serviceActor('ehrbench'),
+        subject: { approvalId: latest.approvalId },
+      }),
+    );
+    if (changed) reapplied += 1;
+  }
+  if (reapplied > 0) logger.warn('approval.stops-reapplied', { count: reapplied });
+}
+
 export async function openApp(opts: OpenOptions = {}): Promise<App> {
   // Before anything else: no proxy or TLS override may weaken the egress guard.
   assertSafeEgressEnvironment(opts.env ?? process.env);
@@ -243,7 +274,10 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     liveEndpoints = await LivePolicy.open(endpointsSource(config.policies.endpoints, endpointOptions), { db, audit }, logger, { whileInvalid: 'keep' });
     livePrincipals = await LivePolicy.open(principalsSource(config.policies.principals), { db, audit }, logger);
     // A process that acts first puts back the revocations a restored store lost; until then it does nothing.
-    if (opts.migrate !== false) await reinstateRevocations(db, audit, config.audit.witnessDirs, logger);
+    if (opts.migrate !== false) {
+      await reinstateRevocations(db, audit, config.audit.witnessDirs, logger);
+      await reapplyApprovalStops(approvals, audit, config.audit.witnessDirs, logger);
+    }
   } catch (err) {
     await db.close().catch(() => undefined);
     await logger.close();

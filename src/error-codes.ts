@@ -161,6 +161,8 @@ export const ERRORS = {
   'pki.no-ca': e(500, 'the site CA does not exist; run "ehrbench pki init"'),
   'pki.ledger-unwritable': e(500, 'a revocation cannot be written to the ledger outside the store; nothing was revoked'),
   'pki.ledger-invalid': e(500, 'the revocation ledger outside the store is not valid'),
+  'approval.ledger-unwritable': e(500, 'an approval change cannot be written to the ledger outside the store; nothing was changed'),
+  'approval.ledger-invalid': e(500, 'the approval ledger outside the store is not valid'),
   'pki.signing-unavailable': e(
     503,
     "the daemon cannot sign a certificate request: it cannot read the site CA's key or sign with it, or may not write principals.json; sign on the host with ehrbench pki sign",
@@ -230,6 +232,8 @@ export const SITE_FAULTS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'pki.no-ca',
   'pki.ledger-unwritable',
   'pki.ledger-invalid',
+  'approval.ledger-unwritable',
+  'approval.ledger-invalid',
   'audit.key-missing',
   'audit.key-invalid',
   'audit.witness-unreadable',

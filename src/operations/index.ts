@@ -5,7 +5,7 @@
  * rule), then acts; every side effect is audited before it happens.
  */
 import type { App } from '../app';
-import { actAs, type Approval, coverageOf, type ApprovalChange, type ApprovalInput, type Principal, type PrincipalRole } from '../access';
+import { actAs, appendApprovalChange, type Approval, coverageOf, type ApprovalChange, type ApprovalInput, type Principal, type PrincipalRole } from '../access';
 import { PolicyDenied, UserError } from '../errors';
 import { compactList } from '../audit';
 import { type Actor, IssuedCertificates, Revocations } from '../identity';
@@ -450,8 +450,9 @@ export class Operations {
     }
     if (change === 'suspend' && current.status === 'suspended') await refuse('approval.already-suspended', 'approval is already suspended');
     // The change and its audit record commit together: no success in the trail for a change that failed.
-    const changed = await this.app.approvals.change(id, change, actor.principal, current.version, (tx) =>
-      this.app.audit.recordIn(tx, {
+    // And it is written outside the store before it commits, so that a restore cannot undo it (src/access/approval-ledger.ts).
+    const changed = await this.app.approvals.change(id, change, actor.principal, current.version, async (tx, approval) => {
+      await this.app.audit.recordIn(tx, {
         type: auditType(change),
         action: 'U',
         outcome: 'success',
@@ -460,8 +461,9 @@ export class Operations {
         actor,
         irbProtocol: safeId(current.protocolNumber),
         subject: { approvalId: id },
-      }),
-    );
+      });
+      appendApprovalChange(this.app.config.audit.witnessDirs, { approvalId: id, version: approval.version, change, changedBy: actor.principal, changedAt: new Date().toISOString() });
+    });
     // The checks above were made on version `current.version`; another change in between voids them.
     if (!changed) throw new UserError('approval.changed', `approval ${id} changed while being changed; nothing was done, show it and try again`);
     return changed;

@@ -231,6 +231,7 @@ export const RULES = {
   'pki.issue.recorded-existing': 'a client certificate issued before ehrbench kept an issuance record, recorded with the time of its own pki.issue event',
   'pki.write-failed': 'the files of an issued certificate could not be written; none was left',
   'pki.revoke.principal': 'every certificate of a principal revoked (break-glass)',
+  'approval.stop-reapplied': 'an approval suspension or closure the store lost (a restored older backup) applied again from the ledger outside it before anything is served',
   'pki.revoke.reinstated': 'a revocation the store lost (a restored older backup) put back from the ledger outside it before anything is served',
   'policy.principals.host-operator': 'the principals file changed on the host by its operator',
   'pki.sign.api':

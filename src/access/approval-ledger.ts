@@ -1,0 +1,98 @@
+/**
+ * Approval changes kept outside the store. A suspension or closure of an IRB approval lives in
+ * `approvals`; a database restored from a backup older than it would bring the approval back active,
+ * silently. So every change (suspend, close, reinstate) is also appended, in the change's own
+ * transaction before it commits, as one JSON line to `approval-changes.jsonl` in every witness folder.
+ * Before a process that acts opens, an approval whose latest ledger change stops it (suspend, close)
+ * while the store, knowing less (an older version), holds it less stopped, is stopped again, with its
+ * own audit event. A reinstatement is never re-applied: the ledger only narrows.
+ *
+ * The file is only ever appended to. A line written for a change whose commit then failed can only
+ * stop an approval its officer meant to stop. Lines are not signed: whoever can write the witness
+ * folders can stop an approval (deny service), or remove a line before a restore.
+ */
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { UserError } from '../errors';
+import type { ApprovalChange, ApprovalStatus } from './approvals';
+
+export const APPROVAL_LEDGER_FILE = 'approval-changes.jsonl';
+
+export interface ApprovalLedgerEntry {
+  approvalId: string;
+  /** The approval's version after the change. */
+  version: number;
+  change: ApprovalChange;
+  changedBy: string;
+  /** ISO 8601. */
+  changedAt: string;
+}
+
+const CHANGES: ApprovalChange[] = ['suspend', 'reinstate', 'close'];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** How stopped a status is: a change may be re-applied only to a status less stopped than its own. */
+export const STOPPED: Record<ApprovalStatus, number> = { active: 0, suspended: 1, closed: 2 };
+export const STATUS_OF: Record<ApprovalChange, ApprovalStatus> = { suspend: 'suspended', reinstate: 'active', close: 'closed' };
+
+/** Appends the change to every folder's ledger, synced; throws (naming the file) so the change does not commit. */
+export function appendApprovalChange(dirs: string[], entry: ApprovalLedgerEntry): void {
+  const line = JSON.stringify({ approvalId: entry.approvalId, version: entry.version, change: entry.change, changedBy: entry.changedBy, changedAt: entry.changedAt }) + '\n';
+  for (const dir of dirs) {
+    const file = join(dir, APPROVAL_LEDGER_FILE);
+    let fd: number | undefined;
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      fd = openSync(file, 'a', 0o600);
+      writeSync(fd, line);
+      fsyncSync(fd);
+    } catch (err) {
+      throw new UserError(
+        'approval.ledger-unwritable',
+        `${file}: the approval change cannot be written outside the store (${(err as NodeJS.ErrnoException).code ?? 'error'}); nothing was changed: make the witness folder writable and try again`,
+      );
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+  }
+}
+
+function parseLine(text: string, where: string): ApprovalLedgerEntry {
+  let raw: Record<string, unknown>;
+  try {
+    raw = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    throw new UserError('approval.ledger-invalid', `${where}: not a JSON line; restore the file from a copy (a line cut short by a crash may be removed)`);
+  }
+  const ok =
+    typeof raw === 'object' &&
+    raw !== null &&
+    typeof raw.approvalId === 'string' &&
+    UUID.test(raw.approvalId) &&
+    Number.isInteger(raw.version) &&
+    CHANGES.includes(raw.change as ApprovalChange) &&
+    typeof raw.changedBy === 'string' &&
+    typeof raw.changedAt === 'string' &&
+    !Number.isNaN(Date.parse(raw.changedAt));
+  if (!ok)
+    throw new UserError('approval.ledger-invalid', `${where}: an entry holds approvalId (a UUID), version, change (suspend, reinstate, close), changedBy and changedAt; restore the file from a copy`);
+  return raw as unknown as ApprovalLedgerEntry;
+}
+
+/** The latest change of each approval over every folder's ledger (the highest version). */
+export function latestApprovalChanges(dirs: string[]): ApprovalLedgerEntry[] {
+  const latest = new Map<string, ApprovalLedgerEntry>();
+  for (const dir of dirs) {
+    const file = join(dir, APPROVAL_LEDGER_FILE);
+    if (!existsSync(file)) continue;
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .forEach((text, i) => {
+        if (text.trim() === '') return;
+        const e = parseLine(text, `${file}:${i + 1}`);
+        const known = latest.get(e.approvalId);
+        if (!known || e.version > known.version) latest.set(e.approvalId, e);
+      });
+  }
+  return [...latest.values()];
+}
