@@ -25,7 +25,7 @@ import { type Database, describeDatabase, openDatabase, pinnedDatabase } from '.
 import { createDeidStage, settingsFrom } from './deid';
 import { assertNoForeignCode, assertSafeEgressEnvironment, type EndpointPolicy, loadEndpointPolicy, type PolicyLoadOptions, type Resolver, summarizeEndpoints } from './egress';
 import { createLogger, type Logger } from './log';
-import { AccessPolicy, ApprovalStore, latestApprovalChanges, loadPrincipals, type PrincipalDirectory, STATUS_OF, STOPPED, summarizePrincipals } from './access';
+import { AccessPolicy, ApprovalStore, completeApprovalLedgers, latestApprovalChanges, loadPrincipals, type PrincipalDirectory, STATUS_OF, STOPPED, summarizePrincipals } from './access';
 import { createAnnotators, SqlExecutor } from './annotate';
 import { ApprovalBudgets, EndpointCapacities, EndpointClients, Gateway } from './calls';
 import { type Engine, templatePrompt, tokensUnderApproval } from './runs';
@@ -224,6 +224,10 @@ async function reapplyApprovalStops(approvals: ApprovalStore, audit: AuditLog, l
     if (changed) reapplied += 1;
   }
   if (reapplied > 0) logger.warn('approval.stops-reapplied', { count: reapplied });
+  // And the other way: approvals an older release stopped (or changed since a folder's latest line)
+  // go into every ledger, so that from now on a restore cannot undo them either.
+  const ledgered = completeApprovalLedgers(ledgerDirs, await approvals.list());
+  if (ledgered > 0) logger.info('approval.changes-ledgered', { count: ledgered });
 }
 
 export async function openApp(opts: OpenOptions = {}): Promise<App> {

@@ -14,7 +14,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { UserError } from '../errors';
-import type { ApprovalChange, ApprovalStatus } from './approvals';
+import type { Approval, ApprovalChange, ApprovalStatus } from './approvals';
 
 export const APPROVAL_LEDGER_FILE = 'approval-changes.jsonl';
 
@@ -95,4 +95,26 @@ export function latestApprovalChanges(dirs: string[]): ApprovalLedgerEntry[] {
       });
   }
   return [...latest.values()];
+}
+
+const CHANGE_TO: Record<ApprovalStatus, ApprovalChange> = { active: 'reinstate', suspended: 'suspend', closed: 'close' };
+
+/**
+ * Writes into each folder's ledger the state of every approval the store knows better than that
+ * ledger: stopped by a release before the ledger (or while the folder was not configured), or changed
+ * since its latest entry. An active approval the ledger never stopped needs no line. Returns how many
+ * lines were written.
+ */
+export function completeApprovalLedgers(dirs: string[], approvals: Approval[]): number {
+  let written = 0;
+  for (const dir of dirs) {
+    const latest = new Map(latestApprovalChanges([dir]).map((e) => [e.approvalId, e]));
+    for (const a of approvals) {
+      const known = latest.get(a.approvalId);
+      if (known ? known.version >= a.version : a.status === 'active') continue;
+      appendApprovalChange([dir], { approvalId: a.approvalId, version: a.version, change: CHANGE_TO[a.status], changedBy: a.updatedBy, changedAt: a.updatedAt });
+      written += 1;
+    }
+  }
+  return written;
 }

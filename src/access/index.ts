@@ -3,7 +3,7 @@ export { loadPrincipals, savePrincipals, actAs } from './principals';
 export { summarizePrincipals } from './policy-summary';
 export type { Principal, PrincipalDirectory, PrincipalRole } from './principals';
 export { ApprovalStore, approvalBudget } from './approvals';
-export { APPROVAL_LEDGER_FILE, appendApprovalChange, latestApprovalChanges, STATUS_OF, STOPPED, type ApprovalLedgerEntry } from './approval-ledger';
+export { APPROVAL_LEDGER_FILE, appendApprovalChange, completeApprovalLedgers, latestApprovalChanges, STATUS_OF, STOPPED, type ApprovalLedgerEntry } from './approval-ledger';
 export { coverageOf, coverageText } from './coverage';
 export type { Approval, ApprovalInput, ApprovalStatus, ApprovalChange } from './approvals';
 export { approvalStatusAt, decideRunAccess, endpointDecision } from './rules';

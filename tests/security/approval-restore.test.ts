@@ -88,6 +88,32 @@ describe.each(backends())('approval changes outlive a restore (%s)', (backend) =
     }
   });
 
+  it('an approval an older release suspended (in the store only) goes into the ledger at the next start, so a later restore cannot undo it', async () => {
+    let app = await openApp({ file: home.configFile, env: home.env });
+    const approval = await record(app, 'IRB-RESTORE-4');
+    // The older release's suspension: the store only, no ledger line.
+    await app.db.query("UPDATE approvals SET status = 'suspended', version = version + 1, updated_by = 'dave' WHERE approval_id = $1::uuid", [approval.approvalId]);
+    await app.db.query("INSERT INTO approval_history (approval_id, version, change, snapshot, changed_by) VALUES ($1::uuid, 2, 'suspend', '{}'::jsonb, 'dave')", [approval.approvalId]);
+    await app.close();
+    const lines = () =>
+      readFileSync(join(home.home, 'audit', APPROVAL_LEDGER_FILE), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { approvalId: string });
+    expect(lines().filter((l) => l.approvalId === approval.approvalId)).toEqual([]);
+
+    app = await openApp({ file: home.configFile, env: home.env });
+    expect(lines().filter((l) => l.approvalId === approval.approvalId)).toEqual([expect.objectContaining({ version: 2, change: 'suspend', changedBy: 'dave' })]);
+    await restoreOlder(app, approval.approvalId, 'active');
+    await app.close();
+    app = await openApp({ file: home.configFile, env: home.env });
+    try {
+      expect((await app.approvals.get(approval.approvalId))?.status).toBe('suspended');
+    } finally {
+      await app.close();
+    }
+  });
+
   it('a change that cannot be written outside the store is not made, naming the file', async () => {
     const app = await openApp({ file: home.configFile, env: home.env });
     try {
