@@ -83,6 +83,7 @@ export const ERRORS = {
   'deid.residual-identifier': e(422, 'an identifier remained after de-identification; nothing was written'),
   'audit.export-missing': e(400, 'the audit export file does not exist'),
   'audit.export-invalid': e(400, 'the audit export file is not a valid export'),
+  'audit.no-loss': e(400, 'there is no rollback to accept: the chain holds every witnessed checkpoint'),
   'audit.no-key': e(400, 'offline verification needs the audit public key (--key)'),
   'helm-import.invalid': e(400, 'the HELM configuration does not match its schema'),
   'helm-import.missing': e(400, 'a file or entry the HELM import needs is missing'),

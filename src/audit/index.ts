@@ -21,3 +21,4 @@ export { auditBase, ENGINE_ACTOR } from './run-events';
 export { newMacKeyHex } from './keys';
 export { compactList, diffSummaries, LivePolicy, openPolicy, policyChangeEvent, readPolicy, recordPolicy } from './policy-change';
 export type { PolicyDiff, PolicyEntry, PolicyKind, PolicyRecorder, PolicySource, PolicySummary, PolicyVersion } from './policy-change';
+export { archiveName, archiveWitnesses, restoreWitnesses, WITNESS_ARCHIVE_DIR, type ArchivedWitness } from './loss';

@@ -208,6 +208,22 @@ export class AuditLog implements AuditTrail {
   }
 
   /**
+   * The witnessed checkpoints the chain no longer holds (a tail cut or an older backup restored),
+   * without stopping the trail: what `audit accept-loss` shows and records before the witness
+   * histories are moved aside. Throws when a witness cannot be read or does not verify.
+   */
+  async witnessedLosses(): Promise<{ file: string; checkpointId: number; seq: number; held: 'no' | 'another-row' }[]> {
+    const lost: { file: string; checkpointId: number; seq: number; held: 'no' | 'another-row' }[] = [];
+    for (const head of witnessedHeads(this.opts.witnessDirs, this.trusted)) {
+      const s = head.checkpoint.statement;
+      const rows = await this.db.query<{ row_hash: string }>('SELECT row_hash FROM audit_events WHERE seq = $1', [s.seq]);
+      if (rows[0]?.row_hash === s.headHash) continue;
+      lost.push({ file: head.file, checkpointId: s.checkpointId, seq: s.seq, held: rows[0] ? 'another-row' : 'no' });
+    }
+    return lost;
+  }
+
+  /**
    * The chain must still hold each witness's newest checkpoint, row for row. When it does not, it was
    * cut or restored from an older backup after that checkpoint was witnessed, and sealing or adding to
    * it would make the rolled-back chain look whole again: the trail stops instead (fail closed).

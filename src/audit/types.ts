@@ -33,6 +33,7 @@ export const AUDIT_EVENT_TYPES = [
   'audit.read',
   'audit.verify',
   'audit.checkpoint',
+  'audit.loss-accepted',
   'pki.issue',
   'pki.revoke',
   'access.denied',

@@ -215,6 +215,8 @@ export const RULES = {
   'audit.verify.outcome': "what a verification of the audit trail found: success when the chain verified, failed when it is broken (the count of findings in the event's detail)",
   'audit.keys-missing': 'the keys folder lacks the audit signing or MAC key: nothing is recorded or sealed, so only what needs no record (reading, verifying) is done',
   'audit.rollback-detected': 'the chain no longer holds a witnessed checkpoint (tail cut or older backup restored): the trail stops, nothing is sealed or done',
+  'audit.loss-accepted':
+    'a rollback whose rows are lost for good accepted on the host (audit accept-loss) after the compliance office decided: the witness histories were archived, not deleted, and new ones start at the next checkpoint',
   'audit.unverified-row':
     'a row since the last checkpoint is not one ehrbench wrote (its MAC, hash or link fails: appended with the database grants alone): the trail stops, nothing is signed over it or chained onto it',
   'audit.witness-unchecked': 'a witness file cannot be read or does not verify, so the chain cannot be checked against it: the trail stops',

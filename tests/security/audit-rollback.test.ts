@@ -6,7 +6,7 @@
  * witness is a failure of `audit verify` unless it is explicitly allowed.
  * Runs on PGlite and, with TEST_DATABASE_URL, on PostgreSQL.
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, fetch } from 'undici';
 import { openApp, type App } from '../../src/app';
@@ -329,5 +329,91 @@ describe.each(backends())('the daemon on a rolled-back trail (%s)', (backend) =>
       await agent?.close();
       await t.close();
     }
+  });
+});
+
+/**
+ * Step 5 of the rollback alarm procedure, as a command: the loss is accepted only when there is one,
+ * the witness histories are archived whole (evidence, never deleted), the acceptance is in the trail,
+ * and the trail records again and verifies intact afterwards. A failure to record (here: the MAC key is
+ * missing, so no writer opens) puts everything back.
+ */
+describe.each(backends())('accepting a rollback whose rows are lost (%s)', (backend) => {
+  let home: TestHome;
+  let app: App | undefined;
+  const accept = ['audit', 'accept-loss', '--reason', 'rows lost with the failed disk; decided by the compliance office', '--incident', 'INC-2041'];
+  beforeEach(async () => {
+    home = await makeHome(backend);
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await home.cleanup();
+  });
+
+  async function rolledBack(): Promise<{ dir: string; newest: { checkpointId: number; seq: number }; before: string }> {
+    app = await populatedApp(home);
+    const dir = app.config.audit.witnessDirs[0] as string;
+    const newest = newestIn(app);
+    await cutTail(app, newest.seq - 7);
+    await app.close();
+    app = undefined;
+    return { dir, newest, before: readFileSync(join(dir, WITNESS_FILE), 'utf8') };
+  }
+
+  it('refuses when the chain holds every witnessed checkpoint, and moves nothing', async () => {
+    app = await populatedApp(home);
+    const dir = app.config.audit.witnessDirs[0] as string;
+    await app.close();
+    app = undefined;
+    const r = await cli(home, accept);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('no loss to accept');
+    expect(existsSync(join(dir, WITNESS_FILE))).toBe(true);
+    expect(existsSync(join(dir, 'witness-archive'))).toBe(false);
+  });
+
+  it('archives the witness histories, records the loss, and lets the trail record and verify again', async () => {
+    const { dir, newest, before } = await rolledBack();
+    const r = await cli(home, accept);
+    expect(r.stderr).not.toMatch(/error/i);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`witnessed checkpoint ${newest.checkpointId} at seq ${newest.seq}, which the chain no longer holds`);
+    // The old histories are kept byte for byte in the archive.
+    const archives = readdirSync(join(dir, 'witness-archive'));
+    expect(archives).toHaveLength(1);
+    expect(readFileSync(join(dir, 'witness-archive', archives[0] as string, WITNESS_FILE), 'utf8')).toBe(before);
+    expect(existsSync(join(dir, 'witness-archive', archives[0] as string, LEGACY_WITNESS_FILE))).toBe(true);
+
+    app = await openApp({ file: home.configFile, env: home.env });
+    const [accepted] = await app.db.query<{ detail: Record<string, number | string>; rule: string; actor: string }>(
+      "SELECT detail, rule, actor_principal AS actor FROM audit_events WHERE event_type = 'audit.loss-accepted'",
+    );
+    expect(accepted).toMatchObject({
+      rule: 'audit.loss-accepted',
+      detail: { newestLostCheckpoint: newest.checkpointId, witnessedUpToSeq: newest.seq, witnessArchive: archives[0], witnessFolders: 1 },
+    });
+    expect(accepted?.detail.chainHeadSeq).toBeGreaterThanOrEqual(newest.seq - 7);
+    expect(accepted?.detail.chainHeadSeq).toBeLessThan(newest.seq);
+    expect(accepted?.actor).toMatch(/^local:/);
+    // A new history starts at the acceptance's checkpoint; the trail records and verifies intact.
+    expect(witnessed(dir)).toHaveLength(1);
+    await app.audit.record(event(100));
+    await app.audit.seal();
+    expect((await verifyApp(app)).ok).toBe(true);
+    // Nothing left to accept.
+    await app.close();
+    app = undefined;
+    expect((await cli(home, accept)).code).toBe(1);
+  });
+
+  it('puts the histories back when the acceptance cannot be recorded', async () => {
+    const { dir, before } = await rolledBack();
+    rmSync(join(home.home, 'keys', 'audit-mac.key'), { force: true });
+    const r = await cli(home, accept);
+    expect(r.stderr).toContain('audit-mac.key');
+    expect(r.code).toBe(1);
+    expect(readFileSync(join(dir, WITNESS_FILE), 'utf8')).toBe(before);
+    expect(readdirSync(join(dir, 'witness-archive'))).toEqual([]);
   });
 });

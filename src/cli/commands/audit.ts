@@ -34,6 +34,8 @@ import { type Database, describeDatabase, openDatabase, pinnedDatabase } from '.
 import { describeError, UserError } from '../../errors';
 import type { Actor } from '../../identity';
 import { Operations } from '../../operations';
+import { hostOperator } from '../../identity';
+import { archiveName, archiveWitnesses, restoreWitnesses } from '../../audit';
 import { CLIENT_OPTIONS, type ClientArgs, isRemote, localCaller } from '../client';
 import { remoteExport, remoteSearch, remoteTail, remoteVerify, VERIFY_CLIENT_OPTIONS } from './audit-remote';
 import { type GlobalArgs, withApp as withAnyApp } from '../context';
@@ -379,6 +381,62 @@ function printRecords(io: Io, records: AuditRecord[], json: boolean | undefined)
   );
 }
 
+interface AcceptLossArgs extends GlobalArgs {
+  reason: string;
+  incident: string;
+}
+
+/**
+ * Step 5 of the rollback alarm procedure, on the host: the rows the witnesses saw are lost for good and
+ * the compliance office has decided to go on. Refused unless the chain really lost a witnessed
+ * checkpoint; the witness histories are archived (never deleted) and the acceptance is recorded and
+ * sealed, which starts new histories. If it cannot be recorded, the histories are put back.
+ */
+async function acceptLossCommand(args: AcceptLossArgs, io: Io): Promise<void> {
+  if (!args.reason.trim() || !args.incident.trim()) throw new UserError('cli.usage', 'audit accept-loss: --reason and --incident must not be empty');
+  const lost = await withApp(args, io, async (app) => app.audit.witnessedLosses());
+  if (lost.length === 0) {
+    throw new UserError('audit.no-loss', 'audit accept-loss: the chain holds every witnessed checkpoint, so there is no loss to accept; "ehrbench audit verify" shows what it found');
+  }
+  const config = loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env });
+  const archive = archiveName(new Date());
+  const archived = archiveWitnesses(config.audit.witnessDirs, archive);
+  try {
+    await withAnyApp(
+      args,
+      io,
+      async (app) => {
+        const head = await app.db.query<{ seq: number }>('SELECT seq FROM audit_head WHERE singleton');
+        await app.audit.record({
+          type: 'audit.loss-accepted',
+          action: 'U',
+          outcome: 'success',
+          rule: 'audit.loss-accepted',
+          reason: `incident ${args.incident}: ${args.reason}`.slice(0, 300),
+          actor: hostOperator(),
+          detail: {
+            chainHeadSeq: Number(head[0]?.seq ?? 0),
+            witnessedUpToSeq: Math.max(...lost.map((l) => l.seq)),
+            newestLostCheckpoint: Math.max(...lost.map((l) => l.checkpointId)),
+            lostWitnessHeads: lost.length,
+            witnessArchive: archive,
+            witnessFolders: archived.length,
+          },
+        });
+        await app.audit.seal();
+      },
+      { writes: true },
+    );
+  } catch (err) {
+    restoreWitnesses(archived);
+    throw err;
+  }
+  if (args.json) return printJson(io, { lost, archived });
+  for (const l of lost) io.stdout(`lost: ${l.file} witnessed checkpoint ${l.checkpointId} at seq ${l.seq}, which the chain ${l.held === 'no' ? 'no longer holds' : 'holds with another row'}\n`);
+  for (const a of archived) io.stdout(`archived: ${a.files.join(', ')} of ${a.dir} in ${a.archive}\n`);
+  io.stdout('the loss is recorded (audit.loss-accepted) and sealed; new witness histories start at that checkpoint. Restart the daemon and workers, and report the gap in audit coverage\n');
+}
+
 const filterOptions = {
   since: { type: 'string', describe: 'From this time (ISO-8601, inclusive)' },
   until: { type: 'string', describe: 'Until this time (exclusive)' },
@@ -457,7 +515,16 @@ export function auditCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
             printRecords(io, records, args.json);
           },
         })
-        .demandCommand(1, 'name a subcommand: verify, export, tail or search'),
+        .command<AcceptLossArgs>({
+          command: 'accept-loss',
+          describe: 'After a rollback alarm whose rows are lost for good: archive the witness histories and record the loss (host only)',
+          builder: (b) =>
+            b
+              .option('reason', { type: 'string', demandOption: true, describe: "The compliance office's decision, as recorded in the trail (no patient data)" })
+              .option('incident', { type: 'string', demandOption: true, describe: 'The incident log entry of the loss' }),
+          handler: (args) => acceptLossCommand(args, io),
+        })
+        .demandCommand(1, 'name a subcommand: verify, export, tail, search or accept-loss'),
     handler: () => undefined,
   };
 }
