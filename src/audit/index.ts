@@ -21,4 +21,6 @@ export { auditBase, ENGINE_ACTOR } from './run-events';
 export { newMacKeyHex } from './keys';
 export { compactList, diffSummaries, LivePolicy, openPolicy, policyChangeEvent, readPolicy, recordPolicy } from './policy-change';
 export type { PolicyDiff, PolicyEntry, PolicyKind, PolicyRecorder, PolicySource, PolicySummary, PolicyVersion } from './policy-change';
-export { archiveName, archiveWitnesses, restoreWitnesses, WITNESS_ARCHIVE_DIR, type ArchivedWitness } from './loss';
+export { archiveName, archiveWitnesses, restoreWitnesses, WITNESS_ARCHIVE_DIR, witnessedLosses, type ArchivedWitness, type WitnessedLoss } from './loss';
+export { exportCheckpoints, exportEventPages } from './export-file';
+export { importExportedRows, type ImportResult } from './import';

@@ -10,9 +10,31 @@
  */
 import { existsSync, mkdirSync, readdirSync, renameSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { LEGACY_WITNESS_FILE, WITNESS_FILE } from './witness';
+import type { KeyObject } from 'node:crypto';
+import type { Queryable } from '../db';
+import { LEGACY_WITNESS_FILE, WITNESS_FILE, witnessedHeads } from './witness';
 
 export const WITNESS_ARCHIVE_DIR = 'witness-archive';
+
+/** A witnessed checkpoint the chain no longer holds: no row at its seq, or another row there. */
+export interface WitnessedLoss {
+  file: string;
+  checkpointId: number;
+  seq: number;
+  held: 'no' | 'another-row';
+}
+
+/** Each witness's newest checkpoint that the chain does not hold, row for row. Throws when a witness cannot be read or does not verify. */
+export async function witnessedLosses(q: Queryable, dirs: string[], trusted: Map<string, KeyObject>): Promise<WitnessedLoss[]> {
+  const lost: WitnessedLoss[] = [];
+  for (const head of witnessedHeads(dirs, trusted)) {
+    const s = head.checkpoint.statement;
+    const rows = await q.query<{ row_hash: string }>('SELECT row_hash FROM audit_events WHERE seq = $1', [s.seq]);
+    if (rows[0]?.row_hash === s.headHash) continue;
+    lost.push({ file: head.file, checkpointId: s.checkpointId, seq: s.seq, held: rows[0] ? 'another-row' : 'no' });
+  }
+  return lost;
+}
 
 export interface ArchivedWitness {
   /** The witness folder, as configured. */

@@ -26,6 +26,7 @@ import { type AuditRecord, GENESIS_HASH, type Provenance, type RecordBody, recor
 import { recordsBetween, streamChain } from './store';
 import type { AuditEventInput, AuditTrail } from './types';
 import { appendWitness, type WitnessEntry, witnessedHeads, writeLegacyWitness } from './witness';
+import { type WitnessedLoss, witnessedLosses } from './loss';
 
 export class AuditUnavailable extends UserError {
   /** Set when the trail stopped itself (a rollback, a witness it cannot check). */
@@ -88,7 +89,8 @@ async function lastCheckpointSeq(q: Queryable): Promise<number> {
   return Number(rows[0]?.seq ?? 0);
 }
 
-const RECORD_COLUMNS = `seq bigint, event_id uuid, schema_version smallint, recorded_at text, event_type text, action text, outcome text,
+/** The columns of an audit row, for jsonb_to_recordset (the trail's appends and `audit import`). */
+export const RECORD_COLUMNS = `seq bigint, event_id uuid, schema_version smallint, recorded_at text, event_type text, action text, outcome text,
   rule text, reason text, actor_principal text, actor_role text, actor_auth text, purpose text, irb_protocol text, run_id text,
   benchmark_id text, tier text, endpoint_id text, export_id text, approval_id text, address text, detail jsonb, site_id text,
   host text, daemon_version text, prev_hash text, row_hash text, mac_key_id text, row_mac text`;
@@ -212,15 +214,8 @@ export class AuditLog implements AuditTrail {
    * without stopping the trail: what `audit accept-loss` shows and records before the witness
    * histories are moved aside. Throws when a witness cannot be read or does not verify.
    */
-  async witnessedLosses(): Promise<{ file: string; checkpointId: number; seq: number; held: 'no' | 'another-row' }[]> {
-    const lost: { file: string; checkpointId: number; seq: number; held: 'no' | 'another-row' }[] = [];
-    for (const head of witnessedHeads(this.opts.witnessDirs, this.trusted)) {
-      const s = head.checkpoint.statement;
-      const rows = await this.db.query<{ row_hash: string }>('SELECT row_hash FROM audit_events WHERE seq = $1', [s.seq]);
-      if (rows[0]?.row_hash === s.headHash) continue;
-      lost.push({ file: head.file, checkpointId: s.checkpointId, seq: s.seq, held: rows[0] ? 'another-row' : 'no' });
-    }
-    return lost;
+  async witnessedLosses(): Promise<WitnessedLoss[]> {
+    return witnessedLosses(this.db, this.opts.witnessDirs, this.trusted);
   }
 
   /**

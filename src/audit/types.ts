@@ -34,6 +34,7 @@ export const AUDIT_EVENT_TYPES = [
   'audit.verify',
   'audit.checkpoint',
   'audit.loss-accepted',
+  'audit.import',
   'pki.issue',
   'pki.revoke',
   'access.denied',

@@ -217,6 +217,8 @@ export const RULES = {
   'audit.rollback-detected': 'the chain no longer holds a witnessed checkpoint (tail cut or older backup restored): the trail stops, nothing is sealed or done',
   'audit.loss-accepted':
     'a rollback whose rows are lost for good accepted on the host (audit accept-loss) after the compliance office decided: the witness histories were archived, not deleted, and new ones start at the next checkpoint',
+  'audit.rows-restored':
+    'audit rows a restore lost put back on the host from an audit export (audit import): only rows that verify, continue the chain at its head and are covered by a checkpoint signed with a trusted key',
   'audit.unverified-row':
     'a row since the last checkpoint is not one ehrbench wrote (its MAC, hash or link fails: appended with the database grants alone): the trail stops, nothing is signed over it or chained onto it',
   'audit.witness-unchecked': 'a witness file cannot be read or does not verify, so the chain cannot be checked against it: the trail stops',

@@ -1,6 +1,5 @@
-import { closeSync, createReadStream, existsSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { CommandModule } from 'yargs';
 import type { App } from '../../app';
 import {
@@ -35,7 +34,7 @@ import { describeError, UserError } from '../../errors';
 import type { Actor } from '../../identity';
 import { Operations } from '../../operations';
 import { hostOperator } from '../../identity';
-import { archiveName, archiveWitnesses, restoreWitnesses } from '../../audit';
+import { archiveName, archiveWitnesses, exportCheckpoints, exportEventPages, importExportedRows, type ImportResult, restoreWitnesses, type WitnessedLoss, witnessedLosses } from '../../audit';
 import { CLIENT_OPTIONS, type ClientArgs, isRemote, localCaller } from '../client';
 import { remoteExport, remoteSearch, remoteTail, remoteVerify, VERIFY_CLIENT_OPTIONS } from './audit-remote';
 import { type GlobalArgs, withApp as withAnyApp } from '../context';
@@ -143,57 +142,6 @@ function printReport(io: Io, report: VerifyReport, json: boolean | undefined): v
     for (const f of report.findings) io.stdout(`${f.seq === null ? 'trail' : `seq ${f.seq}`}: ${f.problem}\n`);
   }
   for (const w of report.warnings) io.stderr(`warning: ${w.seq === null ? '' : `seq ${w.seq}: `}${w.problem}\n`);
-}
-
-type ExportLine = { kind?: string; statement?: string; signature?: string } & Partial<AuditRecord>;
-
-/** The lines of an export written by `audit export --format jsonl`, parsed, with their numbers. */
-async function* exportLines(file: string): AsyncGenerator<{ line: number; value: ExportLine }> {
-  if (!existsSync(file)) throw new UserError('audit.export-missing', `${file}: no such export file`);
-  let line = 0;
-  for await (const text of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
-    line += 1;
-    if (!text.trim()) continue;
-    try {
-      yield { line, value: JSON.parse(text) as ExportLine };
-    } catch {
-      throw new UserError('audit.export-invalid', `${file}: line ${line} is not JSON`);
-    }
-  }
-}
-
-/** First pass over an export: its checkpoints (few), so the events can then be streamed. */
-async function exportCheckpoints(file: string): Promise<{ checkpoints: SignedCheckpoint[]; firstSeq: number | null }> {
-  const checkpoints: SignedCheckpoint[] = [];
-  let firstSeq: number | null = null;
-  for await (const { line, value } of exportLines(file)) {
-    if (value.kind === 'checkpoint' && typeof value.statement === 'string' && typeof value.signature === 'string') {
-      let statement: SignedCheckpoint['statement'];
-      try {
-        statement = JSON.parse(value.statement) as SignedCheckpoint['statement'];
-      } catch {
-        throw new UserError('audit.export-invalid', `${file}: line ${line}: checkpoint statement is not JSON`);
-      }
-      checkpoints.push({ statement, statementText: value.statement, signature: value.signature });
-    } else if (value.kind === 'event') firstSeq ??= Number(value.seq);
-    else throw new UserError('audit.export-invalid', `${file}: line ${line} is neither an event nor a checkpoint`);
-  }
-  return { checkpoints, firstSeq };
-}
-
-/** Second pass: the events, a page at a time. */
-async function* exportEventPages(file: string, pageSize = 5000): AsyncGenerator<AuditRecord[]> {
-  let page: AuditRecord[] = [];
-  for await (const { value } of exportLines(file)) {
-    if (value.kind !== 'event') continue;
-    const { kind: _kind, ...record } = value;
-    page.push(record as AuditRecord);
-    if (page.length >= pageSize) {
-      yield page;
-      page = [];
-    }
-  }
-  if (page.length) yield page;
 }
 
 /** The witness histories to compare, and those that cannot be used (findings unless allowed). */
@@ -437,6 +385,53 @@ async function acceptLossCommand(args: AcceptLossArgs, io: Io): Promise<void> {
   io.stdout('the loss is recorded (audit.loss-accepted) and sealed; new witness histories start at that checkpoint. Restart the daemon and workers, and report the gap in audit coverage\n');
 }
 
+/**
+ * Step 4 of the rollback alarm procedure, on the host with every ehrbench process stopped: the rows a
+ * restore lost are put back from an earlier `audit export --format jsonl` (only what verifies and
+ * continues the chain at its head). Opened on the store alone, since the trail it repairs has stopped
+ * itself; the import is recorded once the trail can record again.
+ */
+async function importCommand(args: GlobalArgs & { file: string }, io: Io): Promise<void> {
+  const config = loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env });
+  const trusted = trustedKeys(config.keysDir, []);
+  if (trusted.size === 0) throw new UserError('audit.no-key', `${config.keysDir} holds no audit public key: restore ${PUBLIC_KEY_FILE} (or audit-trusted/) from the escrow first`);
+  const macKeys = loadMacKeysIfPresent(config.keysDir) as Map<string, Buffer> | undefined;
+  const db = await openDatabase({ ...pinnedDatabase(config.database), migrate: 'require' });
+  let result: ImportResult;
+  let lost: WitnessedLoss[];
+  try {
+    io.stderr(`store: ${describeDatabase(pinnedDatabase(config.database))}\n`);
+    result = await importExportedRows(db, args.file, { trusted, ...(macKeys ? { macKeys } : {}) });
+    lost = await witnessedLosses(db, config.audit.witnessDirs, trusted);
+  } finally {
+    await db.close();
+  }
+  let recorded = 'not recorded: the trail still misses a witnessed checkpoint';
+  if (lost.length === 0) {
+    recorded = await withAnyApp(
+      args,
+      io,
+      async (app) => {
+        await app.audit.record({
+          type: 'audit.import',
+          action: 'C',
+          outcome: 'success',
+          rule: 'audit.rows-restored',
+          actor: hostOperator(),
+          detail: { fromSeq: result.fromSeq, toSeq: result.toSeq, rows: result.rows, checkpoints: result.checkpoints },
+        });
+        return 'recorded (audit.import)';
+      },
+      { writes: true },
+    );
+  }
+  if (args.json) return printJson(io, { ...result, stillLost: lost, recorded });
+  io.stdout(`imported seq ${result.fromSeq}..${result.toSeq}: ${result.rows} rows, ${result.checkpoints} checkpoints; ${recorded}\n`);
+  for (const l of lost) io.stdout(`still lost: ${l.file} witnessed checkpoint ${l.checkpointId} at seq ${l.seq}; import a newer export, or see "ehrbench audit accept-loss"\n`);
+  if (lost.length === 0) io.stdout('the chain holds every witnessed checkpoint again: run "ehrbench audit verify", then start the daemon and workers\n');
+  else process.exitCode = 1;
+}
+
 const filterOptions = {
   since: { type: 'string', describe: 'From this time (ISO-8601, inclusive)' },
   until: { type: 'string', describe: 'Until this time (exclusive)' },
@@ -515,6 +510,12 @@ export function auditCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
             printRecords(io, records, args.json);
           },
         })
+        .command<GlobalArgs & { file: string }>({
+          command: 'import <file>',
+          describe: 'After a rollback alarm: put back the rows a restore lost from an earlier audit export (jsonl; host only, every process stopped)',
+          builder: (b) => b.positional('file', { type: 'string', demandOption: true, describe: 'A file written by "audit export --format jsonl"' }),
+          handler: (args) => importCommand(args, io),
+        })
         .command<AcceptLossArgs>({
           command: 'accept-loss',
           describe: 'After a rollback alarm whose rows are lost for good: archive the witness histories and record the loss (host only)',
@@ -524,7 +525,7 @@ export function auditCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
               .option('incident', { type: 'string', demandOption: true, describe: 'The incident log entry of the loss' }),
           handler: (args) => acceptLossCommand(args, io),
         })
-        .demandCommand(1, 'name a subcommand: verify, export, tail, search or accept-loss'),
+        .demandCommand(1, 'name a subcommand: verify, export, tail, search, import or accept-loss'),
     handler: () => undefined,
   };
 }
