@@ -197,8 +197,9 @@ function letteredOptions(value: unknown): unknown[] | undefined {
 
 /**
  * The options of a multiple-choice record: a JSONL list as it is, or a list written as JSON text (all
- * a CSV cell can hold), or either as an object keyed A, B, C... (letteredOptions). Numbers and booleans become their text (5 -> "5", true -> "true"), as the
- * prompt shows them; anything else is refused by record and column.
+ * a CSV cell can hold), or either as an object keyed A, B, C... (letteredOptions). Numbers and
+ * booleans become their text (5 -> "5", true -> "true"), as the prompt shows them; anything else is
+ * refused by record and column.
  */
 function optionsOf(record: RawRecord, ctx: AdapterContext): string[] {
   const value = field(record, 'options', ctx);

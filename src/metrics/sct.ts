@@ -5,7 +5,8 @@
  * "Rating: X", the same scores, and 0 on both for an answer that does not parse. The quirks of that
  * parse are kept on purpose (the published numbers depend on them): only the five characters after the
  * first "Rating: " are read; "1" or "2" without a sign reads as nothing, "10" reads as 0; two ratings
- * close together ("-1/0", "0,+1") read as nothing. The same in both scoring modes: there is no HELM bug to correct here.
+ * close together ("-1/0", "0,+1") read as nothing. The same in both scoring modes: there is no HELM
+ * bug to correct here.
  */
 import type { Instance } from '../catalog';
 import type { Metric } from './types';

@@ -75,6 +75,15 @@ afterAll(async () => {
   await home?.cleanup();
 });
 
+/** An ehrbench command in this process, on the test's data directory. */
+async function ehrbench(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io = { stdout: (s: string) => void out.push(s), stderr: (s: string) => void err.push(s), env: home.env };
+  const code = await main([...args, '--config', home.configFile], io);
+  return { code, stdout: out.join(''), stderr: err.join('') };
+}
+
 async function run(benchmark: string): Promise<{ code: number; summary: RunSummary; output: string }> {
   const out: string[] = [];
   const err: string[] = [];
@@ -88,6 +97,22 @@ const aggregate = (s: RunSummary, metric: string) => s.aggregates.find((a) => a.
 const sentFor = (phrase: RegExp) => server.received.filter((r) => phrase.test(r.prompt));
 
 describe('a local run of the MedHELM package benchmarks on site data', () => {
+  it('show says where each file comes from and what it holds; check passes the bound fixtures and counts what is left out', async () => {
+    const show = await ehrbench(['benchmarks', 'show', 'sct_bench']);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toContain('https://raw.githubusercontent.com/SCT-Bench/sctpublic/c2843137b36218eac3f47e76eaa559c9fe7973e9/data/sct_cleaned_full.csv');
+    expect(show.stdout).toMatch(/^ {4}-2: The expert panel's weight of -2/m);
+    expect(show.stdout).toContain("differs from HELM: Run spec: the MedHELM package's default run");
+    const mx = await ehrbench(['benchmarks', 'show', 'medxpert_qa_text']);
+    expect(mx.stdout).toContain('Text/test.jsonl from https://huggingface.co/datasets/TsinghuaC3I/MedXpertQA');
+    const sct = await ehrbench(['benchmarks', 'check', 'sct_bench']);
+    expect(sct.code).toBe(0);
+    expect(sct.stdout).toMatch(/^ok +records +5 records, 4 instances \(1 left out: dataset\.skip\.empty-column\)$/m);
+    const check = await ehrbench(['benchmarks', 'check', 'medxpert_qa_text']);
+    expect(check.stdout).toMatch(/^ok +columns +id, question, options, label$/m);
+    expect(check.stdout).toContain('medxpert_qa_text: ready to run');
+  });
+
   it('sct_bench: sends the package prompt, scores the ratings against each panel, and counts the case without its finding', async () => {
     const { summary, output } = await run('sct_bench');
     expect(summary).toMatchObject({ status: 'completed', tier: 'approval-required', mainMetric: 'sct_score', counts: { done: 4, failed: 0 } });

@@ -71,6 +71,15 @@ describe('built-in catalog', () => {
     for (const b of catalog.list()) expect([b.definition.id, medhelmCategoryOf(b.definition.id)]).toEqual([b.definition.id, b.definition.category]);
   });
 
+  it('is counted in the READMEs as the taxonomy counts it, tiers included', () => {
+    const tier = (t: string) => catalog.list().filter((b) => b.definition.tier === t).length;
+    const guide = readFileSync(join(ROOT, 'benchmarks', 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    expect(guide).toContain(
+      `${MEDHELM_BENCHMARK_COUNT} MedHELM benchmarks (5 categories, 22 subcategories; ${tier('public')} public, ${tier('approval-required')} approval-required = HELM's "gated", ${tier('private')} private)`,
+    );
+    expect(readFileSync(join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ')).toContain(`**Benchmarks are data**: ${MEDHELM_BENCHMARK_COUNT} MedHELM benchmarks in`);
+  });
+
   it('refuses a built-in benchmark filed under another category, or missing, naming the file and the taxonomy; a site folder files its own anywhere', () => {
     const d = JSON.parse(readFileSync(join(BUILTIN_BENCHMARK_DIR, 'sct_bench', 'benchmark.json'), 'utf8')) as Record<string, unknown>;
     const dir = tempDir('cat');
