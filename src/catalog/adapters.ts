@@ -6,7 +6,9 @@
  * rows with an empty label), and names the rule, so the run counts and reports what it left out.
  */
 import { UserError } from '../errors';
+import { SCT_PANEL_FIELDS } from '../metrics';
 import type { RuleId } from '../policy';
+import { CHOICE_LETTERS } from './template';
 import { ehrshotHelmPrompt, ehrshotWithinLength, medalignEhrFits, N2C2_DEFINITIONS, n2c2Notes } from './helm-prompts';
 import type { RawRecord } from './sources/records';
 import { combineIdentity, type Identity, readIdentity } from './identity';
@@ -182,9 +184,22 @@ function medecAdapter(record: RawRecord, ctx: AdapterContext): Instance | Skip {
 }
 
 /**
+ * Options written as an object keyed by their letters, {"A": ..., "B": ...} (MedXpertQA's files, as
+ * HELM reads them with options.items()): the values in order, when the keys are A, B, C... in that
+ * order and none is missing; anything else is not options of this form (undefined).
+ */
+function letteredOptions(value: unknown): unknown[] | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const keys = Object.keys(value);
+  if (keys.length === 0 || keys.some((k, i) => k !== CHOICE_LETTERS[i])) return undefined;
+  return Object.values(value);
+}
+
+/**
  * The options of a multiple-choice record: a JSONL list as it is, or a list written as JSON text (all
- * a CSV cell can hold). Numbers and booleans become their text (5 -> "5", true -> "true"), as the
- * prompt shows them; anything else is refused by record and column.
+ * a CSV cell can hold), or either as an object keyed A, B, C... (letteredOptions). Numbers and
+ * booleans become their text (5 -> "5", true -> "true"), as the prompt shows them; anything else is
+ * refused by record and column.
  */
 function optionsOf(record: RawRecord, ctx: AdapterContext): string[] {
   const value = field(record, 'options', ctx);
@@ -196,11 +211,12 @@ function optionsOf(record: RawRecord, ctx: AdapterContext): string[] {
       list = undefined;
     }
   }
+  list = letteredOptions(list) ?? list;
   const scalar = (o: unknown) => typeof o === 'string' || typeof o === 'number' || typeof o === 'boolean';
   if (!Array.isArray(list) || list.length < 2 || !list.every(scalar)) {
     throw new UserError(
       'dataset.bad-column',
-      `${ctx.file}: record ${record.position}: column ${columnLabel('options', ctx)} must be a list of at least two options (text or numbers), or such a list written as JSON text`,
+      `${ctx.file}: record ${record.position}: column ${columnLabel('options', ctx)} must be a list of at least two options (text or numbers), or an object of them keyed A, B, C..., or either written as JSON text`,
     );
   }
   return list.map((o) => String(o));
@@ -300,6 +316,58 @@ function n2c2Adapter(record: RawRecord, ctx: AdapterContext): Instance {
   };
 }
 
+/**
+ * SCT-Bench's columns for the panel's weight of each rating, as sct_cleaned_full.csv names them, in the
+ * order of the instance fields the sct metrics read (SCT_PANEL_FIELDS: -2, -1, 0, +1, +2).
+ */
+const SCT_PANEL: readonly { column: string; rating: string }[] = [
+  { column: '-2', rating: '-2' },
+  { column: '-1', rating: '-1' },
+  { column: '0', rating: '0' },
+  { column: '1', rating: '+1' },
+  { column: '2', rating: '+2' },
+];
+
+/**
+ * One expert panel weight: a count or share of the experts who chose the rating, a number not below
+ * zero. HELM's float() would stop the whole run on an empty cell and score a negative or NaN weight
+ * as if it meant something; here the record is refused, naming it and the column.
+ */
+function panelWeight(record: RawRecord, column: string, ctx: AdapterContext): number {
+  const value = field(record, column, ctx);
+  const raw = typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim() : '';
+  const weight = /^[+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isFinite(weight)) {
+    throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: column ${columnLabel(column, ctx)} must be the expert panel's weight of that rating, a number of at least 0`);
+  }
+  return weight;
+}
+
+/**
+ * SCT-Bench (the MedHELM package's SCTBenchScenario): the case, the hypothesis and the new finding;
+ * a record missing any of the three (the empty string) is left out as the scenario leaves it out. The
+ * reference is the rating most experts chose (the lower one on a tie, as the scenario's index(max)
+ * picks it); the metrics score against the whole panel, which the instance carries.
+ */
+function sctBenchAdapter(record: RawRecord, ctx: AdapterContext): Instance | Skip {
+  const scenario = text(record, 'sct_stem', ctx);
+  const hypothesis = text(record, 'question', ctx);
+  const finding = text(record, 'additional_info', ctx);
+  if (scenario === '' || hypothesis === '' || finding === '') return { skip: true, rule: 'dataset.skip.empty-column' };
+  const key = keyOf(record, 'question_id', ctx);
+  const weights = SCT_PANEL.map((p) => panelWeight(record, p.column, ctx));
+  const best = weights.indexOf(Math.max(...weights));
+  const extra: Record<string, number> = {};
+  SCT_PANEL_FIELDS.forEach((f, i) => (extra[f] = weights[i] as number));
+  return {
+    key,
+    vars: { scenario, hypothesis, additional_information: finding },
+    references: [SCT_PANEL[best]?.rating as string],
+    extra,
+    ...identity(record, undefined, ctx),
+  };
+}
+
 const ADAPTERS: Record<string, RecordAdapter> = {
   mcq: mcqAdapter,
   columns: columnsAdapter,
@@ -310,6 +378,7 @@ const ADAPTERS: Record<string, RecordAdapter> = {
   ehrshot: ehrshotAdapter,
   medalign: medalignAdapter,
   n2c2_ct_matching: n2c2Adapter,
+  sct_bench: sctBenchAdapter,
 };
 
 export function adapterFor(name: string): RecordAdapter | undefined {

@@ -7,7 +7,7 @@
  */
 import { commandPrefix } from '../command-prefix';
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { isAbsolute, join } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
 import { canonicalHash, sha256Hex } from '../canonical';
 import { type FilePlaces, readJsonFile, validateOrThrow } from '../config';
 import { UserError } from '../errors';
@@ -23,13 +23,13 @@ import { type CheckOptions, type CheckReport, runChecks } from './check';
 import { DEFAULT_LIMITS, dataMissing, hashMismatch, limitsOf } from './readiness';
 import { type OmopReadOptions, readOmopNotes } from './sources/omop';
 import { readRecords, type RawRecord } from './sources/records';
-import { isSubcategoryOf } from './taxonomy';
+import { isSubcategoryOf, MEDHELM_BENCHMARKS, medhelmCategoryOf } from './taxonomy';
 import { templateVariables } from './template';
 import type { Benchmark, BenchmarkDefinition, CatalogLimits, DataSource, Instance } from './types';
 
 export type { Benchmark, BenchmarkDefinition, CatalogLimits, ColumnMapping, DataRequirements, DataSource, Instance, JuryDefinition, KnownColumns, KnownIdentifiers } from './types';
 export { renderTemplate, renderChoices, templateVariables } from './template';
-export { CATEGORIES, TAXONOMY, isSubcategoryOf } from './taxonomy';
+export { CATEGORIES, MEDHELM_BENCHMARK_COUNT, MEDHELM_BENCHMARKS, TAXONOMY, isSubcategoryOf, medhelmCategoryOf } from './taxonomy';
 export { summarizeSiteData } from './policy-summary';
 export { loadSiteData, judgesFor, OMOP_IDENTIFIER_TABLES, SITE_DATA_FILE_NAME, type OmopIdentifierTable, type SiteBinding, type SiteData } from './site-data';
 export { OMOP_NOTE_FIELDS } from './sources/omop-query';
@@ -49,6 +49,7 @@ const ADAPTER_VARIABLES: Record<string, string[]> = {
   ehrshot: ['prompt', 'choices'],
   medalign: ['instruction', 'ehr'],
   n2c2_ct_matching: ['criterion', 'definition', 'note_count', 'notes', 'current_date', 'choices'],
+  sct_bench: ['scenario', 'hypothesis', 'additional_information'],
 };
 
 export interface LoadOptions {
@@ -250,6 +251,7 @@ export class Catalog {
           found.push(loadBenchmark(join(root, entry.name), { ...(site ? { site } : {}), ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.files ? { files: opts.files } : {}) }));
       }
     }
+    checkBuiltIns(found.filter((b) => dirname(b.dir) === BUILTIN_BENCHMARK_DIR));
     return new Catalog(found, site);
   }
 
@@ -262,6 +264,27 @@ export class Catalog {
     if (!b) throw new UserError('benchmark.unknown', `unknown benchmark "${id}"; see "${commandPrefix()} benchmarks list"`);
     return b;
   }
+}
+
+/**
+ * The built-in catalog is MedHELM's as the taxonomy lists it (taxonomy.ts): every benchmark there, each
+ * in its category, and no other. A folder added, lost or filed under another category is a packaging
+ * error, named before anything runs.
+ */
+export function checkBuiltIns(builtIns: Benchmark[]): void {
+  const ids = new Set(builtIns.map((b) => b.definition.id));
+  for (const b of builtIns) {
+    const category = medhelmCategoryOf(b.definition.id);
+    if (category !== b.definition.category) {
+      const where = category ? `the MedHELM taxonomy files it under ${category}` : 'the MedHELM taxonomy does not list it';
+      throw new UserError('benchmark.invalid', `${join(b.dir, 'benchmark.json')}: /category: "${b.definition.category}", but ${where} (src/catalog/taxonomy.ts)`);
+    }
+  }
+  const missing = Object.values(MEDHELM_BENCHMARKS)
+    .flat()
+    .filter((id) => !ids.has(id));
+  if (missing.length)
+    throw new UserError('catalog.missing', `${BUILTIN_BENCHMARK_DIR}: no folder for ${missing.join(', ')}, which the MedHELM taxonomy lists (src/catalog/taxonomy.ts); reinstall ehrbench`);
 }
 
 /** Whether a benchmark can be read here: shipped data, site data bound, or nothing yet. */

@@ -5,3 +5,4 @@ export { DEFERRED_ANNOTATORS, EHRSQL_METRICS, JURY_METRICS, MAX_JUDGES } from '.
 export { mapChoice } from './exact-match';
 export { helmCodes, normalizedCodes, setScores } from './icd10';
 export { rougeTokens } from './rouge';
+export { SCT_PANEL_FIELDS } from './sct';

@@ -9,6 +9,7 @@ import { icd10F1, icd10Precision, icd10Recall } from './icd10';
 import { medcalcAccuracy } from './medcalc';
 import { medecErrorFlagAccuracy, medecErrorSentenceAccuracy } from './medec';
 import { rouge1, rouge2, rougeLMetric } from './rouge';
+import { sctExpertSetMembership, sctScoreMetric } from './sct';
 import type { Annotations, AnnotatorName, Metric, MetricInfo, ScoringMode } from './types';
 import type { Instance } from '../catalog';
 
@@ -30,6 +31,9 @@ for (const m of [
   rouge1,
   rouge2,
   rougeLMetric,
+  // SCT-Bench (the MedHELM package): the expert panel's weight of the model's rating.
+  sctScoreMetric,
+  sctExpertSetMembership,
 ]) {
   PROVIDERS.set(m.name, { info: { name: m.name, lowerIsBetter: m.lowerIsBetter }, provider: { kind: 'metric', metric: m } });
 }

@@ -108,7 +108,8 @@ export const RULES = {
   'run.item.attempts-exhausted': 'an instance failed on every attempt it was allowed',
 
   // Datasets: records a benchmark leaves out where HELM's loader leaves them out (counted per run).
-  'dataset.skip.empty-column': "a record left out: a column the benchmark requires is the empty string (HELM's shc_ent_med skips such labels)",
+  'dataset.skip.empty-column':
+    "a record left out: a column the benchmark requires is the empty string (HELM's shc_ent_med skips such labels; the MedHELM package's sct_bench, a case without its scenario, hypothesis or new finding)",
   'dataset.skip.blank-column': "a record left out: a column the benchmark requires is blank (HELM's CLEAR and MEDEC loaders skip such rows)",
   'dataset.skip.image-question': 'a HeadQA question with an image left out, as HELM evaluates text questions only (SKIP_VQA)',
   'dataset.skip.prompt-over-max-length': "an EHRSHOT prompt over HELM's max_length (100,000 cl100k_base tokens) left out, as HELM's loader leaves it out",

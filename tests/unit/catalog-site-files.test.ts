@@ -185,7 +185,9 @@ describe('JSONL values', () => {
     // Anything else is refused by record and column, never by value.
     writeFileSync(join(dir, 'q.jsonl'), JSON.stringify({ id: 'q', question: 'q', options: ['a', { secret: 'x' }], answer: 'A' }));
     const err = await failure(all(Catalog.load([], { siteDataFile: site(dir, 'med_qa', { source: { type: 'jsonl', path: 'q.jsonl' } }) }).get('med_qa')));
-    expect(err.message).toBe(`${join(dir, 'q.jsonl')}: record 1: column "options" must be a list of at least two options (text or numbers), or such a list written as JSON text`);
+    expect(err.message).toBe(
+      `${join(dir, 'q.jsonl')}: record 1: column "options" must be a list of at least two options (text or numbers), or an object of them keyed A, B, C..., or either written as JSON text`,
+    );
   });
 });
 

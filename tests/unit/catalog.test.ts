@@ -1,6 +1,24 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Catalog, dataStatus, instancesOf, loadBenchmark, loadSiteData, OMOP_IDENTIFIER_TABLES, TAXONOMY, verifyDataset, type Instance } from '../../src/catalog';
+import { parse as parseYaml } from 'yaml';
+import {
+  CATEGORIES,
+  Catalog,
+  checkBuiltIns,
+  dataStatus,
+  instancesOf,
+  loadBenchmark,
+  loadSiteData,
+  MEDHELM_BENCHMARK_COUNT,
+  MEDHELM_BENCHMARKS,
+  medhelmCategoryOf,
+  OMOP_IDENTIFIER_TABLES,
+  TAXONOMY,
+  verifyDataset,
+  type Instance,
+} from '../../src/catalog';
+import { BUILTIN_BENCHMARK_DIR } from '../../src/paths';
+import { ROOT } from '../helpers/paths';
 import { loadSchema } from '../../src/config/validate';
 import { tempDir } from '../helpers/db';
 import { catalog, countInstances } from '../helpers/instances';
@@ -12,16 +30,77 @@ async function all(b: ReturnType<typeof loadBenchmark>): Promise<Instance[]> {
   return out;
 }
 
+/** The benchmarks of each MedHELM category in a schema_medhelm.yaml (run_groups medhelm_scenarios -> category -> benchmark). */
+function schemaCategories(file: string): Record<string, string[]> {
+  const groups = (parseYaml(readFileSync(file, 'utf8')) as { run_groups: { name: string; display_name: string; subgroups?: string[] }[] }).run_groups;
+  const byName = new Map(groups.map((g) => [g.name, g]));
+  const out: Record<string, string[]> = {};
+  for (const c of byName.get('medhelm_scenarios')?.subgroups ?? []) out[byName.get(c)?.display_name as string] = byName.get(c)?.subgroups ?? [];
+  return out;
+}
+
+const HELM_SCHEMA = schemaCategories(join(ROOT, 'tests', 'fixtures', 'helm', 'schema_medhelm.yaml'));
+const PACKAGE_SCHEMA = schemaCategories(join(ROOT, 'tests', 'fixtures', 'medhelm-package', 'schema_medhelm.yaml'));
+/** What the package added that the catalog does not hold yet (the HealthBench pair comes with its own change). */
+const NOT_YET = ['health_bench', 'health_bench_professional'];
+
 describe('built-in catalog', () => {
-  it('holds the 37 MedHELM benchmarks: 16 public, 7 approval-required, 14 private, in 5 categories and 22 subcategories', () => {
+  it(`holds the ${MEDHELM_BENCHMARK_COUNT} benchmarks the taxonomy lists: HELM's 37 (16 public, 7 approval-required, 14 private) and the package's, public, in 5 categories and 22 subcategories`, () => {
     const list = catalog.list();
-    expect(list).toHaveLength(37);
-    const tiers = (t: string) => list.filter((b) => b.definition.tier === t).length;
-    expect([tiers('public'), tiers('approval-required'), tiers('private')]).toEqual([16, 7, 14]);
+    expect(list).toHaveLength(MEDHELM_BENCHMARK_COUNT);
+    expect(list.map((b) => b.definition.id).sort()).toEqual(Object.values(MEDHELM_BENCHMARKS).flat().sort());
+    const helm = new Set(Object.values(HELM_SCHEMA).flat());
+    expect(helm.size).toBe(37);
+    const tiers = (t: string, inHelm: boolean) => list.filter((b) => b.definition.tier === t && helm.has(b.definition.id) === inHelm).length;
+    expect([tiers('public', true), tiers('approval-required', true), tiers('private', true)]).toEqual([16, 7, 14]);
+    expect(tiers('public', false)).toBe(MEDHELM_BENCHMARK_COUNT - 37);
     expect(new Set(list.map((b) => b.definition.category)).size).toBe(5);
     const subcategories = new Set(list.map((b) => `${b.definition.category}/${b.definition.subcategory}`));
     expect(subcategories.size).toBe(22);
     expect(Object.values(TAXONOMY).flat()).toHaveLength(22);
+  });
+
+  it("files every benchmark where the MedHELM package's schema files it: HELM's categories and members unchanged, the package's additions in Clinical Decision Support", () => {
+    expect(Object.keys(PACKAGE_SCHEMA)).toEqual(CATEGORIES);
+    expect(Object.keys(HELM_SCHEMA)).toEqual(CATEGORIES);
+    for (const category of CATEGORIES) {
+      // The package keeps HELM's members in HELM's order and only appends.
+      expect((PACKAGE_SCHEMA[category] as string[]).slice(0, HELM_SCHEMA[category]?.length)).toEqual(HELM_SCHEMA[category]);
+      expect([...MEDHELM_BENCHMARKS[category]]).toEqual((PACKAGE_SCHEMA[category] as string[]).filter((id) => !NOT_YET.includes(id)));
+    }
+    for (const b of catalog.list()) expect([b.definition.id, medhelmCategoryOf(b.definition.id)]).toEqual([b.definition.id, b.definition.category]);
+  });
+
+  it('is counted in the READMEs as the taxonomy counts it, tiers included', () => {
+    const tier = (t: string) => catalog.list().filter((b) => b.definition.tier === t).length;
+    const guide = readFileSync(join(ROOT, 'benchmarks', 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    expect(guide).toContain(
+      `${MEDHELM_BENCHMARK_COUNT} MedHELM benchmarks (5 categories, 22 subcategories; ${tier('public')} public, ${tier('approval-required')} approval-required = HELM's "gated", ${tier('private')} private)`,
+    );
+    expect(readFileSync(join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ')).toContain(`**Benchmarks are data**: ${MEDHELM_BENCHMARK_COUNT} MedHELM benchmarks in`);
+  });
+
+  it('refuses a built-in benchmark filed under another category, or missing, naming the file and the taxonomy; a site folder files its own anywhere', () => {
+    const d = JSON.parse(readFileSync(join(BUILTIN_BENCHMARK_DIR, 'sct_bench', 'benchmark.json'), 'utf8')) as Record<string, unknown>;
+    const dir = tempDir('cat');
+    mkdirSync(join(dir, 'sct_bench'));
+    cpSync(join(BUILTIN_BENCHMARK_DIR, 'sct_bench', 'prompt.txt'), join(dir, 'sct_bench', 'prompt.txt'));
+    writeFileSync(join(dir, 'sct_bench', 'benchmark.json'), JSON.stringify({ ...d, category: 'Medical Research Assistance', subcategory: 'Ensuring Clinical Research Quality' }));
+    const moved = loadBenchmark(join(dir, 'sct_bench'));
+    const others = catalog.list().filter((b) => b.definition.id !== 'sct_bench');
+    expect(() => checkBuiltIns([...others, moved])).toThrow(
+      `${join(dir, 'sct_bench', 'benchmark.json')}: /category: "Medical Research Assistance", but the MedHELM taxonomy files it under Clinical Decision Support (src/catalog/taxonomy.ts)`,
+    );
+    expect(() => checkBuiltIns(others)).toThrow(/: no folder for sct_bench, which the MedHELM taxonomy lists \(src\/catalog\/taxonomy\.ts\); reinstall ehrbench$/);
+    expect(() => checkBuiltIns(catalog.list())).not.toThrow();
+    // In a site folder (another id) the same definition loads where it says.
+    mkdirSync(join(dir, 'site', 'own_bench'), { recursive: true });
+    cpSync(join(dir, 'sct_bench', 'prompt.txt'), join(dir, 'site', 'own_bench', 'prompt.txt'));
+    writeFileSync(
+      join(dir, 'site', 'own_bench', 'benchmark.json'),
+      JSON.stringify({ ...d, id: 'own_bench', category: 'Medical Research Assistance', subcategory: 'Ensuring Clinical Research Quality' }),
+    );
+    expect(Catalog.load([join(dir, 'site')]).get('own_bench').definition.category).toBe('Medical Research Assistance');
   });
 
   it('ships PubMedQA (1,000), MedCalc-Bench (1,047), MEDEC (597), ACI-Bench (120) and the EHRSQL eICU questions (2,909)', async () => {
