@@ -20,7 +20,7 @@ import type { Logger } from '../log';
 import type { ScoringMode } from '../metrics';
 import { observeRunFinished, observeRunStarted } from '../observability';
 import { requiresDeidentification } from '../tiers';
-import type { AnnotationStage } from '../annotate';
+import { type AnnotationStage, juryPolicy, sameFamily } from '../annotate';
 import type { BudgetStage, Gateway } from '../calls';
 import type { AccessStage, DeidStage, PromptStage, RunContext } from './stages';
 import { auditBase, ENGINE_ACTOR } from '../audit';
@@ -160,6 +160,15 @@ async function unenforceableBudget(engine: Engine, approvalId: string | undefine
   return engine.budget.unenforceable(approvalId, [endpoint, ...judges]);
 }
 
+/** The jury's policy for this run (whom it asks, what it floors), recorded in its spec; an unknown judge is refused later, by rule. */
+function juryPolicyOf(engine: Engine, benchmark: Benchmark, endpoint: EndpointPolicy['endpoints'][number], mode: ScoringMode): RunSpec['jury'] {
+  const judge = (id: string) => engine.endpoints().endpoints.find((e) => e.id === id);
+  return juryPolicy(mode, benchmark, (id) => {
+    const j = judge(id);
+    return j !== undefined && sameFamily(endpoint, j);
+  });
+}
+
 /** Checks access and records a run. Throws PolicyDenied (after auditing the refusal) when denied. */
 export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRow> {
   if (req.maxOutputTokens !== undefined && !(Number.isInteger(req.maxOutputTokens) && req.maxOutputTokens >= 1 && req.maxOutputTokens <= 100_000)) {
@@ -230,6 +239,7 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
     },
     endpoint: { id: endpoint.id, provider: endpoint.provider, deployment: endpoint.deployment ?? null, model: endpoint.model ?? null, ...(endpoint.test ? { test: true as const } : {}) },
     scoring: ctx.scoring,
+    ...(d.jury ? { jury: juryPolicyOf(engine, benchmark, endpoint, ctx.scoring) } : {}),
     maxTokens: ctx.maxOutputTokens,
     temperature: d.prompt.temperature ?? 0,
     ...(ctx.reasoningEffort ? { reasoningEffort: ctx.reasoningEffort } : {}),
