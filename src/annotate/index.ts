@@ -38,7 +38,7 @@ export function createAnnotators(sql: SqlExecutor): AnnotationStage {
         out[annotator] =
           annotator === 'ehr_sql'
             ? await annotateWithSql(prediction, instance, { mode: ctx.scoring, database: ctx.benchmark.site?.database, benchmarkId: d.id, executor: sql })
-            : await annotateWithJury(prediction, instance, { mode: ctx.scoring, benchmark: ctx.benchmark, judges });
+            : await annotateWithJury(prediction, instance, { mode: ctx.scoring, benchmark: ctx.benchmark, judges, ...(ctx.jury ? { policy: ctx.jury } : {}) });
       }
       return out;
     },

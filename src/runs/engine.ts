@@ -115,6 +115,7 @@ function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' |
     tier: run.tier,
     requester,
     scoring: run.spec.scoring,
+    ...(run.spec.jury ? { jury: run.spec.jury } : {}),
     deidentify: run.spec.deidentify,
     maxOutputTokens: run.spec.maxTokens,
     ...(run.spec.reasoningEffort ? { reasoningEffort: run.spec.reasoningEffort } : {}),

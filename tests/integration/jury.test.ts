@@ -357,10 +357,13 @@ describe('LLM jury on ACI-Bench', () => {
       expect(juryPolicyText(corrected.spec.jury as NonNullable<typeof corrected.spec.jury>)).toBe(
         "asked judge-llama, judge-claude (left out: judge-gpt); judges of the model's own family left out; an empty answer or a refusal and nothing else scores the floor without a judge",
       );
-      // The helm run asks all three judges, as it recorded.
-      const summary = await executeRun(t.app.engine, helm.run_id);
-      expect(summary.status).toBe('completed');
-      expect(t.server.received.filter((r) => isJudgePrompt(r.prompt))).toHaveLength(3);
+      // Each run asks the judges its spec names: the helm run all three, the corrected run not judge-gpt.
+      const judgesCalled = () =>
+        t.server.received.filter((r) => isJudgePrompt(r.prompt)).map((r) => ['judge-gpt', 'judge-llama', 'judge-claude'].find((id) => r.body.includes(`"${id}"`) || r.path.includes(id)));
+      expect((await executeRun(t.app.engine, helm.run_id)).status).toBe('completed');
+      expect(judgesCalled()).toEqual(['judge-gpt', 'judge-llama', 'judge-claude']);
+      expect((await executeRun(t.app.engine, corrected.run_id)).status).toBe('completed');
+      expect(judgesCalled().slice(3)).toEqual(['judge-llama', 'judge-claude']);
     } finally {
       await t.close();
     }

@@ -50,6 +50,8 @@ export interface JuryContext {
   mode: ScoringMode;
   benchmark: Benchmark;
   judges: JudgePort;
+  /** The policy the run recorded when it was requested (RunSpec.jury); without one, it is worked out now. */
+  policy?: JuryPolicy;
 }
 
 /**
@@ -102,6 +104,11 @@ export function juryPolicy(mode: ScoringMode, b: Pick<Benchmark, 'judges' | 'jur
   };
 }
 
+/** The run's recorded policy, when it still names only judges of the benchmark (a changed judge list is the definition's hash's to catch). */
+function recordedPolicy(policy: JuryPolicy | undefined, listed: readonly string[]): JuryPolicy | undefined {
+  return policy && policy.judgesAsked.every((id) => listed.includes(id)) ? policy : undefined;
+}
+
 interface Verdicts {
   /** Each asked judge's mean over the criteria (undefined: failed or unreadable), in the order asked. */
   perJudge: (number | undefined)[];
@@ -138,7 +145,7 @@ export async function annotateWithJury(prediction: string, instance: Instance, c
   if (!jury || b.juryTemplate === undefined) throw new UserError('benchmark.invalid', `benchmark ${b.definition.id}: jury metrics without a jury block`);
   const listed = b.judges ?? [];
   if (listed.length === 0) throw new UserError('jury.no-judges', `benchmark ${b.definition.id}: no judge endpoints configured; see "${commandPrefix()} benchmarks show ${b.definition.id}"`);
-  const policy = juryPolicy(ctx.mode, b, (id) => ctx.judges.sameFamily(id));
+  const policy = recordedPolicy(ctx.policy, listed) ?? juryPolicy(ctx.mode, b, (id) => ctx.judges.sameFamily(id));
   const judges = policy.judgesAsked;
   const positions = judges.map((id) => listed.indexOf(id));
   const excluded = policy.judgesLeftOut.length;
