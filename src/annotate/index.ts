@@ -12,7 +12,7 @@ import { annotateWithSql, type SqlExecutor } from './ehrsql';
 import { annotateWithJury, type JudgePort } from './jury';
 
 export { annotateWithSql, extractSql, postProcessSql, SqlExecutor, EHRSQL_CURRENT_TIME, DEFAULT_TIMEOUT_MS, type EhrSqlContext, type ExecResult } from './ehrsql';
-export { annotateWithJury, isRefusal, judgePrompt, judgeScores, JUDGE_MAX_TOKENS, modelFamily, sameFamily, type JudgePort, type JuryContext } from './jury';
+export { annotateWithJury, declineOf, isRefusal, judgePrompt, juryPolicy, type JuryPolicy, judgeScores, JUDGE_MAX_TOKENS, modelFamily, sameFamily, type JudgePort, type JuryContext } from './jury';
 
 /** `inline`: the annotators that run right after the model call; `deferred`: those run after all of the run's calls. */
 export type AnnotationPhase = 'inline' | 'deferred';
@@ -38,7 +38,7 @@ export function createAnnotators(sql: SqlExecutor): AnnotationStage {
         out[annotator] =
           annotator === 'ehr_sql'
             ? await annotateWithSql(prediction, instance, { mode: ctx.scoring, database: ctx.benchmark.site?.database, benchmarkId: d.id, executor: sql })
-            : await annotateWithJury(prediction, instance, { mode: ctx.scoring, benchmark: ctx.benchmark, judges });
+            : await annotateWithJury(prediction, instance, { mode: ctx.scoring, benchmark: ctx.benchmark, judges, ...(ctx.jury ? { policy: ctx.jury } : {}) });
       }
       return out;
     },

@@ -23,6 +23,7 @@ import { UserError } from '../errors';
 import type { Tier } from '../tiers';
 import { fileProblem, NO_PLACES, refuseFile } from './confine';
 import { isSubcategoryOf } from './taxonomy';
+import { juryTemplateProblem } from './jury-template';
 import type { BenchmarkDefinition } from './types';
 
 interface HelmConfig {
@@ -179,6 +180,8 @@ export async function importHelmBenchmark(configFile: string, opts: HelmImportOp
     const criteria = rubricCriteria(text, judgeFile);
     juryTemplate = convertTemplate(text, judgeFile, 'judge').template;
     if (!juryTemplate.includes('{{RESPONSE}}')) throw new UserError('helm-import.jury', `${judgeFile}: the judge prompt has no {RESPONSE} placeholder`);
+    const problem = juryTemplateProblem(juryTemplate);
+    if (problem) throw new UserError('helm-import.jury', `${judgeFile}: ${problem}`);
     if (!hasReference && juryTemplate.includes('{{GOLD_RESPONSE}}')) {
       throw new UserError(
         'helm-import.dataset',

@@ -25,10 +25,12 @@ import { type OmopReadOptions, readOmopNotes } from './sources/omop';
 import { readRecords, type RawRecord } from './sources/records';
 import { isSubcategoryOf, MEDHELM_BENCHMARKS, medhelmCategoryOf } from './taxonomy';
 import { templateVariables } from './template';
+import { juryTemplatePlaceholders, juryTemplateProblem } from './jury-template';
 import type { Benchmark, BenchmarkDefinition, CatalogLimits, DataSource, Instance } from './types';
 
 export type { Benchmark, BenchmarkDefinition, CatalogLimits, ColumnMapping, DataRequirements, DataSource, Instance, JuryDefinition, KnownColumns, KnownIdentifiers } from './types';
 export { renderTemplate, renderChoices, templateVariables } from './template';
+export { fillJuryTemplate, JURY_PLACEHOLDERS, juryTemplatePlaceholders, juryTemplateProblem, type JuryValues } from './jury-template';
 export { CATEGORIES, MEDHELM_BENCHMARK_COUNT, MEDHELM_BENCHMARKS, TAXONOMY, isSubcategoryOf, medhelmCategoryOf } from './taxonomy';
 export { summarizeSiteData } from './policy-summary';
 export { loadSiteData, judgesFor, OMOP_IDENTIFIER_TABLES, SITE_DATA_FILE_NAME, type OmopIdentifierTable, type SiteBinding, type SiteData } from './site-data';
@@ -177,7 +179,9 @@ function loadJury(dir: string, d: BenchmarkDefinition, metrics: string[], vars: 
   if (!d.jury) return undefined;
   if (!usesJury) throw invalid('/jury: a jury block without the jury_score metric would never be used');
   const text = readConfinedText(resolveIn(dir, d.jury.promptFile), dir, places, `${file}: jury.promptFile`);
-  if (!text.includes('{{RESPONSE}}')) throw invalid(`jury.promptFile ${d.jury.promptFile} has no {{RESPONSE}} placeholder`);
+  if (!juryTemplatePlaceholders(text).has('RESPONSE')) throw invalid(`jury.promptFile ${d.jury.promptFile} has no {RESPONSE} placeholder`);
+  const problem = juryTemplateProblem(text);
+  if (problem) throw invalid(`jury.promptFile ${d.jury.promptFile}: ${problem}`);
   const scale = d.jury.scale ?? { min: 1, max: 5 };
   if (scale.max <= scale.min) throw invalid('/jury/scale: max must be above min');
   for (const v of templateVariables(d.jury.question ?? '')) {

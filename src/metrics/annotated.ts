@@ -24,8 +24,10 @@ export const JURY_METRICS: MetricInfo[] = [
   { name: 'jury_judges_failed', lowerIsBetter: null },
   /** Judges left out because they are of the evaluated model's own family. */
   { name: 'jury_judges_excluded', lowerIsBetter: null },
-  /** 1 when the evaluated model refused; its score is then the scale's floor, without asking a judge. */
+  /** 1 when the answer is a refusal and nothing else: corrected mode scores it at the floor without a judge; helm mode asks the judges, as HELM. */
   { name: 'jury_refusal', lowerIsBetter: true },
+  /** 1 when the answer opens with a decline or disclaimer and then answers: the judges are asked in both modes. */
+  { name: 'jury_hedged', lowerIsBetter: null },
   /** Highest minus lowest judge mean of the instance: the judges' disagreement (0 = agreement). */
   { name: 'jury_judge_spread', lowerIsBetter: null },
   ...Array.from({ length: MAX_JUDGES }, (_, i): MetricInfo => ({ name: `jury_judge_${i + 1}`, lowerIsBetter: false })),

@@ -11,7 +11,7 @@ import { compactList } from '../audit';
 import { type Actor, IssuedCertificates, Revocations } from '../identity';
 import { type RuleId, type RunFiguresRule, runFiguresVisibility } from '../policy';
 import { approveRun, benchmarkNamed, cancelRun, endpointNamed, requestRun, summarize } from '../runs';
-import type { RunOutcome, RunRow } from '../runs';
+import type { RunOutcome, RunRow, RunSpec } from '../runs';
 import type { ScoringMode } from '../metrics';
 import { ExportService, type ExportFiles, type ExportFormat, type ExportRow, wilson } from '../export';
 import { costUsd, priceFor, unpricedUnderBudget } from '../calls';
@@ -46,6 +46,8 @@ export interface RunDetail {
   /** The cap the researcher asked for (instances), or null for the whole dataset. */
   maxInstances: number | null;
   scoring: string;
+  /** A jury benchmark's jury as the run recorded it (judges asked and left out, same-family rule, floor); null otherwise or for a run from before it was recorded. */
+  jury: NonNullable<RunSpec['jury']> | null;
   createdAt: string;
   startedAt: string | null;
   finishedAt: string | null;
@@ -94,6 +96,7 @@ const RUN_METADATA = [
   'model',
   'maxInstances',
   'scoring',
+  'jury',
   'createdAt',
   'startedAt',
   'finishedAt',
@@ -284,6 +287,7 @@ export class Operations {
       model: run.spec.endpoint.model ?? run.spec.endpoint.deployment ?? null,
       maxInstances: run.max_instances,
       scoring: run.spec.scoring,
+      jury: run.spec.jury ?? null,
       createdAt: run.created_at.toISOString(),
       startedAt: run.started_at?.toISOString() ?? null,
       finishedAt: run.finished_at?.toISOString() ?? null,

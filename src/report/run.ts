@@ -6,7 +6,7 @@
  */
 import type { RunView } from '../operations';
 import { runProgressSvg } from '../pictures';
-import { runPhase } from '../runs';
+import { juryPolicyText, runPhase } from '../runs';
 import { esc, facts, figure, page, score, table } from './html';
 
 export interface RunReportOptions {
@@ -46,6 +46,7 @@ export function runReportHtml(run: RunView, opts: RunReportOptions = {}): string
       ['Approved by', run.approvedBy ? esc(run.approvedBy) : null],
       ['IRB protocol', run.irbProtocol ? esc(run.irbProtocol) : null],
       ['Scoring', esc(run.scoring)],
+      ['Jury', run.jury ? esc(juryPolicyText(run.jury)) : null],
       ['Started', run.startedAt ? esc(run.startedAt) : null],
       ['Finished', run.finishedAt ? esc(run.finishedAt) : null],
       ['Instances picked', sampleText(run) ? esc(sampleText(run) as string) : null],

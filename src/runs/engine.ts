@@ -20,7 +20,7 @@ import type { Logger } from '../log';
 import type { ScoringMode } from '../metrics';
 import { observeRunFinished, observeRunStarted } from '../observability';
 import { requiresDeidentification } from '../tiers';
-import type { AnnotationStage } from '../annotate';
+import { type AnnotationStage, juryPolicy, sameFamily } from '../annotate';
 import type { BudgetStage, Gateway } from '../calls';
 import type { AccessStage, DeidStage, PromptStage, RunContext } from './stages';
 import { auditBase, ENGINE_ACTOR } from '../audit';
@@ -115,6 +115,7 @@ function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' |
     tier: run.tier,
     requester,
     scoring: run.spec.scoring,
+    ...(run.spec.jury ? { jury: run.spec.jury } : {}),
     deidentify: run.spec.deidentify,
     maxOutputTokens: run.spec.maxTokens,
     ...(run.spec.reasoningEffort ? { reasoningEffort: run.spec.reasoningEffort } : {}),
@@ -158,6 +159,15 @@ async function bindingProblem(engine: Engine, benchmark: Benchmark): Promise<Che
 async function unenforceableBudget(engine: Engine, approvalId: string | undefined, benchmark: Benchmark, endpoint: EndpointPolicy['endpoints'][number]) {
   const judges = (benchmark.judges ?? []).flatMap((id) => engine.endpoints().endpoints.filter((e) => e.id === id));
   return engine.budget.unenforceable(approvalId, [endpoint, ...judges]);
+}
+
+/** The jury's policy for this run (whom it asks, what it floors), recorded in its spec; an unknown judge is refused later, by rule. */
+function juryPolicyOf(engine: Engine, benchmark: Benchmark, endpoint: EndpointPolicy['endpoints'][number], mode: ScoringMode): RunSpec['jury'] {
+  const judge = (id: string) => engine.endpoints().endpoints.find((e) => e.id === id);
+  return juryPolicy(mode, benchmark, (id) => {
+    const j = judge(id);
+    return j !== undefined && sameFamily(endpoint, j);
+  });
 }
 
 /** Checks access and records a run. Throws PolicyDenied (after auditing the refusal) when denied. */
@@ -230,6 +240,7 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
     },
     endpoint: { id: endpoint.id, provider: endpoint.provider, deployment: endpoint.deployment ?? null, model: endpoint.model ?? null, ...(endpoint.test ? { test: true as const } : {}) },
     scoring: ctx.scoring,
+    ...(d.jury ? { jury: juryPolicyOf(engine, benchmark, endpoint, ctx.scoring) } : {}),
     maxTokens: ctx.maxOutputTokens,
     temperature: d.prompt.temperature ?? 0,
     ...(ctx.reasoningEffort ? { reasoningEffort: ctx.reasoningEffort } : {}),

@@ -5,6 +5,7 @@
  * and, once every instance is finished, aggregation. The pipeline knows nothing of their insides.
  */
 import type { SendablePrompt } from '../prompt';
+import type { JuryPolicy } from '../annotate';
 import type { Benchmark, Instance } from '../catalog';
 import type { Endpoint, ReasoningEffort } from '../egress';
 import type { Actor } from '../identity';
@@ -21,6 +22,8 @@ export interface RunContext {
   /** Who asked for the run. Model calls are made by the daemon on their behalf. */
   requester: Actor;
   scoring: ScoringMode;
+  /** The jury's policy as the run recorded it (RunSpec.jury): the judges it asks and what it floors. */
+  jury?: JuryPolicy;
   deidentify: boolean;
   /** Output tokens per model call (the benchmark's max_tokens unless the run or endpoint overrides it). */
   maxOutputTokens: number;

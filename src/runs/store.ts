@@ -5,6 +5,7 @@
 import type { Database, Queryable } from '../db';
 import { GroupCommit } from '../db';
 import type { Instance } from '../catalog';
+import type { JuryPolicy } from '../annotate';
 import type { Tier } from '../tiers';
 import { causeMeaning, type RunCause } from './outcome';
 
@@ -42,6 +43,8 @@ export interface RunSpec {
   /** `test`: a test endpoint (the loopback stand-in) when the run was requested; shown as TEST. */
   endpoint: { id: string; provider: string; deployment: string | null; model: string | null; test?: true };
   scoring: 'corrected' | 'helm';
+  /** A jury benchmark's jury as this run uses it: the judges asked, those left out as of the model's family and why, what is floored without a judge. */
+  jury?: JuryPolicy;
   /** Output tokens per model call: the benchmark's max_tokens, or the run's or endpoint's override. */
   maxTokens: number;
   temperature: number;

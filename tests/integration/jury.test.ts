@@ -16,11 +16,13 @@ import { type ApprovalBudgets, costUsd } from '../../src/calls';
 import type { Benchmark, Instance } from '../../src/catalog';
 import { executeRun, requestRun } from '../../src/runs/engine';
 import { judgesFor } from '../../src/runs/pipeline';
+import { juryPolicyText } from '../../src/runs';
 import type { RunContext } from '../../src/runs/stages';
 import type { Tier } from '../../src/tiers';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
 import { researcher } from '../helpers/app';
 import { makeHome, type TestHome } from '../helpers/home';
+import { HEDGED_ANSWERS, PLAIN_ANSWERS, PURE_REFUSALS } from '../helpers/jury-answers';
 
 jest.setTimeout(120_000);
 
@@ -57,7 +59,7 @@ function runContext(t: JuryApp, benchmark: Benchmark, tier: Tier, approvalId?: s
 const item = (instance: Instance) => ({ itemKey: 'k', ordinal: 0, attempts: 1, instance });
 
 /** A test app whose allowlist has three judge endpoints (and one that may receive public data only). */
-async function startJuryApp(behaviour: (n: number, prompt: string) => Behaviour, limits: { judgeLimit?: number; modelLimit?: number } = {}): Promise<JuryApp> {
+async function startJuryApp(behaviour: (n: number, prompt: string) => Behaviour, limits: { judgeLimit?: number; modelLimit?: number; modelFamily?: string } = {}): Promise<JuryApp> {
   const home = await makeHome('pglite');
   const server = await startModelServer({
     certPem: readFileSync(join(home.home, 'keys', 'demo-model-server.pem'), 'utf8'),
@@ -70,8 +72,12 @@ async function startJuryApp(behaviour: (n: number, prompt: string) => Behaviour,
   const policy = JSON.parse(readFileSync(policyFile, 'utf8')) as { endpoints: Record<string, unknown>[] };
   const demo = policy.endpoints[0] as Record<string, unknown>;
   if (limits.modelLimit) demo.limits = { ...(demo.limits as object | undefined), concurrency: limits.modelLimit };
+  if (limits.modelFamily) demo.family = limits.modelFamily;
   const judgeLimits = limits.judgeLimit ? { limits: { ...(demo.limits as object | undefined), concurrency: limits.judgeLimit } } : {};
-  const judge = (id: string, classification: Record<string, unknown>) => ({ ...demo, id, description: `judge ${id}`, model: id, classification, ...judgeLimits });
+  const judge = (id: string, classification: Record<string, unknown>) => {
+    const { family: _modelFamily, ...base } = demo;
+    return { ...base, id, description: `judge ${id}`, model: id, classification, ...judgeLimits };
+  };
   policy.endpoints.push(
     judge('judge-gpt', { inVpc: true, baa: true, maxTier: 'private' }),
     judge('judge-llama', { inVpc: true, baa: true, maxTier: 'private' }),
@@ -132,6 +138,8 @@ describe('LLM jury on ACI-Bench', () => {
     });
     try {
       const run = await requestRun(t.app.engine, { benchmarkId: 'aci_bench', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 2 });
+      // The run's spec records its jury: every judge asked (none of the model's family), refusals floored.
+      expect(run.spec.jury).toEqual({ judgesAsked: ['judge-gpt', 'judge-llama', 'judge-claude'], judgesLeftOut: [], sameFamily: 'exclude', floor: 'empty-answer-or-refusal' });
       const summary = await executeRun(t.app.engine, run.run_id);
       expect(summary.status).toBe('completed');
       expect([modelCalls, judgeCalls]).toEqual([2, 3]);
@@ -156,6 +164,10 @@ describe('LLM jury on ACI-Bench', () => {
       expect(judged).toHaveLength(3);
       expect(judged[0]?.prompt).toContain('[doctor]');
       expect(judged[0]?.prompt).toContain('The patient reports knee pain.');
+      // HELM's judge prompt, its {QUESTION} being HELM's input text (ACIBenchScenario's dialogue line first).
+      expect(judged[0]?.prompt.startsWith('You are a medical expert tasked with evaluating the quality of a\ngenerated clinical note')).toBe(true);
+      expect(judged[0]?.prompt).toContain('<conversation>\nDoctor-patient dialogue:\n\n[doctor]');
+      expect(judged[0]?.prompt).toContain('<response>\nHISTORY OF PRESENT ILLNESS\nThe patient reports knee pain.\n</response>');
 
       // Each judge call was audited before it reached the server, naming the judge endpoint.
       const judgeEvents = t.audited.filter((a) => a.event.detail?.metric === 'jury');
@@ -321,6 +333,11 @@ describe('LLM jury on ACI-Bench', () => {
         expect(t.server.requestCount() - before).toBe(2);
         const allowed = await annotateWithJury('a note', instance, { mode: 'corrected', benchmark: { ...b, jurySameFamily: 'allow' }, judges });
         expect(allowed).toMatchObject({ jury_judges_used: 3, jury_judges_excluded: 0, jury_judge_1: 4 });
+        // helm mode is HELM's jury: every judge is asked, whatever the site's setting.
+        const before3 = t.server.requestCount();
+        const helm = await annotateWithJury('a note', instance, { mode: 'helm', benchmark: { ...b, jurySameFamily: 'exclude' }, judges });
+        expect(helm).toMatchObject({ jury_judges_used: 3, jury_judges_excluded: 0, jury_judge_1: 4 });
+        expect(t.server.requestCount() - before3).toBe(3);
       } finally {
         await lease.leave();
       }
@@ -329,7 +346,76 @@ describe('LLM jury on ACI-Bench', () => {
     }
   });
 
-  it('scores a refusal at the floor without asking a judge, and floors judge scores below the scale', async () => {
+  it('records in the run spec which judges a helm-mode and a corrected-mode run ask, and what they floor', async () => {
+    const t = await startJuryApp(() => ({ kind: 'answer', text: judgeAnswer([4, 4, 4]) }), { modelFamily: 'gpt' });
+    try {
+      const corrected = await requestRun(t.app.engine, { benchmarkId: 'aci_bench', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 1 });
+      expect(corrected.spec.jury).toEqual({ judgesAsked: ['judge-llama', 'judge-claude'], judgesLeftOut: ['judge-gpt'], sameFamily: 'exclude', floor: 'empty-answer-or-refusal' });
+      const helm = await requestRun(t.app.engine, { benchmarkId: 'aci_bench', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 1, scoring: 'helm' });
+      expect(helm.spec.jury).toEqual({ judgesAsked: ['judge-gpt', 'judge-llama', 'judge-claude'], judgesLeftOut: [], sameFamily: 'helm-asks-all', floor: 'empty-answer' });
+      // Shown where the run's scoring is shown (runs show, the run report).
+      expect(juryPolicyText(corrected.spec.jury as NonNullable<typeof corrected.spec.jury>)).toBe(
+        "asked judge-llama, judge-claude (left out: judge-gpt); judges of the model's own family left out; an empty answer or a refusal and nothing else scores the floor without a judge",
+      );
+      // Each run asks the judges its spec names: the helm run all three, the corrected run not judge-gpt.
+      const judgesCalled = () =>
+        t.server.received.filter((r) => isJudgePrompt(r.prompt)).map((r) => ['judge-gpt', 'judge-llama', 'judge-claude'].find((id) => r.body.includes(`"${id}"`) || r.path.includes(id)));
+      expect((await executeRun(t.app.engine, helm.run_id)).status).toBe('completed');
+      expect(judgesCalled()).toEqual(['judge-gpt', 'judge-llama', 'judge-claude']);
+      expect((await executeRun(t.app.engine, corrected.run_id)).status).toBe('completed');
+      expect(judgesCalled().slice(3)).toEqual(['judge-llama', 'judge-claude']);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('asks the judges about a hedged answer in both modes; floors a pure refusal only in corrected mode, counting each', async () => {
+    const t = await startJuryApp(() => ({ kind: 'answer', text: judgeAnswer([4, 4, 4]) }));
+    try {
+      const b = t.app.catalog().get('aci_bench');
+      const instance = { key: 'k', vars: { conversation: '[doctor] hello' }, references: ['note'] };
+      const run = runContext(t, b, 'public');
+      const lease = await t.app.engine.calls.join(run);
+      try {
+        const judges = judgesFor(t.app.engine, run, item(instance), undefined);
+        const judgeCallsFor = async (answer: string, mode: 'helm' | 'corrected') => {
+          const before = t.server.requestCount();
+          const scores = await annotateWithJury(answer, instance, { mode, benchmark: b, judges });
+          return { scores, calls: t.server.requestCount() - before };
+        };
+        for (const mode of ['helm', 'corrected'] as const) {
+          for (const answer of HEDGED_ANSWERS) {
+            const { scores, calls } = await judgeCallsFor(answer, mode);
+            expect([mode, calls]).toEqual([mode, 3]);
+            expect(scores).toMatchObject({ jury_score: 4, jury_hedged: 1, jury_refusal: 0, jury_judges_used: 3 });
+          }
+          for (const answer of PLAIN_ANSWERS) {
+            const { scores, calls } = await judgeCallsFor(answer, mode);
+            expect([mode, calls]).toEqual([mode, 3]);
+            expect(scores).toMatchObject({ jury_score: 4, jury_hedged: 0, jury_refusal: 0 });
+          }
+        }
+        for (const answer of PURE_REFUSALS) {
+          // helm mode: HELM asks the judges for every non-empty answer; the refusal is still counted.
+          const helm = await judgeCallsFor(answer, 'helm');
+          expect(helm.calls).toBe(3);
+          expect(helm.scores).toMatchObject({ jury_score: 4, jury_refusal: 1, jury_hedged: 0, jury_judges_used: 3 });
+          // corrected mode: the floor, without a judge.
+          const corrected = await judgeCallsFor(answer, 'corrected');
+          expect(corrected.calls).toBe(0);
+          expect(corrected.scores).toMatchObject({ jury_score: 1, jury_refusal: 1, jury_hedged: 0, jury_judges_used: 0 });
+        }
+        // The empty answer is the one floor of both modes, as in HELM.
+        for (const mode of ['helm', 'corrected'] as const) expect((await judgeCallsFor('  \n', mode)).calls).toBe(0);
+      } finally {
+        await lease.leave();
+      }
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("in helm mode averages a judge's 0s as HELM does (no floor on a mean); corrected mode drops the off-scale judge", async () => {
     const t = await startJuryApp(() => ({
       kind: 'answer',
       text: '{"accuracy": {"score": 0, "explanation": "x"}, "completeness": {"score": 0, "explanation": "x"}, "clarity": {"score": 0, "explanation": "x"}}',
@@ -341,13 +427,10 @@ describe('LLM jury on ACI-Bench', () => {
       const lease = await t.app.engine.calls.join(run);
       try {
         const judges = judgesFor(t.app.engine, run, item(instance), undefined);
-        const refused = await annotateWithJury("I'm sorry, but I can't help with writing this note.", instance, { mode: 'helm', benchmark: b, judges });
-        expect(refused).toMatchObject({ jury_score: 1, jury_refusal: 1, jury_judges_used: 0 });
-        expect(t.server.requestCount()).toBe(0);
-        // An answer that only sounds sorry is an answer: the judges are asked (and their 0s floored at 1).
-        const answered = await annotateWithJury("I'm sorry to hear about your knee. PLAN: rest and ice.", instance, { mode: 'helm', benchmark: b, judges });
-        expect(answered).toMatchObject({ jury_score: 1, jury_refusal: 0, jury_judges_used: 3 });
-        expect(t.server.requestCount()).toBe(3);
+        const helm = await annotateWithJury('PLAN: rest and ice.', instance, { mode: 'helm', benchmark: b, judges });
+        expect(helm).toMatchObject({ jury_score: 0, jury_score_normalized: -0.25, jury_judges_used: 3 });
+        const corrected = await annotateWithJury('PLAN: rest and ice.', instance, { mode: 'corrected', benchmark: b, judges });
+        expect(corrected).toMatchObject({ jury_score: 1, jury_judges_used: 0, jury_judges_failed: 3 });
       } finally {
         await lease.leave();
       }

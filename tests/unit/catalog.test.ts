@@ -23,6 +23,7 @@ import { loadSchema } from '../../src/config/validate';
 import { tempDir } from '../helpers/db';
 import { catalog, countInstances } from '../helpers/instances';
 import { failure } from '../helpers/errors';
+import type { UserError } from '../../src/errors';
 
 async function all(b: ReturnType<typeof loadBenchmark>): Promise<Instance[]> {
   const out: Instance[] = [];
@@ -438,6 +439,30 @@ describe('site benchmark folders', () => {
     );
     return dir;
   }
+
+  it("refuses, at load, a judge prompt HELM's string.Template could not fill, naming the line", () => {
+    const juryBench = (text: string) => {
+      const dir = siteBenchmark('id,context,label\n1,"note one",yes\n', {
+        metrics: { main: 'jury_score' },
+        jury: { promptFile: 'jury.txt', criteria: ['accuracy'] },
+      });
+      writeFileSync(join(dir, 'jury.txt'), text);
+      return dir;
+    };
+    const err = (() => {
+      try {
+        loadBenchmark(juryBench('Rate {RESPONSE}\nIt costs $5.'));
+      } catch (e) {
+        return e as UserError;
+      }
+      return undefined;
+    })();
+    expect(err?.code).toBe('benchmark.invalid');
+    expect(err?.message).toMatch(/jury\.promptFile jury\.txt: "\$" at line 2 is not a placeholder/);
+    // HELM's own placeholders, ehrbench's {{...}} form and an escaped $$ load.
+    expect(loadBenchmark(juryBench('Rate {{RESPONSE}} against {GOLD_RESPONSE}; it costs $$5.')).juryTemplate).toContain('$$5');
+    expect(() => loadBenchmark(juryBench('Rate the answer.'))).toThrow(/has no \{RESPONSE\} placeholder/);
+  });
 
   it('reads instances through a column mapping', async () => {
     const b = loadBenchmark(siteBenchmark('id,context,label\n1,"note one",yes\n2,"note two",no\n'));

@@ -7,6 +7,7 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Catalog, importHelmBenchmark, instancesOf, loadBenchmark, mapHelmRunEntries, type Instance } from '../../src/catalog';
+import { judgePrompt } from '../../src/annotate';
 import { tempDir } from '../helpers/db';
 import { ROOT } from '../helpers/paths';
 import { failure } from '../helpers/errors';
@@ -93,6 +94,22 @@ describe("import-helm on HELM's documented LLM-jury example", () => {
     const err = await failure(importHelmBenchmark(config, { outDir: tempDir('helm-out'), ...placement, files: beside(config) }));
     expect(err.code).toBe('helm-import.dataset');
     expect(err.message).toContain('{GOLD_RESPONSE}');
+  });
+
+  it("fills the imported judge prompt as HELM fills the original, and refuses one HELM's string.Template would fail on", async () => {
+    const config = juryDemo();
+    const report = await importHelmBenchmark(config, { outDir: tempDir('helm-out'), ...placement, judges: ['judge-a', 'judge-b', 'judge-c'], files: beside(config) });
+    const b = loadBenchmark(report.dir, { files: beside(config) });
+    const original = readFileSync(join(config, '..', 'llm_jury_score_demo_judge_prompt.txt'), 'utf8');
+    // HELM: {QUESTION} -> $QUESTION, then string.Template; the imported {{QUESTION}} gives the same prompt.
+    const helm = original.replaceAll('{QUESTION}', 'Q $1').replaceAll('{RESPONSE}', 'R').replaceAll('{GOLD_RESPONSE}', '');
+    expect(judgePrompt(b.juryTemplate as string, 'Q $1', 'R', '')).toBe(helm);
+
+    const judge = join(config, '..', 'llm_jury_score_demo_judge_prompt.txt');
+    writeFileSync(judge, `${original}\nA visit costs $20.\n`);
+    const err = await failure(importHelmBenchmark(config, { outDir: tempDir('helm-out'), ...placement, files: beside(config) }));
+    expect(err.code).toBe('helm-import.jury');
+    expect(err.message).toMatch(/"\$" at line \d+ is not a placeholder/);
   });
 
   it('refuses, before writing anything, a dataset the catalog would not read: outside the output folder and catalog.dataDirs', async () => {

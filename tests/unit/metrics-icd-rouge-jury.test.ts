@@ -3,7 +3,8 @@
  * worked out by hand in the comments.
  */
 import type { Instance } from '../../src/catalog';
-import { isRefusal, judgePrompt, judgeScores, modelFamily, sameFamily } from '../../src/annotate';
+import { declineOf, isRefusal, judgePrompt, judgeScores, modelFamily, sameFamily } from '../../src/annotate';
+import { HEDGED_ANSWERS, PLAIN_ANSWERS, PURE_REFUSALS } from '../helpers/jury-answers';
 import { helmCodes, inProcessMetric, normalizedCodes, rougeTokens, type ScoringMode } from '../../src/metrics';
 
 function instance(references: string[]): Instance {
@@ -127,16 +128,22 @@ describe('jury answers (HELM LLMAsJuryAnnotator parse rules)', () => {
 });
 
 describe('the jury as the leaderboard ran it', () => {
-  it.each([
-    ["I'm sorry, but I can't help with that request.", true],
-    ['I cannot provide medical advice; please consult a doctor.', true],
-    ['As an AI language model, I do not write clinical notes.', true],
-    ['Sorry, I am unable to complete this.', true],
-    ["I'm sorry to hear about your pain. Rest, ice and ibuprofen should help.", false],
-    ['HISTORY OF PRESENT ILLNESS: I cannot stress enough that the patient...', false],
-    ['The patient cannot bear weight.', false],
-  ])('refusal of %j: %s', (text, refusal) => {
-    expect(isRefusal(text)).toBe(refusal);
+  it.each(HEDGED_ANSWERS)('a disclaimer followed by an answer is hedged, not a refusal: %j', (text) => {
+    expect(declineOf(text)).toBe('hedged');
+    expect(isRefusal(text)).toBe(false);
+  });
+
+  it.each(PURE_REFUSALS)('a decline with nothing but apologies, referrals and courtesies is a refusal: %j', (text) => {
+    expect(declineOf(text)).toBe('refusal');
+    expect(isRefusal(text)).toBe(true);
+  });
+
+  it.each(PLAIN_ANSWERS)('an answer that only sounds like a decline is none: %j', (text) => {
+    expect(declineOf(text)).toBe('none');
+  });
+
+  it('a refusal with one substantive sentence added is hedged', () => {
+    expect(declineOf(`${PURE_REFUSALS[1]} Most adults can take 500 mg of acetaminophen every six hours.`)).toBe('hedged');
   });
 
   it.each([

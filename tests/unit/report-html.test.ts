@@ -27,6 +27,7 @@ const RUN: RunView = {
   model: HOSTILE,
   maxInstances: 40,
   scoring: 'corrected',
+  jury: { judgesAsked: ['judge-<b>a</b>', 'judge-c'], judgesLeftOut: ['judge-gpt'], sameFamily: 'exclude', floor: 'empty-answer-or-refusal' },
   createdAt: '2025-05-01T10:00:00.000Z',
   startedAt: null,
   finishedAt: null,
@@ -67,6 +68,8 @@ describe('runReportHtml', () => {
     // what happened, in the outcome's words, and why the failed instance has no result
     expect(html).toContain('completed with failures');
     expect(html).toContain('<code>model.connection</code>');
+    // the jury's policy, where the scoring is shown (judge ids escaped too)
+    expect(html).toContain('asked judge-&lt;b&gt;a&lt;/b&gt;, judge-c (left out: judge-gpt); judges of the model&apos;s own family left out');
   });
 
   it('shows the rule and no figure when the view withholds them', () => {

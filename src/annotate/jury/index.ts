@@ -3,7 +3,10 @@
  * clinical input, the model's answer and the gold answer, and scores every rubric criterion (accuracy,
  * completeness, clarity; 1-5); the instance score is the mean of all judge x criterion scores. A judge
  * whose answer cannot be read is dropped; an empty answer scores the floor of the scale without any
- * judge being asked, as does an instance no judge could score. Reported on the rubric's scale
+ * judge being asked (as HELM), as does an instance no judge could score. `corrected` mode also floors
+ * an answer that is a refusal and nothing else, and leaves out judges of the model's own family;
+ * `helm` mode does neither (juryPolicy). The prompt is HELM's (benchmarks/<id>/jury.txt, HELM's
+ * PROMPT_TEMPLATE word for word), filled as HELM fills it. Reported on the rubric's scale
  * (`jury_score`, HELM's <benchmark>_accuracy) and rescaled to 0-1 (`jury_score_normalized`).
  *
  * Judges are endpoints from the allowlist and see patient text, so each call goes through the outbound
@@ -16,15 +19,17 @@
  * `corrected` mode it fails the instance so it is retried, rather than quietly scoring it lower.
  */
 import { commandPrefix } from '../../command-prefix';
-import { renderTemplate } from '../../catalog';
+import { fillJuryTemplate, renderTemplate } from '../../catalog';
 import type { Benchmark, Instance } from '../../catalog';
 import { type Completion, ModelCallError, type SendablePrompt } from '../../calls';
 import { UserError } from '../../errors';
 import { JURY_METRICS, MAX_JUDGES, type ScoringMode } from '../../metrics';
 import { judgeScores, type Scale } from './parse';
+import { type Decline, declineOf } from './refusal';
 
 export { judgeScores } from './parse';
 export { modelFamily, sameFamily } from './family';
+export { declineOf, type Decline } from './refusal';
 export { JURY_METRICS };
 
 /** HELM's judge request: temperature 0, up to 4,096 tokens. */
@@ -45,12 +50,17 @@ export interface JuryContext {
   mode: ScoringMode;
   benchmark: Benchmark;
   judges: JudgePort;
+  /** The policy the run recorded when it was requested (RunSpec.jury); without one, it is worked out now. */
+  policy?: JuryPolicy;
 }
 
-/** Fills {{QUESTION}}, {{RESPONSE}} and {{GOLD_RESPONSE}} in one pass, so text inside them is never re-read as a placeholder. */
+/**
+ * The judge prompt as HELM's _interpolate_prompt fills it (src/catalog/jury-template.ts: HELM's
+ * `{QUESTION}` placeholders, Python's string.Template rules for `$`, ehrbench's `{{QUESTION}}` read as
+ * HELM's `{QUESTION}`), in one pass, so text inside a value is never re-read as a placeholder.
+ */
 export function judgePrompt(template: string, question: string, response: string, gold: string): string {
-  const values: Record<string, string> = { QUESTION: question, RESPONSE: response, GOLD_RESPONSE: gold };
-  return template.replace(/\{\{(QUESTION|RESPONSE|GOLD_RESPONSE)\}\}/g, (_m, key: string) => values[key] ?? '');
+  return fillJuryTemplate(template, { QUESTION: question, RESPONSE: response, GOLD_RESPONSE: gold });
 }
 
 function scaleOf(b: Benchmark): Scale {
@@ -59,20 +69,44 @@ function scaleOf(b: Benchmark): Scale {
 
 export type JuryAnnotation = Record<string, number | null>;
 
-/**
- * An answer that declines the task ("I'm sorry, but I can't help with that", "As an AI ..."): the
- * leaderboard scores it at the floor instead of asking judges. Only declines of the task count: "I'm
- * sorry to hear that" in a reply to a patient is an answer.
- */
-const REFUSAL = [
-  /^(?:i['’]m sorry|i am sorry|i apologi[sz]e|sorry)[,.!]?\s+(?:but\s+)?(?:i|as an ai)\b[^.]{0,60}?\b(?:can(?:not|['’]t)|unable|not able|won['’]t|will not)\b/i,
-  /^i\s+(?:can(?:not|['’]t)|am unable to|['’]m unable to|am not able to|won['’]t|will not)\s+(?:help|assist|provide|answer|comply|do that|fulfil|complete|write|generate)/i,
-  /^as an ai(?: language model)?\b/i,
-];
-
+/** Kept for callers that ask only "is this a refusal and nothing else" (see refusal.ts). */
 export function isRefusal(prediction: string): boolean {
-  const head = prediction.trim().slice(0, 300);
-  return REFUSAL.some((re) => re.test(head));
+  return declineOf(prediction) === 'refusal';
+}
+
+/**
+ * Whom the jury asks and what it floors, for a run's scoring mode: recorded in the run's spec, and
+ * the one rule annotateWithJury follows. `helm` mode is HELM's jury: every judge of the benchmark
+ * whatever its family or the site's `jury.sameFamily`, and no floor but the empty answer. `corrected`
+ * mode leaves out judges of the evaluated model's own family (unless the site allows them) and floors
+ * an answer that is a refusal and nothing else.
+ */
+export interface JuryPolicy {
+  /** Endpoint ids asked, in the benchmark's order. */
+  judgesAsked: string[];
+  /** Endpoint ids left out as of the evaluated model's family. */
+  judgesLeftOut: string[];
+  /** exclude: same-family judges left out; allow: the site lets them judge; helm-asks-all: helm mode asks every judge. */
+  sameFamily: 'exclude' | 'allow' | 'helm-asks-all';
+  /** What scores the floor without a judge being asked. */
+  floor: 'empty-answer' | 'empty-answer-or-refusal';
+}
+
+export function juryPolicy(mode: ScoringMode, b: Pick<Benchmark, 'judges' | 'jurySameFamily'>, isSameFamily: (endpointId: string) => boolean): JuryPolicy {
+  const listed = b.judges ?? [];
+  const sameFamily = mode === 'helm' ? 'helm-asks-all' : (b.jurySameFamily ?? 'exclude');
+  const leftOut = sameFamily === 'exclude' ? listed.filter((id) => isSameFamily(id)) : [];
+  return {
+    judgesAsked: listed.filter((id) => !leftOut.includes(id)),
+    judgesLeftOut: leftOut,
+    sameFamily,
+    floor: mode === 'helm' ? 'empty-answer' : 'empty-answer-or-refusal',
+  };
+}
+
+/** The run's recorded policy, when it still names only judges of the benchmark (a changed judge list is the definition's hash's to catch). */
+function recordedPolicy(policy: JuryPolicy | undefined, listed: readonly string[]): JuryPolicy | undefined {
+  return policy && policy.judgesAsked.every((id) => listed.includes(id)) ? policy : undefined;
 }
 
 interface Verdicts {
@@ -83,18 +117,20 @@ interface Verdicts {
   scores: number[];
 }
 
-function result(scale: Scale, v: Verdicts, extra: { excluded: number; refusal: boolean; positions: number[] }): JuryAnnotation {
+function result(scale: Scale, v: Verdicts, extra: { excluded: number; decline: Decline; positions: number[] }): JuryAnnotation {
   const means = v.perJudge.filter((m): m is number => m !== undefined);
   const all = v.scores;
-  // The leaderboard's floor: no surviving judge, or a refusal, scores the scale's minimum (HELM's default_score).
-  const score = all.length ? Math.max(scale.min, all.reduce((a, x) => a + x, 0) / all.length) : scale.min;
+  // No surviving judge (or a floored refusal) scores the scale's minimum, HELM's default_score. A mean
+  // is not clamped: in helm mode a judge's 0 counts as HELM counts it; corrected mode drops off-scale judges.
+  const score = all.length ? all.reduce((a, x) => a + x, 0) / all.length : scale.min;
   const out: JuryAnnotation = {
     jury_score: score,
     jury_score_normalized: (score - scale.min) / (scale.max - scale.min),
     jury_judges_used: means.length,
     jury_judges_failed: v.failed,
     jury_judges_excluded: extra.excluded,
-    jury_refusal: extra.refusal ? 1 : 0,
+    jury_refusal: extra.decline === 'refusal' ? 1 : 0,
+    jury_hedged: extra.decline === 'hedged' ? 1 : 0,
     jury_judge_spread: means.length >= 2 ? Math.max(...means) - Math.min(...means) : null,
   };
   // Per judge, by its position in the benchmark's judge list (null: left out, failed or not asked).
@@ -109,21 +145,23 @@ export async function annotateWithJury(prediction: string, instance: Instance, c
   if (!jury || b.juryTemplate === undefined) throw new UserError('benchmark.invalid', `benchmark ${b.definition.id}: jury metrics without a jury block`);
   const listed = b.judges ?? [];
   if (listed.length === 0) throw new UserError('jury.no-judges', `benchmark ${b.definition.id}: no judge endpoints configured; see "${commandPrefix()} benchmarks show ${b.definition.id}"`);
-  // Judges of the evaluated model's own family are left out (unless the site allows them).
-  const positions = listed.map((_, i) => i).filter((i) => b.jurySameFamily === 'allow' || !ctx.judges.sameFamily(listed[i] as string));
-  const judges = positions.map((i) => listed[i] as string);
-  const excluded = listed.length - judges.length;
+  const policy = recordedPolicy(ctx.policy, listed) ?? juryPolicy(ctx.mode, b, (id) => ctx.judges.sameFamily(id));
+  const judges = policy.judgesAsked;
+  const positions = judges.map((id) => listed.indexOf(id));
+  const excluded = policy.judgesLeftOut.length;
   // Every judge is checked before any is asked, so a refused one never sees a sibling's input either.
   await ctx.judges.check(judges);
   const scale = scaleOf(b);
-  const none = (refusal: boolean) => result(scale, { perJudge: [], failed: 0, scores: [] }, { excluded, refusal, positions: [] });
-  if (prediction.trim() === '') return none(false);
-  if (isRefusal(prediction)) return none(true);
-  if (judges.length === 0) return none(false);
+  const none = (decline: Decline) => result(scale, { perJudge: [], failed: 0, scores: [] }, { excluded, decline, positions: [] });
+  // As HELM: an empty answer is never sent to a judge.
+  if (prediction.trim() === '') return none('none');
+  const decline = declineOf(prediction);
+  if (decline === 'refusal' && policy.floor === 'empty-answer-or-refusal') return none(decline);
+  if (judges.length === 0) return none(decline);
 
   const prompt = await ctx.judges.sendable(judgePrompt(b.juryTemplate, questionOf(b, instance), prediction, instance.references[0] ?? ''));
   // Still carrying an identifier after de-identification: no judge sees it, and it is not scored.
-  if (prompt === undefined) return { jury_score: null, jury_score_normalized: null, jury_judges_used: 0 };
+  if (prompt === undefined) return { jury_score: null, jury_score_normalized: null, jury_judges_used: 0, jury_refusal: decline === 'refusal' ? 1 : 0, jury_hedged: decline === 'hedged' ? 1 : 0 };
   const verdicts: Verdicts & { scores: number[] } = { perJudge: [], failed: 0, scores: [] };
   for (const [k, id] of judges.entries()) {
     let answer: string;
@@ -145,7 +183,7 @@ export async function annotateWithJury(prediction: string, instance: Instance, c
     verdicts.perJudge.push(judged.reduce((a, x) => a + x, 0) / judged.length);
     verdicts.scores.push(...judged);
   }
-  return result(scale, verdicts, { excluded, refusal: false, positions });
+  return result(scale, verdicts, { excluded, decline, positions });
 }
 
 /** {{QUESTION}}: the definition's question template over the instance, else the prompt the model saw. */

@@ -4,7 +4,7 @@ import type { App } from '../../app';
 import { UserError } from '../../errors';
 import { interruptibly } from '../interrupt';
 import type { RunRequestInput, RunView, StoppedRunView } from '../../operations';
-import { executeRun, readProgress, type RunOutcome, type RunProgress, type RunSummary } from '../../runs';
+import { executeRun, juryPolicyText, readProgress, type RunOutcome, type RunProgress, type RunSummary } from '../../runs';
 import { followLocal, ProgressDisplay } from '../progress';
 import { CLIENT_OPTIONS, type ClientArgs, localCaller, withClient } from '../client';
 import { type GlobalArgs, withApp } from '../context';
@@ -99,6 +99,7 @@ function printRun(io: Io, run: RunView): void {
       ...(run.outcome ? [`  ${run.outcome.summary}`, ...causeLines(run.outcome, run.endpointId)] : []),
       `  requested by ${run.requestedBy} at ${run.createdAt}${run.approvedBy ? `; approved by ${run.approvedBy}` : ''}`,
       `  ${run.irbProtocol ? `IRB protocol ${run.irbProtocol}; ` : ''}scoring ${run.scoring}`,
+      ...(run.jury ? [`  jury: ${juryPolicyText(run.jury)}`] : []),
       ...(run.counts
         ? [
             `  instances: ${run.instanceCount ?? '?'} planned${sampled(run)}, ${run.counts.done} done, ${run.counts.blocked} blocked, ${run.counts.failed} failed`,

@@ -40,6 +40,15 @@ export interface Run {
    */
   maxInstances: number | null;
   scoring: string;
+  /**
+   * A jury benchmark's jury as the run uses it: the judge endpoints asked, those left out as of the evaluated model's family, the same-family rule (exclude, allow, or helm-asks-all in helm mode) and what scores the floor without a judge (empty-answer, or empty-answer-or-refusal in corrected mode); null for other benchmarks and runs from before it was recorded
+   */
+  jury: {
+    judgesAsked: string[];
+    judgesLeftOut: string[];
+    sameFamily: 'exclude' | 'allow' | 'helm-asks-all';
+    floor: 'empty-answer' | 'empty-answer-or-refusal';
+  } | null;
   createdAt: string;
   startedAt: string | null;
   finishedAt: string | null;
