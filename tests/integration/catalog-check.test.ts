@@ -198,12 +198,12 @@ describe('what the catalog commands say about site data', () => {
     writeFileSync(join(h, 'site-data.json'), '{"benchmarks": {"clear": ');
     const r = cli(['benchmarks', 'list'], { EHRBENCH_HOME: h });
     expect(r.code).toBe(1);
-    expect(r.stdout).toContain('37 benchmarks: 16 public, 7 approval-required, 14 private');
+    expect(r.stdout).toContain('39 benchmarks: 18 public, 7 approval-required, 14 private');
     expect(r.stdout).toMatch(/medec\s+MEDEC\s+.*shipped/);
     expect(r.stderr).toMatch(new RegExp(`^ehrbench: ${join(h, 'site-data.json').replace(/[.]/g, '\\.')}: not valid JSON( near character \\d+)?; fix the syntax\n$`));
     const json = cli(['benchmarks', 'list', '--json'], { EHRBENCH_HOME: h });
     expect(json.code).toBe(1);
-    expect(JSON.parse(json.stdout)).toHaveLength(37);
+    expect(JSON.parse(json.stdout)).toHaveLength(39);
     // A schema error: the branch the type names, once.
     bind(h, { shc_ptbm_med: { source: { type: 'omop-note', connection: { env: 'A', file: 'b' } } } });
     const schema = cli(['benchmarks', 'list'], { EHRBENCH_HOME: h });

@@ -33,12 +33,12 @@ function home(): string {
 }
 
 describe('ehrbench benchmarks', () => {
-  it('lists all 37 benchmarks grouped by the 5 categories, with their tiers', () => {
+  it('lists all 39 benchmarks grouped by the 5 categories, with their tiers', () => {
     const h = home();
     const r = cli(['benchmarks', 'list'], { EHRBENCH_HOME: h });
     expect(r.code).toBe(0);
     for (const c of [
-      'Clinical Decision Support (12)',
+      'Clinical Decision Support (14)',
       'Clinical Note Generation (6)',
       'Patient Communication and Education (8)',
       'Medical Research Assistance (6)',
@@ -46,11 +46,11 @@ describe('ehrbench benchmarks', () => {
     ]) {
       expect(r.stdout).toContain(c);
     }
-    expect(r.stdout).toContain('37 benchmarks: 16 public, 7 approval-required, 14 private');
+    expect(r.stdout).toContain('39 benchmarks: 18 public, 7 approval-required, 14 private');
     expect(r.stdout).toMatch(/mimiciv_billing_code\s+MIMIC-IV Billing Code\s+Overseeing Financial Activities\s+approval-required\s+mimiciv_billing_code_f1\s+site must supply/);
     expect(r.stdout).toMatch(/aci_bench\s+ACI-Bench\s+Documenting Patient Visits\s+public\s+jury_score\s+shipped/);
     const json = JSON.parse(cli(['benchmarks', 'list', '--json'], { EHRBENCH_HOME: h }).stdout) as { id: string; tier: string }[];
-    expect(json).toHaveLength(37);
+    expect(json).toHaveLength(39);
     const priv = JSON.parse(cli(['benchmarks', 'list', '--tier', 'private', '--json'], { EHRBENCH_HOME: h }).stdout) as { tier: string }[];
     expect(priv).toHaveLength(14);
     const cng = JSON.parse(cli(['benchmarks', 'list', '--category', 'clinical note', '--json'], { EHRBENCH_HOME: h }).stdout) as { category: string }[];

@@ -123,7 +123,7 @@ describe('the command line', () => {
     const env = { PATH: process.env.PATH, HOME: empty, EHRBENCH_HOME: join(empty, 'ehrbench') };
     const list = spawnSync(process.execPath, [BIN, 'benchmarks', 'list'], { encoding: 'utf8', env });
     expect(list.status).toBe(0);
-    expect(list.stdout).toMatch(/37 benchmarks/);
+    expect(list.stdout).toMatch(/39 benchmarks/);
     const show = spawnSync(process.execPath, [BIN, 'benchmarks', 'show', 'pubmed_qa'], { encoding: 'utf8', env });
     expect(show.status).toBe(0);
     expect(show.stdout).toContain('PubMedQA');

@@ -13,11 +13,11 @@ async function all(b: ReturnType<typeof loadBenchmark>): Promise<Instance[]> {
 }
 
 describe('built-in catalog', () => {
-  it('holds the 37 MedHELM benchmarks: 16 public, 7 approval-required, 14 private, in 5 categories and 22 subcategories', () => {
+  it('holds the 39 MedHELM benchmarks: 18 public, 7 approval-required, 14 private, in 5 categories and 22 subcategories', () => {
     const list = catalog.list();
-    expect(list).toHaveLength(37);
+    expect(list).toHaveLength(39);
     const tiers = (t: string) => list.filter((b) => b.definition.tier === t).length;
-    expect([tiers('public'), tiers('approval-required'), tiers('private')]).toEqual([16, 7, 14]);
+    expect([tiers('public'), tiers('approval-required'), tiers('private')]).toEqual([18, 7, 14]);
     expect(new Set(list.map((b) => b.definition.category)).size).toBe(5);
     const subcategories = new Set(list.map((b) => `${b.definition.category}/${b.definition.subcategory}`));
     expect(subcategories.size).toBe(22);
