@@ -49,7 +49,12 @@ const CONVERSATIONS: { prompt_id: string; prompt: Turn[] }[] = [
 /** Identifiers of the later turns that must never reach the model. */
 const PLANTED = ['00384157', '508) 555-0187', '555-0187', 'colette.hollis@example.net', '031-44-9182', 'Renwick', '3/11/2087', 'Hollis', 'Marguerite', '214 Pellham', 'Framingham'];
 
-function writeSiteBenchmark(dir: string, lines: object[]): void {
+/** The rubric block and metrics of a site rubric benchmark graded by `grader` (none: scoring is not under test). */
+function scoring(grader?: string): object {
+  return grader ? { metrics: { main: 'rubric_score' }, rubric: { graders: [grader] } } : { metrics: { main: 'exact_match' } };
+}
+
+function writeSiteBenchmark(dir: string, lines: object[], grader?: string): void {
   mkdirSync(dir, { recursive: true });
   const rubric = [{ criterion: 'Advises seeing a clinician.', points: 5, tags: ['axis:accuracy'] }];
   writeFileSync(join(dir, 'conversations.jsonl'), lines.map((l) => JSON.stringify({ ...l, rubrics: rubric, example_tags: ['theme:context_seeking'] })).join('\n') + '\n');
@@ -66,17 +71,26 @@ function writeSiteBenchmark(dir: string, lines: object[]): void {
       dataset: { origin: 'shipped', files: [{ path: 'conversations.jsonl' }], format: 'jsonl', adapter: 'health_bench' },
       prompt: { templateFile: 'prompt.txt', maxTokens: 40 },
       references: 'none (scoring is not under test)',
-      metrics: { main: 'exact_match' },
+      ...scoring(grader),
       split: 'test',
       lowerIsBetter: false,
     }),
   );
 }
 
-async function setUp(lines: object[]): Promise<{ t: TestApp; audited: AuditEventInput[] }> {
-  const t = await startTestApp();
+interface Options {
+  /** Graded by rubric by this endpoint, classified as given (the model's endpoint is classified for EHR data). */
+  grader?: { id: string; classification: object };
+}
+
+const RUBRIC_ITEM = /# Rubric item\n/;
+
+async function setUp(lines: object[], opts: Options = {}): Promise<{ t: TestApp; audited: AuditEventInput[] }> {
+  const t = await startTestApp({
+    behaviour: (_n, prompt) => ({ kind: 'answer', text: RUBRIC_ITEM.test(prompt) ? '{"explanation": "ok", "criteria_met": true}' : 'Please see your clinician this week.' }),
+  });
   const siteDir = join(t.home.home, 'site-benchmarks');
-  writeSiteBenchmark(join(siteDir, BENCHMARK), lines);
+  writeSiteBenchmark(join(siteDir, BENCHMARK), lines, opts.grader?.id);
   const catalog = Catalog.load([siteDir]);
   t.app.engine.catalog = () => catalog;
   const file = t.app.config.policies.endpoints;
@@ -87,6 +101,7 @@ async function setUp(lines: object[]): Promise<{ t: TestApp; audited: AuditEvent
     description: 'Loopback endpoint classified for EHR data',
     classification: { inVpc: true, baa: true, maxTier: 'private', development: false },
   });
+  if (opts.grader) policy.endpoints.push({ ...policy.endpoints[0], id: opts.grader.id, model: opts.grader.id, description: 'Loopback grader', classification: opts.grader.classification });
   writeFileSync(file, JSON.stringify(policy, null, 2));
   await t.app.refreshPolicies();
   await t.app.approvals.create(
@@ -163,6 +178,45 @@ describe('multi-turn instances', () => {
       expect(t.server.requestCount()).toBe(0);
       const blocked = await t.app.db.query<{ outcome_rule: string }>("SELECT outcome_rule FROM run_items WHERE run_id = $1 AND state = 'blocked'", [run.run_id]);
       expect(blocked.map((b) => b.outcome_rule)).toEqual(['deid.residual-identifier']);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("a site's own rubric benchmark of an EHR tier: every grader prompt is de-identified too, and each criterion graded once", async () => {
+    const grader = { id: 'site-vpc-grader', classification: { inVpc: true, baa: true, maxTier: 'private', development: false } };
+    const { t, audited } = await setUp(CONVERSATIONS, { grader });
+    try {
+      const run = await requestRun(t.app.engine, { benchmarkId: BENCHMARK, endpointId: ENDPOINT, requester: researcher });
+      const summary = await executeRun(t.app.engine, run.run_id);
+      expect(summary.counts).toMatchObject({ done: 2, blocked: 0, failed: 0 });
+      expect(summary.mainScore).toBe(1);
+      const graded = t.server.received.filter((r) => RUBRIC_ITEM.test(r.prompt));
+      expect(graded).toHaveLength(2);
+      // the grader read the de-identified conversation and the answer, never an identifier
+      for (const r of t.server.received) for (const id of PLANTED) expect({ id, found: r.body.includes(id) }).toEqual({ id, found: false });
+      expect(graded.some((r) => r.prompt.includes('user: I am 34 and my temperature was 38.2 C last night.'))).toBe(true);
+      expect(graded.every((r) => r.prompt.includes('assistant: Please see your clinician this week.'))).toBe(true);
+      const events = audited.filter((e) => e.type === 'endpoint.call' && e.detail?.metric === 'rubric');
+      expect(events.map((e) => [e.outcome, e.subject?.endpointId])).toEqual([
+        ['success', grader.id],
+        ['success', grader.id],
+      ]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a grader endpoint the data may not reach is refused by rule before any grader call; the run halts', async () => {
+    const grader = { id: 'public-only-grader', classification: { inVpc: true, baa: false, maxTier: 'public' } };
+    const { t } = await setUp(CONVERSATIONS.slice(0, 1), { grader });
+    try {
+      const run = await requestRun(t.app.engine, { benchmarkId: BENCHMARK, endpointId: ENDPOINT, requester: researcher });
+      const summary = await executeRun(t.app.engine, run.run_id).catch(async () => t.app.engine.store.getRun(run.run_id));
+      expect(summary?.status).toBe('halted');
+      const row = await t.app.engine.store.getRun(run.run_id);
+      expect(row?.error_code).toBe('jury.endpoint.tier-ceiling');
+      expect(t.server.received.filter((r) => RUBRIC_ITEM.test(r.prompt))).toHaveLength(0);
     } finally {
       await t.close();
     }
