@@ -11,6 +11,7 @@ import { conversationText, criteriaMet, GRADER_TEMPLATE, graderPrompt, instanceS
 import { healthBenchInstance } from '../../src/catalog';
 import { promptTokenBound } from '../../src/calls';
 import { validatorFor } from '../../src/config';
+import { metricCell } from '../../src/export';
 import { bootstrapStd, clippedMean, withClippedStats } from '../../src/metrics';
 import { deidentifiedPrompt, plainPrompt, promptPayload } from '../../src/prompt';
 
@@ -100,6 +101,16 @@ describe('scoring', () => {
       ['rubric_score', 0],
       ['rubric_score_bootstrap_std', expect.any(Number)],
     ]);
+  });
+});
+
+describe('an export of a rubric run', () => {
+  const s = { k: 11, width: 10, decimals: 3 };
+  it('releases the clipped mean, as the run shows it, and leaves other metrics as they are', () => {
+    expect(metricCell({ name: 'rubric_score', n: 30, sum: -3, unit: false }, 'rubric_score', s)).toMatchObject({ value: 0 });
+    expect(metricCell({ name: 'rubric_theme_hedging', n: 30, sum: 33, unit: false }, 'rubric_theme_hedging', s)).toMatchObject({ value: 1 });
+    expect(metricCell({ name: 'rubric_score', n: 30, sum: 12, unit: false }, 'rubric_score', s)).toMatchObject({ value: 0.4 });
+    expect(metricCell({ name: 'jury_score', n: 30, sum: -3, unit: false }, 'jury_score', s)).toMatchObject({ value: -0.1 });
   });
 });
 
