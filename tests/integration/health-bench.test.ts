@@ -13,6 +13,7 @@ import { Catalog } from '../../src/catalog';
 import { executeRun, requestRun } from '../../src/runs/engine';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
 import { researcher, startTestApp, type TestApp } from '../helpers/app';
+import { type Backend, backends } from '../helpers/db';
 
 jest.setTimeout(180_000);
 
@@ -94,9 +95,10 @@ function graderAnswer(criterion: string, calls: Map<string, number>): string {
 
 const RUBRIC_ITEM = /# Rubric item\n\[(-?[0-9.]+)\] ([^\n]*)\n\n# Instructions/;
 
-async function setUp(): Promise<{ t: TestApp; audited: AuditEventInput[]; graderCalls: Map<string, number> }> {
+async function setUp(backend: Backend): Promise<{ t: TestApp; audited: AuditEventInput[]; graderCalls: Map<string, number> }> {
   const graderCalls = new Map<string, number>();
   const t = await startTestApp({
+    backend,
     behaviour: (_n, prompt) => {
       const item = RUBRIC_ITEM.exec(prompt);
       return item ? { kind: 'answer', text: graderAnswer(item[2] as string, graderCalls) } : { kind: 'answer', text: 'Please see a clinician if it gets worse.' };
@@ -144,9 +146,10 @@ async function setUp(): Promise<{ t: TestApp; audited: AuditEventInput[]; grader
   return { t, audited, graderCalls };
 }
 
-describe('HealthBench rubric grading', () => {
+// The run's figures are computed by the store (clipped mean, bootstrap std): on both backends.
+describe.each(backends())('HealthBench rubric grading (%s)', (backend) => {
   it('scores the run as the reference formula does: overall, theme and axis clipped means; a malformed grade leaves its instance unscored', async () => {
-    const { t, audited, graderCalls } = await setUp();
+    const { t, audited, graderCalls } = await setUp(backend);
     try {
       const run = await requestRun(t.app.engine, { benchmarkId: BENCHMARK, endpointId: DEMO_ENDPOINT_ID, requester: researcher });
       const summary = await executeRun(t.app.engine, run.run_id);
@@ -195,6 +198,9 @@ describe('HealthBench rubric grading', () => {
       const graderEvents = audited.filter((e) => e.type === 'endpoint.call' && e.detail?.metric === 'rubric');
       expect(graderEvents).toHaveLength(criteria.length + 2 + 2);
       expect(new Set(graderEvents.map((e) => e.subject?.endpointId))).toEqual(new Set([GRADER]));
+      // and each grader call is charged to the run, as a judge's is
+      const spend = await t.app.db.query<{ n: number }>('SELECT count(*)::integer AS n FROM judge_spend WHERE run_id = $1 AND endpoint_id = $2', [run.run_id, GRADER]);
+      expect(spend[0]?.n).toBe(graderEvents.length);
 
       // the grader saw the conversation and the response as the reference writes them
       const graded = t.server.received.filter((r) => RUBRIC_ITEM.test(r.prompt)).map((r) => r.prompt);
