@@ -95,10 +95,11 @@ function graderAnswer(criterion: string, calls: Map<string, number>): string {
 
 const RUBRIC_ITEM = /# Rubric item\n\[(-?[0-9.]+)\] ([^\n]*)\n\n# Instructions/;
 
-async function setUp(backend: Backend): Promise<{ t: TestApp; audited: AuditEventInput[]; graderCalls: Map<string, number> }> {
+async function setUp(backend: Backend, opts: { graderConcurrency?: number; latencyMs?: number } = {}): Promise<{ t: TestApp; audited: AuditEventInput[]; graderCalls: Map<string, number> }> {
   const graderCalls = new Map<string, number>();
   const t = await startTestApp({
     backend,
+    ...(opts.latencyMs ? { latencyMs: opts.latencyMs } : {}),
     behaviour: (_n, prompt) => {
       const item = RUBRIC_ITEM.exec(prompt);
       return item ? { kind: 'answer', text: graderAnswer(item[2] as string, graderCalls) } : { kind: 'answer', text: 'Please see a clinician if it gets worse.' };
@@ -121,7 +122,7 @@ async function setUp(backend: Backend): Promise<{ t: TestApp; audited: AuditEven
       prompt: { templateFile: 'prompt.txt', maxTokens: 64 },
       references: 'none: graded against each rubric',
       metrics: { main: 'rubric_score', secondary: ['rubric_criteria_graded', 'rubric_grades_failed'] },
-      rubric: { graders: [GRADER], maxGradeAttempts: 3, concurrency: 3 },
+      rubric: { graders: [GRADER], maxGradeAttempts: 3, concurrency: opts.graderConcurrency ?? 3 },
       split: 'test',
       lowerIsBetter: false,
     }),
@@ -219,6 +220,20 @@ describe.each(backends())('HealthBench rubric grading (%s)', (backend) => {
       expect(JSON.stringify(audited)).not.toContain(CANARY);
       await t.app.logger.close();
       expect(readFileSync(t.app.config.logging.file, 'utf8')).not.toContain(CANARY);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('asks the grader at most rubric.concurrency criteria of an instance at once', async () => {
+    // One instance of three criteria, answers slowed so that unbounded calls would overlap.
+    const { t } = await setUp(backend, { graderConcurrency: 1, latencyMs: 100 });
+    try {
+      const run = await requestRun(t.app.engine, { benchmarkId: BENCHMARK, endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 1, sample: 'first' });
+      const summary = await executeRun(t.app.engine, run.run_id);
+      expect(summary.counts).toMatchObject({ done: 1 });
+      expect(t.server.received.filter((r) => RUBRIC_ITEM.test(r.prompt))).toHaveLength(3);
+      expect(t.server.peakInFlight()[GRADER]).toBe(1);
     } finally {
       await t.close();
     }
