@@ -471,7 +471,8 @@ export class RunStore {
        HAVING bool_and((s.value::text)::double precision BETWEEN 0 AND 1)`,
       [runId],
     );
-    return new Set(rows.map((r) => r.metric));
+    // A clipped metric (HealthBench) carries its bootstrap std instead: its scores are not proportions.
+    return new Set(rows.map((r) => r.metric).filter((m) => getMetric(m)?.aggregate !== 'clipped-mean'));
   }
 
   /** Instances that ended without a result (failed for good, or blocked by a rule), by their code, most first. */

@@ -186,6 +186,11 @@ describe.each(backends())('HealthBench rubric grading (%s)', (backend) => {
       const std = got('rubric_score_bootstrap_std')?.value as number;
       expect(std).toBeGreaterThan(stderr * 0.75);
       expect(std).toBeLessThan(stderr * 1.25);
+      // and no proportion's interval for them (runs show gives one to [0, 1] metrics): a theme whose
+      // every score lies in [0, 1] is still a mean of scores, not of 0/1 outcomes
+      expect(expected.get('theme:health_data_tasks')?.values).toEqual([1]);
+      const unit = await t.app.engine.store.unitMetrics(run.run_id);
+      expect([...unit].filter((m) => m.startsWith('rubric_') && m !== 'rubric_criteria_graded' && m !== 'rubric_grades_failed')).toEqual([]);
 
       // per instance: the failed grade is counted, and the instance has no score rather than a low one
       const rows = await t.app.db.query<{ item_key: string; scores: Record<string, number | null> }>('SELECT item_key, scores FROM run_items WHERE run_id = $1', [run.run_id]);

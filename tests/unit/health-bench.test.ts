@@ -109,7 +109,7 @@ describe('an export of a rubric run', () => {
   it('releases the clipped mean, as the run shows it, and leaves other metrics as they are', () => {
     expect(metricCell({ name: 'rubric_score', n: 30, sum: -3, unit: false }, 'rubric_score', s)).toMatchObject({ value: 0 });
     expect(metricCell({ name: 'rubric_theme_hedging', n: 30, sum: 33, unit: false }, 'rubric_theme_hedging', s)).toMatchObject({ value: 1 });
-    expect(metricCell({ name: 'rubric_score', n: 30, sum: 12, unit: false }, 'rubric_score', s)).toMatchObject({ value: 0.4 });
+    expect(metricCell({ name: 'rubric_score', n: 30, sum: 12, unit: true }, 'rubric_score', s)).toEqual({ name: 'rubric_score', value: 0.4, n: { low: 30, high: 39 } });
     expect(metricCell({ name: 'jury_score', n: 30, sum: -3, unit: false }, 'jury_score', s)).toMatchObject({ value: -0.1 });
   });
 });
