@@ -3,6 +3,7 @@
  * that leaves the process or takes time, once per instance whichever of its metrics a benchmark names.
  *   ehr_sql  runs the predicted and the gold SQL against the site's SQLite database (child process)
  *   jury     asks each judge endpoint, only through the run's outbound gateway (JudgePort)
+ *   rubric   asks the grader endpoint once per rubric criterion (HealthBench), through the same port
  * Metrics then read the numbers (src/metrics); they never call out.
  */
 import type { Instance } from '../catalog';
@@ -10,8 +11,10 @@ import { annotatorsFor, type Annotations, type AnnotatorName, DEFERRED_ANNOTATOR
 import type { RunContext } from '../runs';
 import { annotateWithSql, type SqlExecutor } from './ehrsql';
 import { annotateWithJury, type JudgePort } from './jury';
+import { annotateWithRubric } from './rubric';
 
 export { annotateWithSql, extractSql, postProcessSql, SqlExecutor, EHRSQL_CURRENT_TIME, DEFAULT_TIMEOUT_MS, type EhrSqlContext, type ExecResult } from './ehrsql';
+export { annotateWithRubric, conversationText, criteriaMet, graderPrompt, GRADER_TEMPLATE, instanceScores, rubricItemText, rubricScore, type RubricAnnotation } from './rubric';
 export { annotateWithJury, declineOf, isRefusal, judgePrompt, juryPolicy, type JuryPolicy, judgeScores, JUDGE_MAX_TOKENS, modelFamily, sameFamily, type JudgePort, type JuryContext } from './jury';
 
 /** `inline`: the annotators that run right after the model call; `deferred`: those run after all of the run's calls. */
@@ -38,7 +41,9 @@ export function createAnnotators(sql: SqlExecutor): AnnotationStage {
         out[annotator] =
           annotator === 'ehr_sql'
             ? await annotateWithSql(prediction, instance, { mode: ctx.scoring, database: ctx.benchmark.site?.database, benchmarkId: d.id, executor: sql })
-            : await annotateWithJury(prediction, instance, { mode: ctx.scoring, benchmark: ctx.benchmark, judges, ...(ctx.jury ? { policy: ctx.jury } : {}) });
+            : annotator === 'rubric'
+              ? await annotateWithRubric(prediction, instance, { benchmark: ctx.benchmark, judges })
+              : await annotateWithJury(prediction, instance, { mode: ctx.scoring, benchmark: ctx.benchmark, judges, ...(ctx.jury ? { policy: ctx.jury } : {}) });
       }
       return out;
     },

@@ -12,7 +12,8 @@
  * A call of a run that was stopped (cancelled, halted) is not started: the run's gate is asked before
  * the call, before each attempt's audit event and again once a slot is held (see RunGate).
  * A refusal at 1 or 2 is audited as a call not made and throws PolicyDenied. Only a SendablePrompt is
- * accepted, and one that skipped de-identification only for a tier that needs none.
+ * accepted, and one that skipped de-identification only for a tier that needs none. A conversation
+ * (its turns) goes the same way: measured, hashed and bounded over all of its turns.
  */
 import type { AuditEventInput, AuditTrail } from '../audit';
 import { sha256Hex } from '../canonical';
@@ -199,6 +200,7 @@ export class Gateway {
   async complete(run: RunContext, call: OutboundCall): Promise<Answer> {
     const { audit, budget } = this.opts.ports();
     const prompt = sendable(run, call.prompt);
+    const messages = call.prompt.messages;
     const joined = this.joined.get(run.runId);
     if (joined) await whileActive(run, joined.gate);
     await this.check(run, call);
@@ -218,7 +220,7 @@ export class Gateway {
     try {
       completion = await this.opts.clients.complete(
         endpoint,
-        { prompt, maxTokens: call.maxTokens, temperature: call.temperature, ...effortOf(call, endpoint) },
+        { prompt, ...(messages ? { messages } : {}), maxTokens: call.maxTokens, temperature: call.temperature, ...effortOf(call, endpoint) },
         {
           ...(call.signal ? { signal: call.signal } : {}),
           acquire: () => this.sendSlot(run, joined, capacity, call.signal),
@@ -317,7 +319,10 @@ function release(budget: BudgetStage, hold: BudgetHold | undefined): Promise<voi
   return hold ? budget.release(hold) : Promise.resolve();
 }
 
-/** The prompt's text, if this run may send it: de-identified whenever the run de-identifies. */
+/**
+ * The prompt's text, if this run may send it: de-identified whenever the run de-identifies. For a
+ * conversation, the turns as JSON (promptPayload): what the request's size, hash and budget are taken over.
+ */
 function sendable(run: RunContext, prompt: SendablePrompt): string {
   if (!(prompt instanceof SendablePrompt)) throw new PolicyDenied('deid.not-applied', 'only a prompt from the de-identification stage may be sent');
   if (run.deidentify && !prompt.deidentified) throw new PolicyDenied('deid.not-applied', `run ${run.runId} de-identifies its prompts; this one was not`);

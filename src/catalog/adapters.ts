@@ -12,6 +12,7 @@ import { CHOICE_LETTERS } from './template';
 import { ehrshotHelmPrompt, ehrshotWithinLength, medalignEhrFits, N2C2_DEFINITIONS, n2c2Notes } from './helm-prompts';
 import type { RawRecord } from './sources/records';
 import { combineIdentity, type Identity, readIdentity } from './identity';
+import { healthBenchInstance } from './health-bench';
 import type { BenchmarkDefinition, ColumnMapping, Instance } from './types';
 
 export interface AdapterContext {
@@ -368,6 +369,16 @@ function sctBenchAdapter(record: RawRecord, ctx: AdapterContext): Instance | Ski
   };
 }
 
+/** HealthBench (health-bench.ts): a conversation and its rubric; the site's identity columns still apply. */
+function healthBenchAdapter(record: RawRecord, ctx: AdapterContext): Instance {
+  return { ...healthBenchInstance(record, ctx.file), ...identity(record, undefined, ctx) };
+}
+
+/** HealthBench Professional: the same, its turns under conversation.messages and its rubric under rubric_items. */
+function healthBenchProfessionalAdapter(record: RawRecord, ctx: AdapterContext): Instance {
+  return { ...healthBenchInstance(record, ctx.file, 'health_bench_professional'), ...identity(record, undefined, ctx) };
+}
+
 const ADAPTERS: Record<string, RecordAdapter> = {
   mcq: mcqAdapter,
   columns: columnsAdapter,
@@ -379,6 +390,8 @@ const ADAPTERS: Record<string, RecordAdapter> = {
   medalign: medalignAdapter,
   n2c2_ct_matching: n2c2Adapter,
   sct_bench: sctBenchAdapter,
+  health_bench: healthBenchAdapter,
+  health_bench_professional: healthBenchProfessionalAdapter,
 };
 
 export function adapterFor(name: string): RecordAdapter | undefined {

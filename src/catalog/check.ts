@@ -69,7 +69,7 @@ export async function runChecks(b: Benchmark, opts: CheckOptions, reader: CheckR
   if (b.source?.kind === 'files') checks.push(...(await fileChecks(b, b.source, reader, opts.pin ? pins : undefined)));
   if (b.source?.kind === 'omop-note') checks.push(...(await omopChecks(b, b.source.spec, reader, opts, opts.pin ? pins : undefined)));
   if (needsDatabase(b)) checks.push(databaseCheck(b));
-  if (b.definition.jury) checks.push(judgesCheck(b, opts.endpoints));
+  if (b.definition.jury || b.definition.rubric) checks.push(judgesCheck(b, opts.endpoints));
   return { benchmark: b.definition.id, ok: checks.every((c) => c.status !== 'problem'), checks, ...(opts.pin ? { pins } : {}) };
 }
 
@@ -295,7 +295,7 @@ function judgesCheck(b: Benchmark, allowlist: CheckOptions['endpoints']): CheckR
   if (endpoints instanceof UserError) return problem('judges', endpoints);
   const unknown = judges.filter((j) => !endpoints.ids.includes(j));
   if (unknown.length === 0) return ok('judges', `${judges.join(', ')} (in the allowlist)`);
-  const where = judgesAt(b, !b.definition.jury?.judges);
+  const where = judgesAt(b, !(b.definition.jury?.judges ?? b.definition.rubric?.graders));
   return problem(
     'judges',
     new UserError(

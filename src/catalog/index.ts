@@ -28,8 +28,9 @@ import { templateVariables } from './template';
 import { juryTemplatePlaceholders, juryTemplateProblem } from './jury-template';
 import type { Benchmark, BenchmarkDefinition, CatalogLimits, DataSource, Instance } from './types';
 
-export type { Benchmark, BenchmarkDefinition, CatalogLimits, ColumnMapping, DataRequirements, DataSource, Instance, JuryDefinition, KnownColumns, KnownIdentifiers } from './types';
+export type { Benchmark, BenchmarkDefinition, CatalogLimits, RubricDefinition, ColumnMapping, DataRequirements, DataSource, Instance, JuryDefinition, KnownColumns, KnownIdentifiers } from './types';
 export { renderTemplate, renderChoices, templateVariables } from './template';
+export { healthBenchInstance, rubricOfInstance, type RubricCriterion } from './health-bench';
 export { fillJuryTemplate, JURY_PLACEHOLDERS, juryTemplatePlaceholders, juryTemplateProblem, type JuryValues } from './jury-template';
 export { CATEGORIES, MEDHELM_BENCHMARK_COUNT, MEDHELM_BENCHMARKS, TAXONOMY, isSubcategoryOf, medhelmCategoryOf } from './taxonomy';
 export { summarizeSiteData } from './policy-summary';
@@ -52,6 +53,9 @@ const ADAPTER_VARIABLES: Record<string, string[]> = {
   medalign: ['instruction', 'ehr'],
   n2c2_ct_matching: ['criterion', 'definition', 'note_count', 'notes', 'current_date', 'choices'],
   sct_bench: ['scenario', 'hypothesis', 'additional_information'],
+  // a conversation is sent as its turns: the template is not used
+  health_bench: [],
+  health_bench_professional: [],
 };
 
 export interface LoadOptions {
@@ -85,6 +89,7 @@ export function loadBenchmark(dir: string, opts: LoadOptions = {}): Benchmark {
     if (!getMetric(m)) throw invalid(`/metrics: unknown metric "${m}"`);
   }
   const juryTemplate = loadJury(dir, definition, metrics, provided, { places, file, invalid });
+  checkRubric(definition, metrics, invalid);
 
   const binding = opts.site?.benchmarks[definition.id];
   if (binding?.source && definition.dataRequirements && !definition.dataRequirements.formats.includes(binding.source.type)) {
@@ -95,7 +100,8 @@ export function loadBenchmark(dir: string, opts: LoadOptions = {}): Benchmark {
   }
   if (binding && opts.site) checkBindingFiles(definition.id, binding, opts.site.file, places);
   const source = sourceOf(dir, definition, binding);
-  const judges = definition.jury ? judgesFor(definition.jury.judges, binding, opts.site) : [];
+  // A rubric benchmark's grader is a judge endpoint too: the same binding, and the same capacity join.
+  const judges = definition.jury || definition.rubric ? judgesFor(definition.jury?.judges ?? definition.rubric?.graders, binding, opts.site) : [];
   const sameFamily = sameFamilyFor(binding, opts.site);
   const extras = {
     ...(juryTemplate !== undefined ? { juryTemplateSha256: sha256Hex(juryTemplate) } : {}),
@@ -116,6 +122,7 @@ export function loadBenchmark(dir: string, opts: LoadOptions = {}): Benchmark {
     template,
     ...(juryTemplate !== undefined ? { juryTemplate } : {}),
     ...(definition.jury ? { judges, jurySameFamily: sameFamily } : {}),
+    ...(definition.rubric ? { judges } : {}),
     definitionHash: Object.keys(extras).length ? canonicalHash({ definition, ...extras }) : canonicalHash(definition),
     templateHash: sha256Hex(template),
   };
@@ -188,6 +195,16 @@ function loadJury(dir: string, d: BenchmarkDefinition, metrics: string[], vars: 
     if (!vars.includes(v)) throw invalid(`/jury/question: uses {{${v}}} but the dataset adapter provides only ${vars.join(', ')}`);
   }
   return text;
+}
+
+const RUBRIC_ADAPTERS = ['health_bench', 'health_bench_professional'];
+
+/** Rubric metrics need the rubric block and instances that carry a rubric (the health_bench adapter), and the other way round. */
+function checkRubric(d: BenchmarkDefinition, metrics: string[], invalid: (m: string) => UserError): void {
+  const usesRubric = metrics.some((m) => m.startsWith('rubric_'));
+  if (usesRubric && !d.rubric) throw invalid('/rubric: the rubric metrics need a rubric block');
+  if (d.rubric && !usesRubric) throw invalid('/rubric: a rubric block without the rubric_score metric would never be used');
+  if (usesRubric && !RUBRIC_ADAPTERS.includes(d.dataset.adapter)) throw invalid(`/dataset/adapter: rubric grading reads each instance's rubric; the adapter must be ${RUBRIC_ADAPTERS.join(' or ')}`);
 }
 
 /** The data source after the site's binding: the site's source wins, else the shipped files. */
@@ -347,11 +364,12 @@ function omopOptions(b: Benchmark): OmopReadOptions {
   return { benchmarkId: b.definition.id, bindingAt: `benchmarks.${b.definition.id} in ${b.siteFile ?? 'the site data file'}`, maxRecordBytes: limitsOf(b).maxRecordBytes };
 }
 
-/** UTF-8 bytes of what an instance puts in the prompt: its variables and its options. */
+/** UTF-8 bytes of what an instance puts in the prompt: its variables, its options and its conversation's turns. */
 function promptBytes(instance: Instance): number {
   let bytes = 0;
   for (const v of Object.values(instance.vars)) bytes += Buffer.byteLength(v, 'utf8');
   for (const c of instance.choices ?? []) bytes += Buffer.byteLength(c, 'utf8');
+  for (const m of instance.messages ?? []) bytes += Buffer.byteLength(m.content, 'utf8');
   return bytes;
 }
 

@@ -64,7 +64,7 @@ export function judgesMissing(b: Benchmark): UserError {
   const id = b.definition.id;
   return new UserError(
     'jury.no-judges',
-    `benchmark ${id}: the LLM jury needs judge endpoints (MedHELM uses three); set jury.judges (endpoint ids from the allowlist) in ${b.siteFile ?? SITE_FILE}, for all jury benchmarks or under benchmarks.${id}`,
+    `benchmark ${id}: ${b.definition.rubric ? 'rubric grading needs a grader endpoint (the first judge)' : 'the LLM jury needs judge endpoints (MedHELM uses three)'}; set jury.judges (endpoint ids from the allowlist) in ${b.siteFile ?? SITE_FILE}, for all jury benchmarks or under benchmarks.${id}`,
   );
 }
 
@@ -118,5 +118,5 @@ export async function verifyDataset(b: Benchmark): Promise<void> {
     }
   }
   if (needsDatabase(b) && !(b.site?.database && existsSync(b.site.database))) throw databaseMissing(b);
-  if (b.definition.jury && !b.judges?.length) throw judgesMissing(b);
+  if ((b.definition.jury || b.definition.rubric) && !b.judges?.length) throw judgesMissing(b);
 }

@@ -39,7 +39,7 @@ export function isSubcategoryOf(category: string, subcategory: string): boolean 
  * schema_medhelm.yaml (run_groups medhelm_scenarios -> category -> benchmark): HELM's 37, then those
  * the package added that ship here. This is the one place that says how many benchmarks the catalog
  * holds and where each belongs: the catalog refuses a built-in benchmark filed elsewhere, and the tests
- * and counts read it. Still to come from the package: health_bench, health_bench_professional.
+ * and counts read it.
  */
 export const MEDHELM_BENCHMARKS: Readonly<Record<Category, readonly string[]>> = {
   'Clinical Decision Support': [
@@ -55,9 +55,11 @@ export const MEDHELM_BENCHMARKS: Readonly<Record<Category, readonly string[]>> =
     'medalign',
     'shc_ptbm_med',
     'shc_sei_med',
-    // Added by the MedHELM package (sct_bench: Supporting Diagnostic Decisions; medxpert_qa_text:
-    // Providing Clinical Knowledge Support, with MedQA, Medbullets and HeadQA).
+    // Added by the MedHELM package, in its order (sct_bench and health_bench_professional: Supporting
+    // Diagnostic Decisions; health_bench and medxpert_qa_text: Providing Clinical Knowledge Support).
     'sct_bench',
+    'health_bench',
+    'health_bench_professional',
     'medxpert_qa_text',
   ],
   'Clinical Note Generation': ['dischargeme', 'aci_bench', 'mtsamples_procedures', 'mimic_rrs', 'mimic_bhc', 'chw_care_plan'],

@@ -30,6 +30,8 @@ export interface BenchmarkDefinition {
   /** Subgroups an export may report: an `extra` field of each instance and its declared values. */
   subgroups?: { field: string; values: string[] }[];
   jury?: JuryDefinition;
+  /** Rubric grading (HealthBench): one grader call per criterion of each instance's rubric. */
+  rubric?: RubricDefinition;
   split: 'test' | 'valid';
   lowerIsBetter: boolean | null;
   deidentification?: 'required' | 'optional' | 'never';
@@ -72,6 +74,15 @@ export interface JuryDefinition {
   question?: string;
   scale?: { min: number; max: number };
   judges?: string[];
+}
+
+export interface RubricDefinition {
+  /** Grader endpoints, the first grading (the site binding's `jury.judges` wins, then the site default). */
+  graders?: string[];
+  /** Attempts at a well-formed grade per criterion before the grade counts as failed (default 3). */
+  maxGradeAttempts?: number;
+  /** Grader calls in flight per instance (default 4); the grader endpoint's own limit still applies. */
+  concurrency?: number;
 }
 
 /**
@@ -165,6 +176,11 @@ export interface Instance {
   /** Stable key within the dataset (used to resume; may itself be sensitive, never logged). */
   key: string;
   vars: Record<string, string>;
+  /**
+   * A conversation (system, user and assistant turns, ending with the turn the model answers), sent as
+   * it is instead of the template (HealthBench). Every turn is de-identified like a prompt.
+   */
+  messages?: { role: 'system' | 'user' | 'assistant'; content: string }[];
   /** Options of a multiple-choice question, lettered A, B, C... in the prompt. */
   choices?: string[];
   references: string[];

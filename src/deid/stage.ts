@@ -11,7 +11,7 @@
  * read once per run from the run store (`loadEvidence`).
  */
 import type { Instance } from '../catalog';
-import { deidentifiedPrompt, plainPrompt } from '../prompt';
+import { type ChatMessage, deidentifiedPrompt, isConversation, plainPrompt, type PromptContent } from '../prompt';
 import type { RuleId } from '../policy';
 import type { DeidPlanning, DeidStage, RunContext } from '../runs';
 import { Deidentifier } from './deidentifier';
@@ -56,10 +56,11 @@ export function createDeidStage(settings: DeidSettings, opts: DeidStageOptions =
       const collector = new EvidenceCollector();
       const records = new Map<string, number>();
       return {
-        add(instance: Instance, prompt: string) {
+        add(instance: Instance, prompt: PromptContent) {
           const subject = instance.subjectId;
           if (subject) records.set(subject, (records.get(subject) ?? 0) + 1);
-          collector.add(subject, deid.survey(prompt, instance.known));
+          // A conversation is one record: its turns are surveyed together.
+          collector.add(subject, deid.survey(wholeText(prompt), instance.known));
         },
         finish() {
           // a subject's only record has no other to learn from
@@ -72,23 +73,41 @@ export function createDeidStage(settings: DeidSettings, opts: DeidStageOptions =
         },
       };
     },
-    async apply(ctx: RunContext, instance: Instance, prompt: string) {
+    async apply(ctx: RunContext, instance: Instance, prompt: PromptContent) {
       if (!ctx.deidentify) return { ok: true, prompt: plainPrompt(ctx.benchmark.dataTier, prompt), spans: 0 };
       try {
         const dataset = await datasetOf(ctx.runId);
-        const out = deid.run({
-          text: prompt,
+        const input = {
           ...(instance.known ? { known: instance.known } : {}),
-          ...(instance.evidence?.length ? { evidence: new Set(instance.evidence) } : {}),
           ...(dataset ? { dataset } : {}),
           subject: instance.subjectId ?? `instance\u0000${ctx.benchmark.definition.id}\u0000${instance.key}`,
-        });
-        if (out.residual.length > 0) return { ok: false, rule: RESIDUAL_RULE };
-        return { ok: true, prompt: deidentifiedPrompt(out.text), spans: out.spans.length };
+        };
+        if (!isConversation(prompt)) {
+          const out = deid.run({ ...input, text: prompt, ...(instance.evidence?.length ? { evidence: new Set(instance.evidence) } : {}) });
+          if (out.residual.length > 0) return { ok: false, rule: RESIDUAL_RULE };
+          return { ok: true, prompt: deidentifiedPrompt(out.text), spans: out.spans.length };
+        }
+        // Each turn under the instance's subject (one surrogate map, one date shift), knowing the name
+        // words of every other turn: a name the patient gave in the first turn is looked for in the last.
+        const evidence = new Set([...(instance.evidence ?? []), ...deid.harvest(wholeText(prompt), instance.known)]);
+        const turns: ChatMessage[] = [];
+        let spans = 0;
+        for (const message of prompt) {
+          const out = deid.run({ ...input, text: message.content, ...(evidence.size ? { evidence } : {}) });
+          if (out.residual.length > 0) return { ok: false, rule: RESIDUAL_RULE };
+          turns.push({ role: message.role, content: out.text });
+          spans += out.spans.length;
+        }
+        return { ok: true, prompt: deidentifiedPrompt(turns), spans };
       } catch {
         // Fail closed, and say nothing about the text: the error could quote it.
         return { ok: false, rule: ERROR_RULE };
       }
     },
   };
+}
+
+/** A prompt's whole text: a conversation's turns one after the other (for surveying, never sent). */
+function wholeText(prompt: PromptContent): string {
+  return isConversation(prompt) ? prompt.map((m) => m.content).join('\n\n') : prompt;
 }

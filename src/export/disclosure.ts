@@ -9,6 +9,7 @@
  *  - values at a resolution no finer than 1 / the low end of their count range, and intervals computed
  *    from the range and the value alone, so that value and interval do not pin the exact count.
  */
+import { getMetric } from '../metrics';
 import type { Count, CountRange, MetricCell, SubgroupCell, SuppressionMarker } from './types';
 
 export interface DisclosureSettings {
@@ -112,9 +113,13 @@ export function metricCell(m: MetricStats | undefined, name: string, s: Disclosu
   if (!m || m.n < s.k) return { name, suppressed: '<k' };
   const n = rangeOf(m.n, s);
   const d = valueDenominator(n.low, s.decimals);
-  const index = Math.round((m.sum * d) / m.n);
+  const mean = Math.round((m.sum * d) / m.n);
+  // HealthBench's metrics are released as the run shows them: the mean clipped to [0, 1], without
+  // a proportion's interval (their scores are not 0/1 outcomes; the run reports a bootstrap std).
+  const clipped = getMetric(name)?.aggregate === 'clipped-mean';
+  const index = clipped ? Math.min(d, Math.max(0, mean)) : mean;
   const value = index / d === 0 ? 0 : index / d;
-  if (!m.unit) return { name, value, n };
+  if (!m.unit || clipped) return { name, value, n };
   const ci = rangeInterval(n, index, d);
   return { name, value, n, ci95: { low: floorTo(ci.low, s.decimals), high: ceilTo(ci.high, s.decimals) } };
 }

@@ -33,6 +33,23 @@ export const JURY_METRICS: MetricInfo[] = [
   ...Array.from({ length: MAX_JUDGES }, (_, i): MetricInfo => ({ name: `jury_judge_${i + 1}`, lowerIsBetter: false })),
 ];
 
+// --- Rubric grading (HealthBench; src/annotate/rubric) ---------------------------------------------
+
+/** HealthBench's example themes (`theme:*` example tags) and rubric axes (`axis:*` criterion tags). */
+export const RUBRIC_THEMES = ['emergency_referrals', 'context_seeking', 'global_health', 'health_data_tasks', 'communication', 'hedging', 'complex_responses'] as const;
+export const RUBRIC_AXES = ['accuracy', 'completeness', 'communication_quality', 'context_awareness', 'instruction_following'] as const;
+
+export const RUBRIC_METRICS: MetricInfo[] = [
+  /** Points of the criteria met (negative ones included) over the positive points; the run's is the clipped mean. */
+  { name: 'rubric_score', lowerIsBetter: false, aggregate: 'clipped-mean' },
+  /** Criteria graded for the instance. */
+  { name: 'rubric_criteria_graded', lowerIsBetter: null },
+  /** Criteria whose grade stayed malformed after the retries: the instance is then not scored, never scored "not met". */
+  { name: 'rubric_grades_failed', lowerIsBetter: null },
+  ...RUBRIC_THEMES.map((t): MetricInfo => ({ name: `rubric_theme_${t}`, lowerIsBetter: false, aggregate: 'clipped-mean' })),
+  ...RUBRIC_AXES.map((a): MetricInfo => ({ name: `rubric_axis_${a}`, lowerIsBetter: false, aggregate: 'clipped-mean' })),
+];
+
 /**
  * Annotators that run only after the run's model calls are all made: EHRSQL executes the model's SQL
  * on the site's database, and a hostile endpoint would otherwise read that data from how long the
@@ -43,4 +60,5 @@ export const DEFERRED_ANNOTATORS: readonly AnnotatorName[] = ['ehr_sql'];
 export const ANNOTATED_METRICS: { annotator: AnnotatorName; metrics: MetricInfo[] }[] = [
   { annotator: 'ehr_sql', metrics: EHRSQL_METRICS },
   { annotator: 'jury', metrics: JURY_METRICS },
+  { annotator: 'rubric', metrics: RUBRIC_METRICS },
 ];

@@ -15,6 +15,11 @@ export interface MetricInfo {
   name: string;
   /** Direction for leaderboards; null for counts that have no better or worse. */
   lowerIsBetter: boolean | null;
+  /**
+   * How a run aggregates it over instances: the mean (default), or HealthBench's mean clipped to [0, 1]
+   * with a bootstrap standard deviation beside it (`<name>_bootstrap_std`).
+   */
+  aggregate?: 'mean' | 'clipped-mean';
 }
 
 /** A metric computed from the prediction and the instance alone, in process. */
@@ -28,5 +33,5 @@ export interface Metric extends MetricInfo {
  * work that leaves the process or takes time (EHRSQL runs two queries for six numbers, the jury calls
  * three judges for three). Metrics read them; they never call out themselves.
  */
-export type AnnotatorName = 'ehr_sql' | 'jury';
+export type AnnotatorName = 'ehr_sql' | 'jury' | 'rubric';
 export type Annotations = Partial<Record<AnnotatorName, Record<string, number | null>>>;

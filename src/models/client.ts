@@ -13,7 +13,10 @@ import { type ErrorCode, UserError } from '../errors';
 import { resolveApiKey } from './credentials';
 
 export interface ChatRequest {
+  /** One text, sent as one user message; or, with `messages`, the conversation's payload (not sent itself). */
   prompt: string;
+  /** A conversation's turns, sent as they are instead of `prompt`. */
+  messages?: readonly { role: 'system' | 'user' | 'assistant'; content: string }[];
   maxTokens: number;
   temperature: number;
   /** reasoning_effort, for reasoning models whose API takes it. */
@@ -191,7 +194,7 @@ export class ModelClient {
     const completionTokens = this.endpoint.reasoning?.tokenParameter === 'max_completion_tokens';
     return {
       model: this.model,
-      messages: [{ role: 'user', content: request.prompt }],
+      messages: request.messages ? request.messages.map((m) => ({ role: m.role, content: m.content })) : [{ role: 'user', content: request.prompt }],
       ...(completionTokens ? { max_completion_tokens: request.maxTokens } : { max_tokens: request.maxTokens, temperature: request.temperature }),
       ...(request.reasoningEffort ? { reasoning_effort: request.reasoningEffort } : {}),
     };

@@ -4,7 +4,7 @@
  *   (src/annotate) -> scoring (src/metrics, pure) -> one store call
  * and, once every instance is finished, aggregation. The pipeline knows nothing of their insides.
  */
-import type { SendablePrompt } from '../prompt';
+import type { PromptContent, SendablePrompt } from '../prompt';
 import type { JuryPolicy } from '../annotate';
 import type { Benchmark, Instance } from '../catalog';
 import type { Endpoint, ReasoningEffort } from '../egress';
@@ -60,7 +60,8 @@ export interface AccessStage {
 }
 
 export interface PromptStage {
-  build(ctx: RunContext, instance: Instance): string;
+  /** The benchmark's template filled from the instance, or the instance's conversation (its `messages`). */
+  build(ctx: RunContext, instance: Instance): PromptContent;
 }
 
 /** A prompt the gateway may send (de-identified, or plain for a tier that needs none), or the rule that blocked it. */
@@ -69,7 +70,8 @@ export type DeidOutcome = { ok: true; prompt: SendablePrompt; spans: number } | 
 export interface DeidStage {
   /** Hash of the de-identification configuration, recorded with each run it applies to. */
   readonly version: string | null;
-  apply(ctx: RunContext, instance: Instance, prompt: string): DeidOutcome | Promise<DeidOutcome>;
+  /** One text, or every turn of a conversation under the instance's subject (one surrogate map, one date shift). */
+  apply(ctx: RunContext, instance: Instance, prompt: PromptContent): DeidOutcome | Promise<DeidOutcome>;
   /**
    * Planning of a de-identified run: what its records teach each other, gathered from every record
    * before any prompt of the run is sent (the subjects' name words, the dataset's evidence).
@@ -79,7 +81,7 @@ export interface DeidStage {
 
 /** One run's planning: each record's prompt in, then what to keep in the run store. */
 export interface DeidPlanning {
-  add(instance: Instance, prompt: string): void;
+  add(instance: Instance, prompt: PromptContent): void;
   finish(): {
     /** The name words of each subject with more than one record, attached to its records. */
     subjects: { subject: string; words: string[] }[];

@@ -6,6 +6,7 @@ import type { Database, Queryable } from '../db';
 import { GroupCommit } from '../db';
 import type { Instance } from '../catalog';
 import type { JuryPolicy } from '../annotate';
+import { getMetric, withClippedStats } from '../metrics';
 import type { Tier } from '../tiers';
 import { causeMeaning, type RunCause } from './outcome';
 
@@ -440,13 +441,27 @@ export class RunStore {
 
   /** Mean of each metric over finished instances, computed from the stored per-instance scores. */
   async computeAggregates(runId: string, q: Queryable = this.db): Promise<MetricAggregate[]> {
-    return q.query<MetricAggregate>(
+    const means = await q.query<MetricAggregate>(
       `SELECT s.key AS metric, avg(s.value::double precision) AS value, count(s.value)::integer AS n
          FROM run_items i, jsonb_each_text(i.scores) AS s
         WHERE i.run_id = $1::uuid AND i.state = 'done'
         GROUP BY s.key ORDER BY s.key`,
       [runId],
     );
+    // HealthBench's metrics are aggregated as its reference does: a clipped mean and a bootstrap std.
+    const isClipped = (metric: string) => getMetric(metric)?.aggregate === 'clipped-mean';
+    const clipped = means.filter((m) => isClipped(m.metric)).map((m) => m.metric);
+    if (clipped.length === 0) return means;
+    const rows = await q.query<{ metric: string; value: number }>(
+      `SELECT s.key AS metric, s.value::double precision AS value
+         FROM run_items i, jsonb_each_text(i.scores) AS s
+        WHERE i.run_id = $1::uuid AND i.state = 'done' AND s.key = ANY($2::text[]) AND s.value IS NOT NULL
+        ORDER BY i.ordinal`,
+      [runId, clipped],
+    );
+    const values = new Map<string, number[]>();
+    for (const r of rows) (values.get(r.metric) ?? values.set(r.metric, []).get(r.metric))?.push(Number(r.value));
+    return withClippedStats(means, values, isClipped);
   }
 
   /** The metrics whose every score of a finished instance lies in [0, 1]: a 95% interval can be given for them. */
@@ -459,7 +474,8 @@ export class RunStore {
        HAVING bool_and((s.value::text)::double precision BETWEEN 0 AND 1)`,
       [runId],
     );
-    return new Set(rows.map((r) => r.metric));
+    // A clipped metric (HealthBench) carries its bootstrap std instead: its scores are not proportions.
+    return new Set(rows.map((r) => r.metric).filter((m) => getMetric(m)?.aggregate !== 'clipped-mean'));
   }
 
   /** Instances that ended without a result (failed for good, or blocked by a rule), by their code, most first. */

@@ -27,7 +27,8 @@ export async function work(engine: Engine, ctx: RunContext, workerId: string, pl
   // An instance of an LLM-jury benchmark makes its model call and then one call per judge, one after
   // the other: its loop holds a slot of one endpoint at a time, so there are loops enough for every
   // endpoint's share (each judge endpoint has its own capacity, which the gateway still enforces).
-  const calls = ctx.benchmark.definition.jury ? 1 + (ctx.benchmark.judges?.length ?? 0) : 1;
+  // A rubric benchmark's instance makes its model call, then its grader calls (several at once).
+  const calls = ctx.benchmark.definition.jury ? 1 + (ctx.benchmark.judges?.length ?? 0) : ctx.benchmark.definition.rubric ? 2 : 1;
   const loops = perWorker * PIPELINE_DEPTH * calls;
   const batchSize = Math.max(settings.claimBatch, loops);
   /** One round of calls: what this worker can start at once. */
