@@ -18,3 +18,4 @@ export { tokensUnderApproval } from './store';
 export { readProgress, runPhase, type RunProgress } from './progress';
 export { runOutcome, causeMeaning, OUTCOME_LABELS, type RunOutcome, type RunOutcomeKind, type RunCause } from './outcome';
 export { benchmarkNamed, benchmarkUnavailable, endpointNamed, shownId } from './named';
+export { applyPreset, MEDHELM_LEADERBOARD, RUN_PRESETS, type RunPreset } from './preset';
