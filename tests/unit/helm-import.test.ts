@@ -135,7 +135,7 @@ describe("HELM's MedHELM run-entry files (.conf)", () => {
     expect(medqa?.configure).toEqual([
       'an endpoint serving deepseek-ai/deepseek-r1 (HELM deployment stanfordhealthcare/deepseek-r1)',
       'run with --max-output-tokens 4000',
-      "run with --max-instances 1000 as MedHELM's leaderboard did (helm-run --max-eval-instances 1000; HELM samples them with seed 0), or --preset medhelm-leaderboard for all of its settings",
+      "run with --max-instances 1000, MedHELM's leaderboard cap (or --preset medhelm-leaderboard for all its settings)",
       'benchmarks.med_qa.source in the site data file (csv or jsonl; see npx ehrbench benchmarks show med_qa)',
     ]);
   });
@@ -162,9 +162,7 @@ describe("HELM's MedHELM run-entry files (.conf)", () => {
     const entries = report('run_entries_medhelm_public.conf').entries;
     expect(entries.length).toBeGreaterThan(0);
     for (const e of entries.filter((x) => x.maxEvalInstances === null)) {
-      expect(e.configure).toContain(
-        "run with --max-instances 1000 as MedHELM's leaderboard did (helm-run --max-eval-instances 1000; HELM samples them with seed 0), or --preset medhelm-leaderboard for all of its settings",
-      );
+      expect(e.configure).toContain("run with --max-instances 1000, MedHELM's leaderboard cap (or --preset medhelm-leaderboard for all its settings)");
     }
     expect(entries.filter((x) => x.maxEvalInstances === null).length).toBeGreaterThan(0);
   });
