@@ -34,8 +34,9 @@ describe("the README's fidelity table", () => {
     expect(rows).toHaveLength(definitions.reduce((n, d) => n + differencesOf(d).length, 0));
     for (const d of definitions) expect(rows.filter((r) => r.startsWith(`| \`${d.id}\``))).toHaveLength(1);
     expect(rows).toContain(
-      "|  | Instances: HELM keys its instances by the final prompt text, so rows whose prompt is identical collapse into one (the last row's label wins); ehrbench keeps every row. |",
+      "| `race_based_med` (RaceBias) | Instances: HELM keys its instances by the final prompt text, so rows whose prompt is identical collapse into one (the last row's label wins); ehrbench keeps every row. |",
     );
+    expect(rows).toContain('|  | Prompt: HELM strips leading and trailing whitespace from the note; ehrbench sends the text column as the site file holds it. |');
   });
 
   it('takes any definition: one without a HELM run spec, one with nothing listed, text with a pipe', () => {
