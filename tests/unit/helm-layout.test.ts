@@ -1,5 +1,5 @@
 /**
- * Prompts laid out as HELM lays them (issue 30): every shipped PubMedQA, MedCalc-Bench, MEDEC and EHRSQL
+ * Prompts laid out as HELM lays them (issue 30): every shipped PubMedQA, MedCalc-Bench, MEDEC, EHRSQL and ACI-Bench
  * instance, and every other benchmark's template, is
  * rendered by ehrbench and compared with HELM's prompt rebuilt here, independently of ehrbench's
  * templates and adapters, from the raw dataset files and the fields of HELM's run spec
@@ -153,6 +153,18 @@ describe("prompts laid out as HELM's adapter lays them", () => {
     const ours = await rendered(catalog.get('ehr_sql'));
     expect(helm.size).toBe(2909);
     expect(compare(ours, helm)).toEqual({ matches: 2909 });
+  });
+
+  it('ACI-Bench: all 120 shipped dialogues as HELM sends them (ACIBenchScenario, generation)', async () => {
+    const adapter = SITE.aci_bench!.adapter;
+    const helm = new Map<string, string>();
+    for (const file of ['clinicalnlp_taskB_test1_full.json', 'clef_taskC_test3_full.json', 'clinicalnlp_taskC_test2_full.json']) {
+      const { data } = JSON.parse(readFileSync(join(ROOT, 'datasets/aci_bench', file), 'utf8')) as { data: { file: string; src: string }[] };
+      for (const d of data) helm.set(d.file, helmPrompt(adapter, `Doctor-patient dialogue:\n\n${d.src}`));
+    }
+    const ours = await rendered(catalog.get('aci_bench'));
+    expect(helm.size).toBe(120);
+    expect(compare(ours, helm)).toEqual({ matches: 120 });
   });
 
   it("MedHallu: HELM's instructions whole and its layout (MedHalluScenario, generation)", async () => {
