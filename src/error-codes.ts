@@ -37,6 +37,7 @@ export const ERRORS = {
 
   // Things that do not exist (or that the caller may not see).
   'run.invalid': e(400, 'a run request field is out of range (e.g. --max-output-tokens)'),
+  'run.preset-conflict': e(400, 'a run request asks for a setting its preset sets otherwise (e.g. --preset medhelm-leaderboard with --scoring corrected); the message names both'),
   'run.not-found': e(404, 'no such run, or not yours'),
   'run.unknown-metric': e(400, "the metric asked for is not one of the run's metrics (the message names them)"),
   'export.not-found': e(404, 'no such export, or not yours'),
@@ -69,6 +70,10 @@ export const ERRORS = {
   'export.verify-failed': e(422, 'the bundle does not verify against the export public key'),
   'leaderboard.invalid': e(400, 'the leaderboard input does not match its schema or its rules'),
   'leaderboard.duplicate-run': e(400, 'a run is named twice'),
+  'leaderboard.data-revisions-differ': e(
+    409,
+    'runs of one benchmark read different data (their data revisions differ); compare runs of one revision, or allow it explicitly (--allow-mixed-data) and the output says so',
+  ),
   'leaderboard.no-overlap': e(400, 'a model shares no scored benchmark with any other model: a ranking compares models on the same benchmarks'),
   'report.exists': e(409, 'the report file already exists; pass --force to replace it'),
   'picture.range-invalid': e(400, 'the time range or bucket size of a picture is not valid, or gives too many buckets'),

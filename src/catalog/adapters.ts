@@ -9,7 +9,7 @@ import { UserError } from '../errors';
 import { SCT_PANEL_FIELDS } from '../metrics';
 import type { RuleId } from '../policy';
 import { CHOICE_LETTERS } from './template';
-import { ehrshotHelmPrompt, ehrshotWithinLength, medalignEhrFits, N2C2_DEFINITIONS, n2c2Notes } from './helm-prompts';
+import { ehrshotHelmPrompt, ehrshotWithinLength, medalignEhrFits, N2C2_DEFINITIONS, n2c2Notes, pubmedQaBackground } from './helm-prompts';
 import type { RawRecord } from './sources/records';
 import { combineIdentity, type Identity, readIdentity } from './identity';
 import { healthBenchInstance } from './health-bench';
@@ -134,7 +134,11 @@ function ehrSqlAdapter(record: RawRecord, ctx: AdapterContext): Instance {
   };
 }
 
-/** PubMedQA ori_pqal.json: labelled abstract sections + question; answer yes / no / maybe. */
+/**
+ * PubMedQA ori_pqal.json: the labelled abstract sections laid out as HELM's PubMedQAScenario lays
+ * them ("Background. ...", one section a line, the label title-cased as Python's str.title() does),
+ * the question; answer yes / no / maybe. HELM asserts one label per section: so does this.
+ */
 function pubmedQaAdapter(record: RawRecord, ctx: AdapterContext): Instance {
   const f = record.fields;
   const contexts = f.CONTEXTS;
@@ -142,17 +146,16 @@ function pubmedQaAdapter(record: RawRecord, ctx: AdapterContext): Instance {
   if (!Array.isArray(contexts) || !contexts.every((c) => typeof c === 'string')) {
     throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: CONTEXTS must be a list of strings`);
   }
-  const labelled = contexts.map((c, i) => {
-    const label = Array.isArray(labels) && typeof labels[i] === 'string' ? `${labels[i] as string}: ` : '';
-    return `${label}${c as string}`;
-  });
+  if (!Array.isArray(labels) || labels.length !== contexts.length || !labels.every((l) => typeof l === 'string')) {
+    throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: LABELS must be a list of strings, one for each of CONTEXTS`);
+  }
   const decision = text(record, 'final_decision', ctx);
   if (!['yes', 'no', 'maybe'].includes(decision)) {
     throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: final_decision must be yes, no or maybe`);
   }
   return {
     key: record.key ?? String(record.position),
-    vars: { context: labelled.join('\n'), question: text(record, 'QUESTION', ctx) },
+    vars: { context: pubmedQaBackground(labels as string[], contexts as string[]), question: text(record, 'QUESTION', ctx) },
     choices: ['yes', 'no', 'maybe'],
     references: [decision],
   };
@@ -164,8 +167,9 @@ function pubmedQaAdapter(record: RawRecord, ctx: AdapterContext): Instance {
  * tries to parse it back out of the reference and always fails).
  */
 function medecAdapter(record: RawRecord, ctx: AdapterContext): Instance | Skip {
-  const sentences = text(record, 'Sentences', ctx);
-  if (sentences.trim() === '') return { skip: true, rule: 'dataset.skip.blank-column' };
+  // HELM's MedecScenario sends the sentences stripped (row["Sentences"].strip()).
+  const sentences = text(record, 'Sentences', ctx).trim();
+  if (sentences === '') return { skip: true, rule: 'dataset.skip.blank-column' };
   const flag = text(record, 'Error Flag', ctx).trim();
   if (flag !== '0' && flag !== '1') {
     throw new UserError('dataset.bad-column', `${ctx.file}: record ${record.position}: "Error Flag" must be 0 or 1`);

@@ -86,3 +86,26 @@ export function medalignEhrFits(instruction: string, ehr: string): boolean {
   const budget = HELM_MAX_LENGTH - MEDALIGN_GENERATION_LENGTH - countCl100kTokens(MEDALIGN_TEMPLATE) - countCl100kTokens(instruction);
   return budget > 0 && fitsCl100k(ehr, budget);
 }
+
+const CASED = /[\p{Lu}\p{Ll}\p{Lt}]/u;
+
+/**
+ * Python's str.title(): a cased letter after a cased letter is lower case, any other is upper case
+ * (so "MATERIALS AND METHODS" becomes "Materials And Methods" and ", SCCVII" becomes ", Sccvii").
+ * HELM title-cases PubMedQA's section labels this way.
+ */
+export function pythonTitle(s: string): string {
+  let out = '';
+  let previousCased = false;
+  for (const ch of s) {
+    const cased = CASED.test(ch);
+    out += cased ? (previousCased ? ch.toLowerCase() : ch.toUpperCase()) : ch;
+    previousCased = cased;
+  }
+  return out;
+}
+
+/** PubMedQA's labelled sections as HELM's PubMedQAScenario writes its passage: "Label. section", one a line. */
+export function pubmedQaBackground(labels: readonly string[], contexts: readonly string[]): string {
+  return contexts.map((c, i) => `${pythonTitle(labels[i] ?? '')}. ${c}`).join('\n');
+}

@@ -221,6 +221,8 @@ function toConfigure(b: Benchmark | undefined, runSpec: string, args: Record<str
   else if (args.model_deployment) out.push(`an endpoint for HELM deployment ${args.model_deployment}`);
   if (args.num_output_tokens) out.push(`run with --max-output-tokens ${args.num_output_tokens}`);
   if (args.max_eval_instances) out.push(`run with --max-instances ${args.max_eval_instances} (HELM samples them with seed 0 when the set is larger)`);
+  // MedHELM's run-entry files leave the cap to helm-run's command line: its leaderboard ran --max-eval-instances 1000.
+  else out.push(`run with --max-instances 1000, MedHELM's leaderboard cap (or --preset medhelm-leaderboard for all its settings)`);
   if (runSpec === 'medhelm_configurable_benchmark') {
     const config = args.config_path ? (isAbsolute(args.config_path) ? args.config_path : join(confDir, args.config_path)) : 'CONFIG.yaml';
     out.push(`import it first: ${commandPrefix()} benchmarks import-helm ${config} --out DIR --category C --subcategory S`);

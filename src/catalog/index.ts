@@ -40,6 +40,7 @@ export { importHelmBenchmark, type HelmImportReport } from './helm-import';
 export { mapHelmRunEntries, parseHelmRunEntries, type RunEntriesReport, type RunEntryMapping } from './helm-run-entries';
 export { HELM_SAMPLE_SEED, helmSample, Mt19937, numpyPermutation, type SampleMethod } from './sampling';
 export { DEFAULT_LIMITS, dataMissing, verifyDataset } from './readiness';
+export { dataRevision, type DataRevision, pinnedToRevision, revisionLabel } from './revision';
 export type { CheckOptions, CheckReport, CheckResult } from './check';
 
 /** Variables each named adapter fills; `columns` declares its own in the definition. */

@@ -2,7 +2,10 @@
  * Leaderboard input from stored runs (`ehrbench leaderboard --runs ID...`): one column per benchmark,
  * one row per endpoint, the run's main-metric aggregate in each cell. Directions come from the metric
  * registry, categories and jury scales from the built-in catalog where the benchmark is one of
- * MedHELM's (site benchmarks stay uncategorised). Only completed runs count.
+ * MedHELM's (site benchmarks stay uncategorised). Only completed runs count. Runs of one benchmark
+ * that read different data (their recorded data revisions differ) are not compared unless the caller
+ * says so (allowMixedData), and then the output says it; a run from before revisions were recorded is
+ * "unknown", which alone refuses nothing.
  */
 import { Catalog } from '../catalog';
 import { PolicyDenied, UserError } from '../errors';
@@ -18,6 +21,51 @@ export interface RunScore {
   mainScore: number | null;
   /** The rule that withheld the run's figures from the caller (operations' RunView), if one did. */
   withheld?: string | null;
+  /** The data revision the run read (operations' RunView); null or absent: unknown (a run from before it was recorded). */
+  data?: { sha256: string } | null;
+}
+
+/** The runs of one benchmark, each with the data revision it read ("unknown" when not recorded). */
+export interface BenchmarkRevisions {
+  benchmarkId: string;
+  runs: { runId: string; revision: string }[];
+}
+
+/** What the runs say about their data: benchmarks whose runs read different revisions, and runs whose revision is unknown. */
+export interface DataRevisionReport {
+  mixed: BenchmarkRevisions[];
+  unknown: { runId: string; benchmarkId: string }[];
+}
+
+export function dataRevisionReport(runs: readonly Pick<RunScore, 'runId' | 'benchmarkId' | 'data'>[]): DataRevisionReport {
+  const byBenchmark = new Map<string, { runId: string; revision: string }[]>();
+  for (const run of runs) {
+    const list = byBenchmark.get(run.benchmarkId) ?? [];
+    list.push({ runId: run.runId, revision: run.data?.sha256 ?? 'unknown' });
+    byBenchmark.set(run.benchmarkId, list);
+  }
+  const mixed = [...byBenchmark].filter(([, list]) => new Set(list.map((r) => r.revision).filter((r) => r !== 'unknown')).size > 1).map(([benchmarkId, list]) => ({ benchmarkId, runs: list }));
+  const unknown = runs.filter((r) => !r.data).map((r) => ({ runId: r.runId, benchmarkId: r.benchmarkId }));
+  return { mixed, unknown };
+}
+
+/** One benchmark's runs and their revisions, as a refusal or a note names them (hashes shortened to 12). */
+export function revisionsLine(b: BenchmarkRevisions): string {
+  return `${b.benchmarkId}: ${b.runs.map((r) => `run ${r.runId} data ${r.revision === 'unknown' ? 'unknown' : r.revision.slice(0, 12)}`).join(', ')}`;
+}
+
+/**
+ * Refuses (leaderboard.data-revisions-differ) runs of one benchmark that read different data, unless
+ * the caller allowed it: their scores are of different instances or references under one name.
+ */
+function refuseMixedRevisions(runs: readonly RunScore[], allowMixedData: boolean): void {
+  if (allowMixedData) return;
+  const [first] = dataRevisionReport(runs).mixed;
+  if (!first) return;
+  throw new UserError(
+    'leaderboard.data-revisions-differ',
+    `runs of ${first.benchmarkId} read different data (${revisionsLine(first)}), so their scores are not comparable; compare runs of one data revision, or say --allow-mixed-data (API: allowMixedData) to compare them anyway, and the output says so`,
+  );
 }
 
 let builtIn: Catalog | undefined;
@@ -31,7 +79,7 @@ function definitionOf(id: string) {
   }
 }
 
-export function scoresFromRuns(runs: RunScore[]): LeaderboardInput {
+export function scoresFromRuns(runs: RunScore[], opts: { allowMixedData?: boolean } = {}): LeaderboardInput {
   const benchmarks: LeaderboardInput['benchmarks'] = [];
   const models: string[] = [];
   const scores: LeaderboardInput['scores'] = {};
@@ -59,5 +107,6 @@ export function scoresFromRuns(runs: RunScore[]): LeaderboardInput {
     if (!models.includes(run.endpointId)) models.push(run.endpointId);
     (scores[run.endpointId] ??= {})[run.benchmarkId] = run.mainScore;
   }
+  refuseMixedRevisions(runs, opts.allowMixedData === true);
   return { benchmarks, models, scores };
 }

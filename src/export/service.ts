@@ -22,6 +22,7 @@ import type { RunRow } from '../runs';
 import { DAEMON_VERSION } from '../version';
 import { signBundle } from './bundle';
 import { buildContent, safeId, type ReleasedCohort } from './content';
+import { dataRevisionReport, revisionsLine } from './run-scores';
 import type { DisclosureSettings } from './disclosure';
 import { helmFilesFor } from './helm';
 import { loadExportSigningKey } from './keys';
@@ -74,7 +75,8 @@ export class ExportService {
     throw new PolicyDenied(rule, reason);
   }
 
-  async request(actor: Actor, runIds: string[]): Promise<ExportRow> {
+  /** `allowMixedData`: runs of one benchmark may have read different data; the content then lists them (mixedDataRevisions). */
+  async request(actor: Actor, runIds: string[], opts: { allowMixedData?: boolean } = {}): Promise<ExportRow> {
     const exportId = randomUUID();
     const ids = [...new Set(runIds.map((id) => id.toLowerCase()))];
     if (ids.length === 0) throw new UserError('export.no-runs', 'name at least one run: --runs ID...');
@@ -87,7 +89,7 @@ export class ExportService {
       runs.push(run as RunRow);
     }
     const requestedAt = this.clock();
-    const checked = await this.checkedContent(runs, exportId, actor.principal, day(requestedAt));
+    const checked = await this.checkedContent(runs, exportId, actor.principal, day(requestedAt), opts.allowMixedData === true);
     if (!checked.ok) return this.refuse(actor, checked.rule, checked.reason, exportId);
     const { content, cohorts } = checked;
     const text = canonicalJson(content);
@@ -111,7 +113,7 @@ export class ExportService {
    * requester, under at most one IRB protocol, each approval still active; then the content, and no
    * released cohort that differs from an earlier one (or another in this export) by 1..k-1 instances.
    */
-  private async checkedContent(runs: RunRow[], exportId: string, requestedBy: string, requestedOn: string): Promise<Checked> {
+  private async checkedContent(runs: RunRow[], exportId: string, requestedBy: string, requestedOn: string, allowMixedData: boolean): Promise<Checked> {
     const refusal = (rule: RuleId, reason: string): Checked => ({ ok: false, rule, reason });
     for (const run of runs) {
       if (run.status !== 'completed') return refusal('export.run-not-completed', `run ${run.run_id} is ${run.status}; only completed runs can be exported`);
@@ -126,6 +128,14 @@ export class ExportService {
     if (new Set(runs.map((r) => r.spec.irbProtocol).filter(Boolean)).size > 1) {
       return refusal('export.mixed-protocols', 'the runs were made under different IRB protocols; request one export per protocol');
     }
+    // Runs of one benchmark that read different data are not put side by side unless the requester said so.
+    const { mixed } = dataRevisionReport(runs.map((r) => ({ runId: r.run_id, benchmarkId: r.benchmark_id, data: r.spec.data ?? null })));
+    if (mixed.length > 0 && !allowMixedData) {
+      return refusal(
+        'export.data-revisions-differ',
+        `runs of ${mixed.map(revisionsLine).join('; ')} read different data, so their results are not comparable; export runs of one data revision, or request again allowing mixed data (--allow-mixed-data), and the bundle then lists the revisions`,
+      );
+    }
     const approvals = new Map<string, Approval>();
     for (const run of runs) {
       if (!run.approval_id) {
@@ -138,10 +148,12 @@ export class ExportService {
       const problem = run.tier === 'public' ? undefined : inactive(approval, this.clock());
       if (problem) return refusal('export.approval-inactive', `approval ${safeId(approval.protocolNumber)} of run ${run.run_id} is ${problem}; results under it cannot be released`);
     }
-    const { content, cohorts } = await buildContent(
+    const built = await buildContent(
       { exports: this.store, runs: this.app.engine.store, catalog: this.app.catalog(), prices: this.app.config.export.prices, settings: this.settings },
       { exportId, siteId: this.app.config.site.id, requestedBy, requestedOn, runs, approvals },
     );
+    const { cohorts } = built;
+    const content: ExportContent = mixed.length > 0 ? { ...built.content, mixedDataRevisions: mixed } : built.content;
     // What cannot go into a bundle (a model name with spaces, say) is refused now, not after a release is audited.
     const validate = validatorFor('api/export-preview.schema.json');
     if (!validate(content)) {
@@ -205,7 +217,9 @@ export class ExportService {
       if (!run) await this.refuse(actor, 'export.run-missing', `run ${id} of export ${exportId} no longer exists`, exportId);
       runs.push(run as RunRow);
     }
-    const checked = await this.checkedContent(runs, exportId, row.requested_by, day(row.requested_at));
+    // Allowed at request when the stored content lists mixed revisions: the same content is rebuilt and compared.
+    const allowedMixed = (JSON.parse(row.content) as Partial<ExportContent>).mixedDataRevisions !== undefined;
+    const checked = await this.checkedContent(runs, exportId, row.requested_by, day(row.requested_at), allowedMixed);
     if (!checked.ok) return this.refuse(actor, checked.rule, checked.reason, exportId);
     const { content, cohorts } = checked;
     const text = canonicalJson(content);

@@ -115,6 +115,11 @@ export interface ExportContent {
   results: ExportResult[];
   /** Sums over the results whose usage is released. */
   totals: Usage;
+  /**
+   * Present only when the requester allowed runs of one benchmark that read different data: each such
+   * benchmark with its runs' data revisions (sha256, or "unknown" for a run from before they were recorded).
+   */
+  mixedDataRevisions?: { benchmarkId: string; runs: { runId: string; revision: string }[] }[];
 }
 
 export interface AuditCheckpointRef {

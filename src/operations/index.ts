@@ -11,7 +11,8 @@ import { compactList } from '../audit';
 import { type Actor, IssuedCertificates, Revocations } from '../identity';
 import { type RuleId, type RunFiguresRule, runFiguresVisibility } from '../policy';
 import { approveRun, benchmarkNamed, cancelRun, endpointNamed, requestRun, summarize } from '../runs';
-import type { RunOutcome, RunRow, RunSpec } from '../runs';
+import type { RunOutcome, RunPreset, RunRow, RunSpec } from '../runs';
+import type { DataRevision } from '../catalog';
 import type { ScoringMode } from '../metrics';
 import { ExportService, type ExportFiles, type ExportFormat, type ExportRow, wilson } from '../export';
 import { costUsd, priceFor, unpricedUnderBudget } from '../calls';
@@ -55,6 +56,10 @@ export interface RunDetail {
   instanceCount: number | null;
   /** How a capped run picked its instances (HELM's seeded sample or the first N); null without a cap. */
   sample: { method: 'helm'; seed: number; maxInstances: number } | { method: 'first'; maxInstances: number } | null;
+  /** The data revision the run read (sha256 of each file, or what identifies an OMOP source); null: a run from before it was recorded (unknown). */
+  data: DataRevision | null;
+  /** The preset the run was requested with, or null. */
+  preset: RunPreset | null;
   /** Records the dataset left out when the run was planned, by rule. */
   skipped: Record<string, number>;
   counts: { pending: number; claimed: number; done: number; blocked: number; failed: number };
@@ -102,6 +107,8 @@ const RUN_METADATA = [
   'finishedAt',
   'errorCode',
   'sample',
+  'data',
+  'preset',
   'mainMetric',
 ] as const satisfies readonly (keyof RunDetail)[];
 
@@ -144,6 +151,8 @@ export interface RunRequestInput {
   reasoningEffort?: 'low' | 'medium' | 'high';
   /** How maxInstances picks the instances: HELM's seeded sample (default) or the first N. */
   sample?: 'helm' | 'first';
+  /** Settings in one word: medhelm-leaderboard = HELM's leaderboard (1,000 instances, HELM's sample, HELM's scoring). */
+  preset?: RunPreset;
 }
 
 export { localCaller } from './local';
@@ -201,6 +210,7 @@ export class Operations {
       ...(input.maxOutputTokens !== undefined ? { maxOutputTokens: input.maxOutputTokens } : {}),
       ...(input.reasoningEffort ? { reasoningEffort: input.reasoningEffort } : {}),
       ...(input.sample ? { sample: input.sample } : {}),
+      ...(input.preset ? { preset: input.preset } : {}),
     });
     return this.view(caller, run);
   }
@@ -294,6 +304,8 @@ export class Operations {
       errorCode: run.error_code,
       instanceCount: run.instance_count,
       sample: run.spec.sample ?? null,
+      data: run.spec.data ?? null,
+      preset: run.spec.preset ?? null,
       skipped: s.skipped,
       counts: s.counts,
       mainMetric: s.mainMetric,
@@ -309,9 +321,9 @@ export class Operations {
   }
 
   /** A researcher asks to release aggregates of their own completed runs; the preview is stored. */
-  async requestExport(caller: Caller, runIds: string[]): Promise<ExportView> {
+  async requestExport(caller: Caller, runIds: string[], opts: { allowMixedData?: boolean } = {}): Promise<ExportView> {
     const actor = await this.as(caller, 'researcher', 'requesting an export');
-    return exportView(await this.exports.request(actor, runIds));
+    return exportView(await this.exports.request(actor, runIds, opts));
   }
 
   /** The requester sees their own exports; compliance and auditors see every one. Others: not found. */

@@ -10,7 +10,7 @@ import { commandPrefix } from '../command-prefix';
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { AuditEventInput, AuditTrail } from '../audit';
-import { type Benchmark, type Catalog, type CheckResult, checkBenchmark, dataStatus, HELM_SAMPLE_SEED, type SampleMethod } from '../catalog';
+import { type Benchmark, type Catalog, type CheckResult, checkBenchmark, dataRevision, dataStatus, HELM_SAMPLE_SEED, type SampleMethod } from '../catalog';
 import type { EndpointPolicy, ReasoningEffort } from '../egress';
 import { isStoreUnavailable } from '../db';
 import { PolicyDenied, UserError, describeError } from '../errors';
@@ -28,6 +28,7 @@ import { annotateDeferred } from './deferred';
 import { runOutcome, type RunOutcome } from './outcome';
 import { benchmarkNamed, benchmarkUnavailable, endpointNamed } from './named';
 import { planningFor } from './planner';
+import { applyPreset, type RunPreset } from './preset';
 import { type MetricAggregate, type RunRow, type RunSpec, RunStore, type StateCounts } from './store';
 import { work } from './worker';
 
@@ -77,6 +78,8 @@ export interface RunRequest {
    * instances HELM's leaderboard scored) or the first N in dataset order.
    */
   sample?: SampleMethod;
+  /** Settings in one word (`medhelm-leaderboard`); a setting above that contradicts it is refused. */
+  preset?: RunPreset;
 }
 
 export interface RunSummary {
@@ -171,7 +174,8 @@ function juryPolicyOf(engine: Engine, benchmark: Benchmark, endpoint: EndpointPo
 }
 
 /** Checks access and records a run. Throws PolicyDenied (after auditing the refusal) when denied. */
-export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRow> {
+export async function requestRun(engine: Engine, asked: RunRequest): Promise<RunRow> {
+  const req = applyPreset(asked.preset, asked);
   if (req.maxOutputTokens !== undefined && !(Number.isInteger(req.maxOutputTokens) && req.maxOutputTokens >= 1 && req.maxOutputTokens <= 100_000)) {
     throw new UserError('run.invalid', `maxOutputTokens must be a whole number from 1 to 100000, not ${String(req.maxOutputTokens).slice(0, 20)}`);
   }
@@ -228,6 +232,8 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
   // The approval that allowed the run is bound to it and re-checked when it starts and per instance.
   const approvalId = decision.approval?.approvalId ?? req.approvalId;
   const irbProtocol = decision.approval?.protocolNumber ?? req.irbProtocol;
+  // Which bytes the run reads: recorded now, held to them when it is planned (planner.ts).
+  const data = await dataRevision(benchmark);
   const spec: RunSpec = {
     benchmark: {
       id: d.id,
@@ -249,6 +255,8 @@ export async function requestRun(engine: Engine, req: RunRequest): Promise<RunRo
     ...(req.purpose ? { purpose: req.purpose } : {}),
     ...(irbProtocol ? { irbProtocol } : {}),
     ...(approvalId ? { approvalId } : {}),
+    ...(data ? { data } : {}),
+    ...(req.preset ? { preset: req.preset } : {}),
   };
   const row = {
     run_id: runId,

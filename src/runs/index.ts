@@ -19,3 +19,4 @@ export { readProgress, runPhase, type RunProgress } from './progress';
 export { juryPolicyText } from './jury-text';
 export { runOutcome, causeMeaning, OUTCOME_LABELS, type RunOutcome, type RunOutcomeKind, type RunCause } from './outcome';
 export { benchmarkNamed, benchmarkUnavailable, endpointNamed, shownId } from './named';
+export { applyPreset, MEDHELM_LEADERBOARD, RUN_PRESETS, type RunPreset } from './preset';

@@ -6,7 +6,7 @@
  * found in its subject's other records, what the whole dataset teaches: src/deid/evidence.ts), so the
  * instances are claimed after planning attached that evidence.
  */
-import { type Instance, type SkipCounts, streamInstances, verifyDataset } from '../catalog';
+import { type Instance, pinnedToRevision, type SkipCounts, streamInstances, verifyDataset } from '../catalog';
 import { UserError } from '../errors';
 import type { Engine } from './engine';
 import type { RunContext } from './stages';
@@ -96,7 +96,9 @@ export function startPlanning(engine: Engine, run: RunRow, ctx: RunContext, work
 }
 
 async function plan(engine: Engine, run: RunRow, ctx: RunContext, workerId: string, onBatch: () => void): Promise<void> {
-  await verifyDataset(ctx.benchmark);
+  // The data is held to the revision the run recorded when it was requested (a file changed since is refused).
+  const benchmark = pinnedToRevision(ctx.benchmark, run.spec.data);
+  await verifyDataset(benchmark);
   let batch: { itemKey: string; ordinal: number; instance: Instance }[] = [];
   let ordinal = 0;
   let limit = FIRST_BATCH;
@@ -104,7 +106,7 @@ async function plan(engine: Engine, run: RunRow, ctx: RunContext, workerId: stri
   const skipped: SkipCounts = {};
   // A capped run takes HELM's seeded sample or the first N, as its spec records (runs from before it
   // recorded one took the first N).
-  const stream = streamInstances(ctx.benchmark, {
+  const stream = streamInstances(benchmark, {
     ...(run.max_instances ? { limit: run.max_instances, sample: run.spec.sample?.method ?? 'first' } : {}),
     skipped,
   });

@@ -4,9 +4,10 @@
  */
 import type { Database, Queryable } from '../db';
 import { GroupCommit } from '../db';
-import type { Instance } from '../catalog';
+import type { DataRevision, Instance } from '../catalog';
 import type { JuryPolicy } from '../annotate';
 import { getMetric, withClippedStats } from '../metrics';
+import type { RunPreset } from './preset';
 import type { Tier } from '../tiers';
 import { causeMeaning, type RunCause } from './outcome';
 
@@ -56,6 +57,10 @@ export interface RunSpec {
   purpose?: string;
   irbProtocol?: string;
   approvalId?: string;
+  /** The data revision read (sha256 of each file, or what identifies an OMOP source); absent: a run from before it was recorded ("unknown"). */
+  data?: DataRevision;
+  /** The preset the run was requested with (`medhelm-leaderboard`: HELM's leaderboard settings). */
+  preset?: RunPreset;
 }
 
 /**

@@ -142,7 +142,7 @@ describe('ehrbench benchmarks import-helm --run-entries (HELM run-entry files)',
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^line\s+run spec\s+benchmark\s+model deployment\s+max_eval_instances\s+settings\s+configure here\n/);
     expect(r.stdout).toMatch(
-      /\n\d+\s+ehrshot\s+ehrshot\s+stanfordhealthcare\/deepseek-r1\s+-\s+num_output_tokens=4000 max_length=100000 subject=guo_readmission data_path=\S+\s+an endpoint serving deepseek-ai\/deepseek-r1 .*; run with --max-output-tokens 4000; subject guo_readmission: one site data file per subject/,
+      /\n\d+\s+ehrshot\s+ehrshot\s+stanfordhealthcare\/deepseek-r1\s+-\s+num_output_tokens=4000 max_length=100000 subject=guo_readmission data_path=\S+\s+an endpoint serving deepseek-ai\/deepseek-r1 .*; run with --max-output-tokens 4000; run with --max-instances 1000, MedHELM's leaderboard cap \(or --preset medhelm-leaderboard for all its settings\); subject guo_readmission: one site data file per subject/,
     );
     expect(r.stdout).toContain(`143 entries in ${conf}: 143 map to 7 catalog benchmarks, 0 do not\n`);
     const json = JSON.parse(cli(['benchmarks', 'import-helm', '--run-entries', conf, '--json'], { EHRBENCH_HOME: h }).stdout) as { entries: { benchmarkId: string }[] };

@@ -689,7 +689,8 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
       expect(run.counts.failed).toBeGreaterThanOrEqual(1);
       expect(run.counts.done).toBeGreaterThanOrEqual(11);
 
-      // A run whose file turns malformed while it awaits approval fails, and says why without quoting the file.
+      // A run whose file changes (here: turns malformed) while it awaits approval fails: it is held to the
+      // data revision it recorded when requested (dataset.hash-mismatch), and says why without quoting the file.
       const brokenReq = await api('alice', 'POST', '/v1/runs', { benchmarkId: 'site_canary_broken', endpointId: 'vpc-private', approvalId });
       expect(brokenReq.json.status).toBe('requested');
       writeFileSync(join(t.home.home, 'site-data', 'broken.csv'), brokenCsv);
@@ -704,7 +705,7 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
       expect((await api('carol', 'POST', `/v1/runs/${brokenReq.json.runId}/approve`, {})).status).toBe(200);
       const brokenRun = await waitForRun(t, brokenReq.json.runId as string, captured);
       expect(brokenRun.status).toBe('failed');
-      expect(brokenRun.errorCode).toBe('dataset.malformed');
+      expect(brokenRun.errorCode).toBe('dataset.hash-mismatch');
       expect((await api('alice', 'POST', '/v1/exports', { runIds: [brokenReq.json.runId] })).json.rule).toBe('export.run-not-completed');
 
       // A run on the OMOP source: no structured names there, only the MRN and birth date of the person.
@@ -752,7 +753,7 @@ describe.each(backends())('PHI canary through a full private run (%s)', (backend
       expect(await cli('alice', ['runs', 'show', brokenReq.json.runId as string, '--json'])).toBe(0);
       expect(await cli('alice', ['runs', 'list'])).toBe(0);
       expect(await cli('alice', ['runs', 'approve', runId])).not.toBe(0);
-      expect(captured.cli.join('')).toContain('dataset.malformed');
+      expect(captured.cli.join('')).toContain('dataset.hash-mismatch');
 
       // The audit trail as auditors read it: API, verification, and the three export formats.
       const auditApi = await api('erin', 'GET', '/v1/audit/events?limit=10000');

@@ -50,7 +50,9 @@ describe('HELM prompt text', () => {
     expect(t).toContain('If the text does not contain specific information, clearly state "Not mentioned".');
     expect(t).toContain('Provoking/Palliating Factors: What makes the symptoms better or worse? [ENTER Provoking/Palliating Factors INFORMATION]');
     expect(t).toContain('Related Symptoms: Are there any other symptoms related to the main complaint? [ENTER RELATED SYMPTOMS INFORMATION]');
-    expect(t).toMatch(/Clinical Note:\n\{\{note\}\}\n$/);
+    // HELM's layout: the scenario's text after the bare ': ' of the empty input noun, the bare ':' of the empty output noun last.
+    expect(t).toMatch(/\n\n: \nYou are provided with a clinical note/);
+    expect(t).toMatch(/Clinical Note:\n\{\{note\}\}\n\n:$/);
     expect(t).not.toContain('Assessment and plan');
   });
 
@@ -130,7 +132,7 @@ describe("EHRSHOT: HELM's prompt, its A/B rewording, and its 100,000-token filte
     // HELM replaces every "yes" and "no" in the prompt, inside words too ("right now" -> "right B for now").
     expect(p).toContain('is ordered for this patient right B for now, will it come back back abB for normal?');
     expect(p).toMatch(/^Answer A for yes, B for no\.\n/);
-    expect(p).toContain("A. yes\nB. no\nRespond with only 'A' for yes or 'B' for no. Do not add any other text, punctuation, or symbols.");
+    expect(p).toMatch(/\nA\. yes\nB\. no\nRespond with only 'A' for yes or 'B' for no\. Do not add any other text, punctuation, or symbols:$/);
   });
 
   it('refuses a label that is neither yes/no nor a boolean', async () => {
@@ -150,7 +152,7 @@ describe("MedAlign: HELM's order (EHR, then the question) and its token budget",
     expect(instances.map((i) => i.key)).toEqual(['11']);
     expect(skipped).toEqual({ 'dataset.skip.ehr-over-token-budget': 1 });
     expect(prompt(b, instances[0])).toBe(
-      'Question: Instruction: Answer the following question based on the EHR:\n\nEHR: <record><encounter>admitted for pneumonia</encounter></record>\n\nQuestion: Summarise the last admission.\n\nAnswer:\n',
+      '\nQuestion: Instruction: Answer the following question based on the EHR:\n\nEHR: <record><encounter>admitted for pneumonia</encounter></record>\n\nQuestion: Summarise the last admission.\n\nAnswer:\n',
     );
   });
 });
@@ -175,8 +177,9 @@ describe('N2C2-CT: HELM\'s criterion definitions, dated notes and the "current d
     expect(p).toContain(
       `## Note #1\nDate: 2090-03-01\nRecord date: 2090-03-01\nSeen for abdominal pain after a colectomy.\n${'*'.repeat(50)}\n\n## Note #2\nDate: 2091-05-02\nRecord date: 2091-05-02\nFollow-up; creatinine 1.1.`,
     );
-    expect(p).toContain('# Current Date\nAssume that the current date is: 2091-05-02\n');
-    expect(p).toContain('Does the patient meet the inclusion criterion "ABDOMINAL"?\nA. yes\nB. no');
+    // HELM's f-string indents every line of its own text by four spaces, and ends with an indented empty line.
+    expect(p).toContain('    # Current Date\n    Assume that the current date is: 2091-05-02\n');
+    expect(p).toMatch(/ {4}Does the patient meet the inclusion criterion "ABDOMINAL"\?\n {4}\nA\. yes\nB\. no\nAnswer A for yes, B for no\. Do not add any other text, punctuation, or symbols:$/);
   });
 
   it('writes "None" for the current date when no note has a record date, as HELM does', async () => {

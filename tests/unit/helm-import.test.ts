@@ -152,6 +152,7 @@ describe("HELM's MedHELM run-entry files (.conf)", () => {
     expect(medqa?.configure).toEqual([
       'an endpoint serving deepseek-ai/deepseek-r1 (HELM deployment stanfordhealthcare/deepseek-r1)',
       'run with --max-output-tokens 4000',
+      "run with --max-instances 1000, MedHELM's leaderboard cap (or --preset medhelm-leaderboard for all its settings)",
       'benchmarks.med_qa.source in the site data file (csv or jsonl; see npx ehrbench benchmarks show med_qa)',
     ]);
   });
@@ -171,6 +172,16 @@ describe("HELM's MedHELM run-entry files (.conf)", () => {
     const clear = report('run_entries_medhelm_private_stanford.conf').entries.find((e) => e.runSpec === 'clear');
     expect(clear).toMatchObject({ benchmarkId: 'clear', maxEvalInstances: 100 });
     expect(clear?.configure).toContain('run with --max-instances 100 (HELM samples them with seed 0 when the set is larger)');
+    expect(clear?.configure.filter((c) => c.includes('--max-instances'))).toHaveLength(1);
+  });
+
+  it("hints MedHELM's leaderboard cap, --max-instances 1000 or the preset, where an entry sets none (helm-run took it on its command line)", () => {
+    const entries = report('run_entries_medhelm_public.conf').entries;
+    expect(entries.length).toBeGreaterThan(0);
+    for (const e of entries.filter((x) => x.maxEvalInstances === null)) {
+      expect(e.configure).toContain("run with --max-instances 1000, MedHELM's leaderboard cap (or --preset medhelm-leaderboard for all its settings)");
+    }
+    expect(entries.filter((x) => x.maxEvalInstances === null).length).toBeGreaterThan(0);
   });
 
   it('points a configurable-benchmark entry at import-helm with its config', () => {

@@ -34,6 +34,8 @@ const RUN: RunView = {
   errorCode: null,
   instanceCount: 40,
   sample: null,
+  data: null,
+  preset: null,
   skipped: { [HOSTILE]: 2 },
   counts: { pending: 0, claimed: 0, done: 37, blocked: 2, failed: 1 },
   mainMetric: HOSTILE,

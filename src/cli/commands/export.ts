@@ -76,6 +76,7 @@ function printExport(io: Io, view: ExportView): void {
       `  requested by ${view.requestedBy} on ${c.requestedOn}; ${c.runIds.length} run(s); tier ${c.tier}${c.irbProtocol ? `; IRB protocol ${c.irbProtocol}` : ''}`,
       `  disclosure: k = ${c.disclosure.k}, counts as ranges of ${c.disclosure.countRangeWidth}, complementary suppression, ${'valueResolution' in c.disclosure ? `values to 1/D with D <= the low end of the range (at most ${c.disclosure.valueDecimals} decimals), intervals for the range` : `${c.disclosure.valueDecimals} decimals`}`,
       `  content sha256 ${view.contentSha256}${view.bundleSha256 ? `; bundle sha256 ${view.bundleSha256}` : ''}`,
+      ...mixedDataLines(view).map((l) => `  ${l}`),
       `  This is exactly what a release signs and writes:`,
     ].join('\n') + '\n',
   );
@@ -92,6 +93,16 @@ function writeCopy(out: string | undefined, files: ExportDownload): string | und
   return writeExportFiles(out, { exportId: files.exportId, bundle: files.bundle, helm: files.helm });
 }
 
+/** What an export says of runs of one benchmark that read different data (allowed by its requester). */
+function mixedDataLines(view: ExportView): string[] {
+  const mixed = (JSON.parse(view.preview) as Partial<ExportContent>).mixedDataRevisions ?? [];
+  if (mixed.length === 0) return [];
+  return [
+    'compared across data revisions (--allow-mixed-data): these runs of one benchmark read different data',
+    ...mixed.map((b) => `  ${b.benchmarkId}: ${b.runs.map((r) => `run ${r.runId} data ${r.revision === 'unknown' ? 'unknown' : r.revision.slice(0, 12)}`).join(', ')}`),
+  ];
+}
+
 export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
   return {
     command: 'export <command>',
@@ -99,14 +110,20 @@ export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
     builder: (y) =>
       y
         .options(CLIENT_OPTIONS)
-        .command<ClientArgs & { runs: string[] }>({
+        .command<ClientArgs & { runs: string[]; 'allow-mixed-data'?: boolean }>({
           command: 'request',
           describe: 'Ask to release the aggregates of your own completed runs',
-          builder: (b) => b.option('runs', { type: 'string', array: true, demandOption: true, describe: 'Run ids (comma-separated or repeated)' }),
+          builder: (b) =>
+            b.option('runs', { type: 'string', array: true, demandOption: true, describe: 'Run ids (comma-separated or repeated)' }).option('allow-mixed-data', {
+              type: 'boolean',
+              describe: 'Allow runs of one benchmark that read different data (their data revisions differ); refused without it, and listed in the bundle with it',
+            }),
           handler: async (args) => {
-            const view = await withClient(args, io, (c) => c.requestExport(list(args.runs)), { writes: true });
+            const opts = args['allow-mixed-data'] ? { allowMixedData: true } : {};
+            const view = await withClient(args, io, (c) => c.requestExport(list(args.runs), opts), { writes: true });
             if (args.json) return printJson(io, viewJson(view));
             io.stdout(`export ${view.exportId} requested; a compliance officer reviews it with "${commandPrefix()} export show ${view.exportId}"\n`);
+            for (const line of mixedDataLines(view)) io.stdout(`${line}\n`);
           },
         })
         .command<ClientArgs & { id: string }>({

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
 import { readJsonFile } from '../../config';
 import { UserError } from '../../errors';
-import { heatmapSvg, type Leaderboard, leaderboardOf, type ScoreTable, toScoreTable, unrankedModels } from '../../export';
+import { dataRevisionReport, type DataRevisionReport, heatmapSvg, type Leaderboard, leaderboardOf, revisionsLine, type ScoreTable, toScoreTable, unrankedModels } from '../../export';
 import { scoresFromRuns } from '../../export';
 import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';
 import type { GlobalArgs } from '../context';
@@ -12,6 +12,16 @@ interface LeaderboardArgs extends ClientArgs {
   scores?: string;
   runs?: string[];
   svg?: string;
+  'allow-mixed-data'?: boolean;
+}
+
+/** What the output says about the runs' data: runs of one benchmark compared across revisions (allowed), runs whose revision is unknown. */
+function revisionNotes(report: DataRevisionReport): string {
+  const lines = [
+    ...(report.mixed.length ? ['Compared across data revisions (--allow-mixed-data): these runs of one benchmark read different data', ...report.mixed.map((b) => `  ${revisionsLine(b)}`)] : []),
+    ...(report.unknown.length ? [`Data revision unknown (recorded before revisions were): ${report.unknown.map((r) => `run ${r.runId} (${r.benchmarkId})`).join(', ')}`] : []),
+  ];
+  return lines.length ? `\n${lines.join('\n')}\n` : '';
 }
 
 function summaryTable(board: Leaderboard): string {
@@ -70,24 +80,31 @@ export function leaderboardCommand(io: Io): CommandModule<GlobalArgs, Leaderboar
           describe: 'JSON file {"benchmarks": [...], "models": [...], "scores": {model: {benchmark: number|null}}} (schemas/leaderboard-scores.schema.json)',
         })
         .option('runs', { type: 'string', array: true, describe: 'Or: completed runs (ids, comma-separated or repeated); one row per endpoint, their main metrics' })
-        .option('svg', { type: 'string', describe: 'Also write a heat map of scores per benchmark to this SVG file' }),
+        .option('svg', { type: 'string', describe: 'Also write a heat map of scores per benchmark to this SVG file' })
+        .option('allow-mixed-data', {
+          type: 'boolean',
+          describe: 'With --runs: compare runs of one benchmark that read different data (their data revisions differ); refused without it, and said in the output with it',
+        }),
     handler: async (args) => {
       const runIds = (args.runs ?? [])
         .flatMap((x) => x.split(','))
         .map((x) => x.trim())
         .filter(Boolean);
       if ((args.scores === undefined) === (runIds.length === 0)) throw new UserError('cli.usage', 'give either --scores FILE or --runs ID...; see --help');
+      const runs = args.scores ? [] : await withClient(args, io, (c) => Promise.all(runIds.map((id) => c.showRun(id))), { writes: false });
       const table = args.scores
         ? toScoreTable(readJsonFile(args.scores, 'leaderboard.invalid'), args.scores)
-        : toScoreTable(scoresFromRuns(await withClient(args, io, (c) => Promise.all(runIds.map((id) => c.showRun(id))), { writes: false })), '--runs');
+        : toScoreTable(scoresFromRuns(runs, { allowMixedData: args['allow-mixed-data'] === true }), '--runs');
+      const revisions = dataRevisionReport(runs);
       refuseUnranked(table, args.scores ?? '--runs', args.scores === undefined);
       const board = leaderboardOf(table);
       if (args.svg) {
         writeSvg(args.svg, heatmapSvg(table, board));
         io.stderr(`wrote heat map to ${args.svg}\n`);
       }
-      if (args.json) return printJson(io, board);
-      io.stdout(summaryTable(board));
+      const mentioned = revisions.mixed.length > 0 || revisions.unknown.length > 0;
+      if (args.json) return printJson(io, mentioned ? { ...board, dataRevisions: revisions } : board);
+      io.stdout(summaryTable(board) + revisionNotes(revisions));
     },
   };
 }

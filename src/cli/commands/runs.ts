@@ -23,6 +23,7 @@ interface RunArgs extends GlobalArgs {
   'max-output-tokens'?: number;
   'reasoning-effort'?: 'low' | 'medium' | 'high';
   sample?: 'helm' | 'first';
+  preset?: 'medhelm-leaderboard';
 }
 
 /** A run summary, or a run view whose figures may be withheld (null) from the caller. */
@@ -56,6 +57,22 @@ function sampled(run: RunView): string {
   const s = run.sample;
   if (!s) return '';
   return s.method === 'helm' ? ` (HELM's sample of ${s.maxInstances}, seed ${s.seed})` : ` (the first ${s.maxInstances})`;
+}
+
+/**
+ * The data the run read, for `runs show`: one hash to compare runs by, then each file's (or what
+ * identifies an OMOP source). A run from before data revisions were recorded says "unknown".
+ */
+function dataLines(run: RunView): string[] {
+  const d = run.data;
+  if (!d) return ['  data: unknown (the run was recorded before data revisions were)'];
+  const parts = d.files?.map((f) => `${f.name} sha256 ${f.sha256}`) ?? [];
+  if (d.omop) {
+    parts.push(
+      `OMOP notes${d.omop.schema ? ` (schema ${d.omop.schema})` : ''}: labels sha256 ${d.omop.labelsSha256 ?? 'none'}, note ids ${d.omop.noteIdsSha256 ? `sha256 ${d.omop.noteIdsSha256}` : 'not pinned'}`,
+    );
+  }
+  return [`  data: revision ${d.sha256}`, ...parts.map((p) => `    ${p}`)];
 }
 
 /** The records the dataset left out, one line per rule, so none is left out silently. */
@@ -98,8 +115,9 @@ function printRun(io: Io, run: RunView): void {
       `run ${run.runId}: ${run.benchmarkId} v${run.benchmarkVersion} on ${run.endpointId}${run.testEndpoint ? ` [${TEST_ENDPOINT_DESCRIPTION}]` : ''} (${run.tier}), ${run.outcome?.label ?? run.status}${run.errorCode ? ` (${run.errorCode})` : ''}`,
       ...(run.outcome ? [`  ${run.outcome.summary}`, ...causeLines(run.outcome, run.endpointId)] : []),
       `  requested by ${run.requestedBy} at ${run.createdAt}${run.approvedBy ? `; approved by ${run.approvedBy}` : ''}`,
-      `  ${run.irbProtocol ? `IRB protocol ${run.irbProtocol}; ` : ''}scoring ${run.scoring}`,
+      `  ${run.irbProtocol ? `IRB protocol ${run.irbProtocol}; ` : ''}scoring ${run.scoring}${run.preset ? `; preset ${run.preset}` : ''}`,
       ...(run.jury ? [`  jury: ${juryPolicyText(run.jury)}`] : []),
+      ...dataLines(run),
       ...(run.counts
         ? [
             `  instances: ${run.instanceCount ?? '?'} planned${sampled(run)}, ${run.counts.done} done, ${run.counts.blocked} blocked, ${run.counts.failed} failed`,
@@ -131,6 +149,7 @@ function runInput(args: Omit<RunArgs, keyof GlobalArgs>): RunRequestInput {
     ...(args['max-output-tokens'] !== undefined ? { maxOutputTokens: args['max-output-tokens'] } : {}),
     ...(args['reasoning-effort'] ? { reasoningEffort: args['reasoning-effort'] } : {}),
     ...(args.sample ? { sample: args.sample } : {}),
+    ...(args.preset ? { preset: args.preset } : {}),
   };
 }
 
@@ -173,6 +192,11 @@ const runOptions = {
     describe: "How --max-instances picks: helm (default) = HELM's seeded sample (numpy seed 0), the instances MedHELM's leaderboard scored; first = the first N in dataset order",
   },
   scoring: { choices: ['corrected', 'helm'] as const, describe: 'corrected (default) or helm: reproduce HELM scoring bugs' },
+  preset: {
+    choices: ['medhelm-leaderboard'] as const,
+    describe:
+      "Settings in one word. medhelm-leaderboard = MedHELM's leaderboard: --max-instances 1000 by HELM's seeded sample, --scoring helm, HELM's max tokens and temperature; a flag that contradicts it is refused. Recorded with the run",
+  },
   purpose: { type: 'string', describe: 'Purpose of use, recorded in the audit trail' },
   approval: { type: 'string', describe: 'IRB approval id to run under (default: any approval that covers the run)' },
   'max-output-tokens': { type: 'number', describe: "Output tokens per model call instead of the benchmark's max_tokens (reasoning models; MedHELM ran them with up to 4000)" },

@@ -55,6 +55,26 @@ export interface Run {
   errorCode: string | null;
   instanceCount: number | null;
   /**
+   * The data revision the run read: sha256 (one value to compare runs by) over each data file's name and sha256, or what identifies an OMOP source without data; null for a run from before it was recorded (unknown)
+   */
+  data: {
+    sha256: string;
+    files?: {
+      name: string;
+      sha256: string;
+    }[];
+    omop?: {
+      schema: string | null;
+      filter: unknown;
+      labelsSha256: string | null;
+      noteIdsSha256: string | null;
+    };
+  } | null;
+  /**
+   * The preset the run was requested with (medhelm-leaderboard), or null
+   */
+  preset: 'medhelm-leaderboard' | null;
+  /**
    * How a capped run picked its instances: HELM's seeded sample (seed recorded) or the first N; null without a cap
    */
   sample: {
