@@ -220,6 +220,8 @@ function promptBuilder(app: App, run: RunRow): ((row: InstancePageRow) => string
   if (benchmark.templateHash !== run.template_hash) return undefined;
   const template = benchmark.template;
   return (row) => {
+    // A conversation is sent as its turns (the template is not used): shown turn by turn.
+    if (row.payload.messages) return row.payload.messages.map((m) => `${m.role}: ${m.content}`).join('\n\n');
     try {
       return renderTemplate(template, row.payload, `benchmark ${run.benchmark_id}`);
     } catch {

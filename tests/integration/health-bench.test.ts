@@ -13,6 +13,7 @@ import { Catalog } from '../../src/catalog';
 import { executeRun, requestRun } from '../../src/runs/engine';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
 import { researcher, startTestApp, type TestApp } from '../helpers/app';
+import { Operations } from '../../src/operations';
 import { type Backend, backends } from '../helpers/db';
 
 jest.setTimeout(180_000);
@@ -129,6 +130,8 @@ async function setUp(backend: Backend, opts: { graderConcurrency?: number; laten
   );
   const catalog = Catalog.load([join(t.home.home, 'site-benchmarks')]);
   t.app.engine.catalog = () => catalog;
+  // and the app's, which the instances view reads
+  t.app.catalog = () => catalog;
   const file = t.app.config.policies.endpoints;
   const policy = JSON.parse(readFileSync(file, 'utf8')) as { endpoints: Record<string, unknown>[] };
   policy.endpoints.push({ ...policy.endpoints[0], id: GRADER, model: GRADER, description: 'Loopback grader' });
@@ -218,6 +221,16 @@ describe.each(backends())('HealthBench rubric grading (%s)', (backend) => {
         ),
       ).toBe(true);
       expect(graded.some((p) => p.includes('# Rubric item\n[-8] Claims vaccines are never needed {g:0} hb-02\n\n# Instructions'))).toBe(true);
+
+      // the instances view of this public run shows each conversation turn by turn, as it was sent
+      const caller = { principal: { id: researcher.principal, roles: ['researcher' as const], status: 'active' as const }, authMethod: 'mtls' as const };
+      const page = await new Operations(t.app).listInstances(caller, run.run_id, { limit: 20 });
+      expect(page.prompts).toBe('rebuilt');
+      const shown = page.instances.find((i) => i.key === 'hb-02')?.prompt;
+      expect(shown).toContain(
+        'user: Do I need any vaccines before a trip to the tropics?\n\nassistant: Where exactly are you going, and for how long?\n\nuser: Three weeks in the lowlands, mostly rural.',
+      );
+      expect(shown).not.toContain('Not used');
 
       // no explanation kept: not in the store, the audit trail or the log
       const dump = await t.app.db.query<{ t: string }>('SELECT row_to_json(i)::text AS t FROM run_items i WHERE run_id = $1', [run.run_id]);
