@@ -123,6 +123,22 @@ describeBrowser('acts that say what they do, in the console', () => {
     await alice.close();
   });
 
+  it("requests a run with MedHELM's leaderboard settings in one choice, and the run page says so", async () => {
+    const alice = await as('alice');
+    await open(alice, '#/runs/new', /request a run/i);
+    await alice.getByLabel('Benchmark', { exact: true }).selectOption('medec');
+    await alice.getByLabel('Endpoint', { exact: true }).selectOption('demo-loopback');
+    await alice.getByLabel('Settings', { exact: true }).selectOption('medhelm-leaderboard');
+    await alice.getByRole('button', { name: 'Request the run' }).click();
+    await alice.getByRole('heading', { name: /^Run / }).waitFor();
+    await expect(alice.getByRole('row', { name: /^Scoring/ }).innerText()).resolves.toMatch(/helm \(preset medhelm-leaderboard\)/);
+    const runId = /#\/runs\/([0-9a-f-]+)/.exec(alice.url())?.[1] as string;
+    const view = await t.call('alice', 'GET', `/v1/runs/${runId}`);
+    expect(view.json).toMatchObject({ preset: 'medhelm-leaderboard', scoring: 'helm', maxInstances: 1000 });
+    await t.call('alice', 'POST', `/v1/runs/${runId}/cancel`, { reason: 'the page was what was checked' });
+    await alice.close();
+  });
+
   it("draws a running run's bar from its counts, with an estimate of the end; rows of the heat map are model (endpoint)", async () => {
     const r = await t.call('alice', 'POST', '/v1/runs', { benchmarkId: 'medec', endpointId: 'demo-loopback', maxInstances: 10 });
     expect(r.status).toBe(200);

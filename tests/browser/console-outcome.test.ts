@@ -94,5 +94,9 @@ describeBrowser("a run's outcome in the console", () => {
     await expect(page.getByTestId('run-outcome').innerText()).resolves.toMatch(/^5 of 6 instances done, 1 failed for good: the scores cover the done ones only/);
     await expect(page.getByTestId('run-causes').innerText()).resolves.toMatch(/^failed: endpoint demo-loopback: model\.[a-z-]+ \(.+\): 1 instance$/);
     await expect(page.getByRole('button', { name: 'Request an export of this run' }).count()).resolves.toBe(1);
+    // what the run scored with, and on which data: the same as the API says
+    const view = await t.call('alice', 'GET', `/v1/runs/${runId}`);
+    await expect(page.getByRole('row', { name: /^Scoring/ }).innerText()).resolves.toMatch(/corrected/);
+    await expect(page.getByRole('row', { name: /^Data revision/ }).innerText()).resolves.toContain(`sha256 ${(view.json.data.sha256 as string).slice(0, 16)}`);
   });
 });

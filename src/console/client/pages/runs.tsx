@@ -47,6 +47,15 @@ export function coverageWords(r: Run): string {
 /** The run's size: the instances planned, or the cap asked for while it plans. */
 const size = (r: Run) => (r.instanceCount !== null ? `${r.instanceCount} instances` : r.maxInstances !== null ? `at most ${r.maxInstances} instances` : 'every instance of the dataset');
 
+/** The jury as the run asks it, in words: who is asked, who is left out and why, and what scores without a judge. */
+function juryWords(j: NonNullable<Run['jury']>): string {
+  const asked = `asks ${j.judgesAsked.join(', ') || 'no judge'}`;
+  const left = j.judgesLeftOut.length ? `; leaves out ${j.judgesLeftOut.join(', ')} (same family as the model)` : '';
+  const rule = j.sameFamily === 'helm-asks-all' ? "; every judge, as HELM's jury" : j.sameFamily === 'allow' ? '; same-family judges allowed' : '';
+  const floor = j.floor === 'empty-answer' ? '; only an empty answer scores the floor without a judge' : '; an empty answer or a refusal and nothing else scores the floor without a judge';
+  return `${asked}${left}${rule}${floor}`;
+}
+
 /** The endpoint as a reader looks for it: "model (endpoint)". */
 const modelOf = (r: Run) => (r.model ? `${visible(r.model)} (${r.endpointId})` : r.endpointId);
 
@@ -233,6 +242,23 @@ export function RunPage({ runId, session }: { runId: string; session: Session })
                 <td>{size(r)}</td>
               </tr>
               <tr>
+                <th scope="row">Scoring</th>
+                <td>
+                  {r.scoring}
+                  {r.preset ? ` (preset ${r.preset})` : ''}
+                </td>
+              </tr>
+              {r.jury ? (
+                <tr>
+                  <th scope="row">Jury</th>
+                  <td data-testid="run-jury">{juryWords(r.jury)}</td>
+                </tr>
+              ) : null}
+              <tr>
+                <th scope="row">Data revision</th>
+                <td>{r.data ? `sha256 ${r.data.sha256.slice(0, 16)}…` : 'unknown (recorded from this release on)'}</td>
+              </tr>
+              <tr>
                 <th scope="row">Purpose</th>
                 <td>{r.purpose ? visible(r.purpose) : '—'}</td>
               </tr>
@@ -369,7 +395,7 @@ export function RequestRunPage() {
     const [benchmarks, endpoints, approvals] = await Promise.all([get<Benchmark[]>('/v1/benchmarks'), get<Endpoint[]>('/v1/endpoints'), get<Approval[]>('/v1/approvals')]);
     return { benchmarks, endpoints, approvals };
   }, []);
-  const [form, setForm] = useState<Record<string, string>>({ benchmarkId: '', endpointId: '', approvalId: '', purpose: '', maxInstances: '' });
+  const [form, setForm] = useState<Record<string, string>>({ benchmarkId: '', endpointId: '', approvalId: '', purpose: '', maxInstances: '', preset: '' });
   const [problems, setProblems] = useState<string[]>([]);
   const [refusal, setRefusal] = useState<unknown>(undefined);
   const set = (k: string) => (e: Event) => setForm({ ...form, [k]: (e.target as HTMLInputElement).value });
@@ -380,6 +406,7 @@ export function RequestRunPage() {
     if (form.approvalId) body.approvalId = form.approvalId;
     if (form.purpose) body.purpose = form.purpose;
     if (form.maxInstances) body.maxInstances = Number(form.maxInstances);
+    if (form.preset) body.preset = form.preset;
     // The API's own schema (precompiled at build), so the form says what the daemon would refuse.
     const found = validateRunRequest(body);
     setProblems(found);
@@ -454,6 +481,12 @@ export function RequestRunPage() {
           </Field>
           <Field id="run-instances" label="Instances" hint="at most this many (HELM's seeded sample); empty for all">
             <input id="run-instances" aria-describedby="run-instances-hint" name="maxInstances" inputMode="numeric" value={form.maxInstances} onInput={set('maxInstances')} />
+          </Field>
+          <Field id="run-preset" label="Settings" hint="MedHELM's leaderboard: 1,000 instances by HELM's seeded sample, scored as HELM scores (leave Instances empty)">
+            <select id="run-preset" aria-describedby="run-preset-hint" name="preset" value={form.preset} onChange={set('preset')}>
+              <option value="">this site's (corrected scoring)</option>
+              <option value="medhelm-leaderboard">medhelm-leaderboard</option>
+            </select>
           </Field>
           <div>
             <button type="submit">Request the run</button>
