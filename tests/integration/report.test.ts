@@ -123,7 +123,7 @@ describe('report in local mode', () => {
     expect(html).toContain(`(95% interval ${ci!.low.toFixed(3)} to ${ci!.high.toFixed(3)})`);
     expect(html).toContain('<svg role="img"');
     expect(html).toContain('done 20');
-    expect(html).toContain('pubmed_qa v1.0.0');
+    expect(html).toContain('pubmed_qa v1.1.0');
     expectNoInstanceText(html);
     expect(statSync(file).mode & 0o077).toBe(0o040); // 0640: the figures are the requester's
   });

@@ -1,6 +1,6 @@
 /**
  * Prompts laid out as HELM lays them (issue 30): every shipped PubMedQA, MedCalc-Bench, MEDEC, EHRSQL and ACI-Bench
- * instance, and every other benchmark's template, is
+ * instance, every record of the MedHELM package fixtures, and every other benchmark's template, is
  * rendered by ehrbench and compared with HELM's prompt rebuilt here, independently of ehrbench's
  * templates and adapters, from the raw dataset files and the fields of HELM's run spec
  * (medhelm_run_specs.py at stanford-crfm/helm 63754d05, Apache-2.0): the instructions, the input and
@@ -13,10 +13,11 @@
  *   [+ each option as "A. text\n" for multiple_choice_joint]
  *   + output_prefix with its trailing whitespace removed.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
-import { Catalog, renderTemplate, streamInstances, templateVariables, type Benchmark } from '../../src/catalog';
+import { Catalog, renderTemplate, streamInstances, templateVariables, type Benchmark, type Instance } from '../../src/catalog';
+import { tempDir } from '../helpers/db';
 import { ROOT } from '../helpers/paths';
 
 interface HelmAdapter {
@@ -31,10 +32,13 @@ function multipleChoiceJoint(instructions: string, inputNoun: string | null, out
   return { instructions: `${instructions}\n`, inputPrefix: inputNoun === null ? '' : `${inputNoun}: `, inputSuffix: inputNoun === null ? '' : '\n', outputPrefix: `${outputNoun}: ` };
 }
 
-/** get_generation_adapter_spec, newline_after_*_noun false: "{noun}: " or nothing; the input suffix is always "\n". */
+/**
+ * get_generation_adapter_spec, newline_after_*_noun false: "{noun}: " or nothing; the input suffix is always "\n".
+ * format_instructions adds its "\n" only to instructions that are not empty (SCT-Bench's are).
+ */
 function generation(instructions: string, inputNoun: string | null, outputNoun: string | null): HelmAdapter {
   const prefix = (noun: string | null) => (noun === null ? '' : `${noun}: `);
-  return { instructions: `${instructions}\n`, inputPrefix: prefix(inputNoun), inputSuffix: '\n', outputPrefix: prefix(outputNoun) };
+  return { instructions: instructions === '' ? '' : `${instructions}\n`, inputPrefix: prefix(inputNoun), inputSuffix: '\n', outputPrefix: prefix(outputNoun) };
 }
 
 /** get_generation_adapter_spec with newline_after_input_noun and newline_after_output_noun: "{noun}:\\n". */
@@ -341,13 +345,15 @@ const LAYOUT_DIFFERS = new Set(['shc_ent_med', 'shc_sequoia_med']);
 describe("every benchmark's template in HELM's layout", () => {
   const catalog = Catalog.load();
   const shippedAndChecked = new Set(['pubmed_qa', 'medcalc_bench', 'medec', 'ehr_sql', 'medhallu']);
+  // Checked record by record on fixtures below, against the package's run specs.
+  const packageChecked = new Set(['sct_bench', 'medxpert_qa_text', 'health_bench', 'health_bench_professional']);
 
   it('covers every benchmark of the catalog that has a HELM run spec', () => {
     const ids = catalog
       .list()
       .filter((b) => b.definition.helm?.runSpec)
       .map((b) => b.definition.id);
-    expect(ids.filter((id) => !SITE[id] && !shippedAndChecked.has(id))).toEqual([]);
+    expect(ids.filter((id) => !SITE[id] && !shippedAndChecked.has(id) && !packageChecked.has(id))).toEqual([]);
   });
 
   it.each(Object.keys(SITE))('%s', (id) => {
@@ -368,5 +374,93 @@ describe("every benchmark's template in HELM's layout", () => {
     }
     const listed = (b.definition.helm?.differences ?? []).some((d) => d.startsWith('Prompt: HELM puts a running number'));
     expect(listed).toBe(LAYOUT_DIFFERS.has(id));
+  });
+});
+
+/**
+ * The MedHELM package's benchmarks (github.com/PacificAI/medhelm 1becdd64, PyPI medhelm 0.6.0,
+ * Apache-2.0): its medhelm_run_specs.py is HELM's plus sct_bench, medxpert_qa_text, health_bench and
+ * health_bench_professional, whose adapter fields are rebuilt here as HELM's are above, over the
+ * synthetic records in tests/fixtures (medhelm-package, health-bench).
+ */
+const PACKAGE = join(ROOT, 'tests', 'fixtures', 'medhelm-package');
+
+/** The instances a benchmark reads from `file`, bound as a site binds it. */
+async function boundInstances(id: string, file: string, binding: Record<string, unknown> = {}): Promise<Instance[]> {
+  const siteFile = join(tempDir('layout'), 'site-data.json');
+  writeFileSync(siteFile, JSON.stringify({ benchmarks: { [id]: { source: { type: file.endsWith('.csv') ? 'csv' : 'jsonl', path: file }, ...binding } } }));
+  const out: Instance[] = [];
+  for await (const i of streamInstances(Catalog.load([], { siteDataFile: siteFile }).get(id))) out.push(i);
+  return out;
+}
+
+const prompts = (b: Benchmark, instances: Instance[]) => new Map(instances.map((i) => [i.key, renderTemplate(b.template, i, b.definition.id)]));
+
+/**
+ * SCTBenchScenario's GUIDELINE_TEMPLATE and TESTCASE_TEMPLATE, SCT-Bench's (MIT, benchmarks/sct_bench/NOTICE.md),
+ * quoted so the test does not read them from the template it checks.
+ */
+const SCT_GUIDELINE =
+  '# Script Concordance Testing\n\nYou are taking a Script Concordance Test, which evaluates your understanding of medical knowledge.\n\nIn this test, you will evaluate how new information impacts a specific hypothesis. Use the following scale to rate the impact:\n\n-2: Strongly decreases the likelihood of the hypothesis\n-1: Slightly decreases the likelihood of the hypothesis\n0: No effect on the likelihood of the hypothesis\n+1: Slightly increases the likelihood of the hypothesis\n+2: Strongly increases the likelihood of the hypothesis\n\n## Response format\n\nRespond with "Rating: " followed by a rating (-2, -1, 0, +1, +2) and a brief explanation for your choice.\n\nThis is an exam, and you are required to provide a valid answer.\n';
+const SCT_TESTCASE = '## Scenario\n\n{{ scenario }}\n\n## Hypothesis\n\n{{ hypothesis }}\n\n## Additional Information\n\n{{ additional information }}\n\n## Response';
+
+/** HealthBench's synthetic conversations, one JSON object a line. */
+const healthBenchRows = () =>
+  readFileSync(join(ROOT, 'tests/fixtures/health-bench/synthetic.jsonl'), 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as { prompt_id: string; prompt: unknown[]; rubrics: unknown[]; example_tags: string[] });
+
+describe("the MedHELM package's benchmarks laid out as its run specs lay them", () => {
+  const catalog = Catalog.load();
+
+  it('SCT-Bench: every record as the package sends it (SCTBenchScenario, reason and few_shot off; generation, no instructions or nouns)', async () => {
+    const adapter = generation('', null, null);
+    const template = SCT_GUIDELINE.replace(' and a brief explanation for your choice', '') + SCT_TESTCASE;
+    const rows = parse(readFileSync(join(PACKAGE, 'sct_bench.csv')), { columns: true }) as Record<string, string>[];
+    const helm = new Map<string, string>();
+    for (const r of rows) {
+      if (!r['sct_stem'] || !r['question'] || !r['additional_info']) continue;
+      const input = template.replace('{{ scenario }}', r['sct_stem']).replace('{{ hypothesis }}', r['question']).replace('{{ additional information }}', r['additional_info']);
+      helm.set(r['question_id']!, helmPrompt(adapter, input));
+    }
+    const b = catalog.get('sct_bench');
+    const ours = prompts(b, await boundInstances('sct_bench', join(PACKAGE, 'sct_bench.csv')));
+    expect(helm.size).toBe(4);
+    expect(ours.size).toBe(helm.size);
+    expect(compare(ours, helm)).toEqual({ matches: helm.size });
+  });
+
+  it("MedXpertQA: every record as the package sends it (MedXpertQATextScenario, multiple_choice_joint with the dataset's options)", async () => {
+    const adapter = multipleChoiceJoint('You are a medical expert assistant. Answer the following medical question with single letter from options.', 'Question', 'Answer');
+    const helm = new Map<string, string>();
+    for (const line of readFileSync(join(PACKAGE, 'medxpert_qa_text.jsonl'), 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '')) {
+      const r = JSON.parse(line) as { id: string; question: string; options: Record<string, string> };
+      helm.set(r.id, helmPrompt(adapter, r.question, Object.values(r.options)));
+    }
+    const b = catalog.get('medxpert_qa_text');
+    const ours = prompts(b, await boundInstances('medxpert_qa_text', join(PACKAGE, 'medxpert_qa_text.jsonl'), { columns: { answer: 'label' } }));
+    expect(helm.size).toBe(3);
+    expect(ours.size).toBe(helm.size);
+    expect(compare(ours, helm)).toEqual({ matches: helm.size });
+  });
+
+  // ADAPT_CHAT: HELM's ChatAdapter sends Input.messages as they are; the run spec's instructions
+  // ("You are a helpful assistant.") and prefixes are fields that adapter never reads.
+  it('HealthBench: every conversation sent as the turns HealthBenchScenario puts in Input.messages (chat)', async () => {
+    const rows = healthBenchRows();
+    const ours = await boundInstances('health_bench', join(ROOT, 'tests/fixtures/health-bench/synthetic.jsonl'));
+    expect(ours.map((i) => [i.key, i.messages])).toEqual(rows.map((r) => [r.prompt_id, r.prompt]));
+    expect(rows.some((r) => r.prompt.length > 1)).toBe(true);
+  });
+
+  it("HealthBench Professional: every task's conversation.messages as the turns (HealthBenchProfessionalScenario, chat)", async () => {
+    const rows = healthBenchRows();
+    const file = join(tempDir('layout'), 'professional.jsonl');
+    writeFileSync(file, rows.map((r) => JSON.stringify({ id: r.prompt_id, conversation: { messages: r.prompt }, rubric_items: r.rubrics })).join('\n') + '\n');
+    const ours = await boundInstances('health_bench_professional', file);
+    expect(ours.map((i) => [i.key, i.messages])).toEqual(rows.map((r) => [r.prompt_id, r.prompt]));
   });
 });
