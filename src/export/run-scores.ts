@@ -5,7 +5,8 @@
  * MedHELM's (site benchmarks stay uncategorised). Only completed runs count. Runs of one benchmark
  * that read different data (their recorded data revisions differ) are not compared unless the caller
  * says so (allowMixedData), and then the output says it; a run from before revisions were recorded is
- * "unknown", which alone refuses nothing.
+ * "unknown", which alone refuses nothing. Runs of different versions of one benchmark (a release that
+ * changed its prompts or scoring) are held to the same rule.
  */
 import { Catalog } from '../catalog';
 import { PolicyDenied, UserError } from '../errors';
@@ -23,6 +24,23 @@ export interface RunScore {
   withheld?: string | null;
   /** The data revision the run read (operations' RunView); null or absent: unknown (a run from before it was recorded). */
   data?: { sha256: string } | null;
+  /** The benchmark's version the run ran (its prompts and scoring); absent: not given. */
+  benchmarkVersion?: string;
+}
+
+/** Benchmarks whose runs ran different versions of it (other prompts or scoring under one name). */
+export function versionReport(runs: readonly Pick<RunScore, 'runId' | 'benchmarkId' | 'benchmarkVersion'>[]): { benchmarkId: string; runs: { runId: string; version: string }[] }[] {
+  const byBenchmark = new Map<string, { runId: string; version: string }[]>();
+  for (const run of runs) {
+    if (!run.benchmarkVersion) continue;
+    byBenchmark.set(run.benchmarkId, [...(byBenchmark.get(run.benchmarkId) ?? []), { runId: run.runId, version: run.benchmarkVersion }]);
+  }
+  return [...byBenchmark].filter(([, list]) => new Set(list.map((r) => r.version)).size > 1).map(([benchmarkId, list]) => ({ benchmarkId, runs: list }));
+}
+
+/** One benchmark's runs and their versions, as a refusal or a note names them. */
+export function versionsLine(b: { benchmarkId: string; runs: { runId: string; version: string }[] }): string {
+  return `${b.benchmarkId}: ${b.runs.map((r) => `run ${r.runId} version ${r.version}`).join(', ')}`;
 }
 
 /** The runs of one benchmark, each with the data revision it read ("unknown" when not recorded). */
@@ -60,6 +78,13 @@ export function revisionsLine(b: BenchmarkRevisions): string {
  */
 function refuseMixedRevisions(runs: readonly RunScore[], allowMixedData: boolean): void {
   if (allowMixedData) return;
+  const [older] = versionReport(runs);
+  if (older) {
+    throw new UserError(
+      'leaderboard.benchmark-versions-differ',
+      `runs of ${older.benchmarkId} ran different versions of it (${versionsLine(older)}): other prompts or scoring, so their scores are not comparable; compare runs of one version, or say --allow-mixed-data (API: allowMixedData) to compare them anyway, and the output says so`,
+    );
+  }
   const [first] = dataRevisionReport(runs).mixed;
   if (!first) return;
   throw new UserError(

@@ -22,7 +22,7 @@ import type { RunRow } from '../runs';
 import { DAEMON_VERSION } from '../version';
 import { signBundle } from './bundle';
 import { buildContent, safeId, type ReleasedCohort } from './content';
-import { dataRevisionReport, revisionsLine } from './run-scores';
+import { dataRevisionReport, revisionsLine, versionReport, versionsLine } from './run-scores';
 import type { DisclosureSettings } from './disclosure';
 import { helmFilesFor } from './helm';
 import { loadExportSigningKey } from './keys';
@@ -134,6 +134,13 @@ export class ExportService {
       return refusal(
         'export.data-revisions-differ',
         `runs of ${mixed.map(revisionsLine).join('; ')} read different data, so their results are not comparable; export runs of one data revision, or request again allowing mixed data (--allow-mixed-data), and the bundle then lists the revisions`,
+      );
+    }
+    const [older] = versionReport(runs.map((r) => ({ runId: r.run_id, benchmarkId: r.benchmark_id, benchmarkVersion: r.benchmark_version })));
+    if (older && !allowMixedData) {
+      return refusal(
+        'export.benchmark-versions-differ',
+        `runs of ${versionsLine(older)} ran different versions of the benchmark (other prompts or scoring), so their results are not comparable; export runs of one version, or request again allowing mixed runs (--allow-mixed-data), and each result in the bundle names its version`,
       );
     }
     const approvals = new Map<string, Approval>();

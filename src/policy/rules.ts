@@ -198,6 +198,8 @@ export const RULES = {
     'a run on a test endpoint (the loopback stand-in of init --test-endpoints) is never exported: its results mean nothing, and outside the perimeter they could pass for real ones',
   'export.run-missing': 'a run of the export no longer exists',
   'export.mixed-protocols': 'the runs were made under different IRB protocols; one export per protocol',
+  'export.benchmark-versions-differ':
+    'runs of one benchmark in the export ran different versions of it (other prompts or scoring); refused unless the requester allowed mixed runs, and each result in the bundle names its version',
   'export.data-revisions-differ': 'runs of one benchmark in the export read different data (their data revisions differ); refused unless the requester allowed it, and then the bundle lists them',
   'export.approval-missing': 'an approval-required or private run is bound to no existing IRB approval',
   'export.approval-inactive': "a run's IRB approval is no longer active; its results cannot be released",

@@ -109,6 +109,22 @@ describe('data revisions in runs show and leaderboard --runs', () => {
     const json = await cli(['leaderboard', '--runs', `${a},${b}`, '--allow-mixed-data', '--json', '--config', home.configFile]);
     expect(JSON.parse(json.stdout).dataRevisions.mixed).toHaveLength(1);
 
+    // A release that changes the benchmark's prompts moves its version: runs of two versions on the same
+    // data are held to the same rule.
+    const definition = join(home.home, 'site-benchmarks', 'site_followup', 'benchmark.json');
+    writeFileSync(definition, readFileSync(definition, 'utf8').replace('"version":"1.0.0"', '"version":"1.1.0"'));
+    const third = await cli(['run', '--config', home.configFile, '--benchmark', 'site_followup', '--endpoint', DEMO_ENDPOINT_ID, '--json']);
+    expect(third.code).toBe(0);
+    const c = JSON.parse(third.stdout).runId as string;
+    const versions = await cli(['leaderboard', '--runs', `${b},${c}`, '--config', home.configFile]);
+    expect(versions.code).toBe(1);
+    expect(versions.stderr).toContain(`runs of site_followup ran different versions of it (site_followup: run ${b} version 1.0.0, run ${c} version 1.1.0)`);
+    const versionsAllowed = await cli(['leaderboard', '--runs', `${b},${c}`, '--allow-mixed-data', '--config', home.configFile]);
+    expect(versionsAllowed.code).toBe(0);
+    expect(versionsAllowed.stdout).toContain(
+      `Compared across benchmark versions (--allow-mixed-data): these runs of one benchmark ran other prompts or scoring\n  site_followup: run ${b} version 1.0.0, run ${c} version 1.1.0\n`,
+    );
+
     const contradicted = await cli(['run', '--config', home.configFile, '--benchmark', 'medcalc_bench', '--endpoint', DEMO_ENDPOINT_ID, '--preset', 'medhelm-leaderboard', '--scoring', 'corrected']);
     expect(contradicted.code).toBe(1);
     expect(contradicted.stderr).toContain('--preset medhelm-leaderboard sets --scoring (scoring) to helm, and the request asks for corrected; leave --scoring out, or drop the preset');

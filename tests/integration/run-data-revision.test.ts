@@ -133,6 +133,19 @@ describe.each(backends())('data revisions and the leaderboard preset on %s', (ba
     }
   });
 
+  it('refuses an export of runs of two versions of one benchmark (other prompts), unless allowed', async () => {
+    const alice = callerOf(t.app, 'alice');
+    const older = await completedRun(t.app, ops);
+    const newer = await completedRun(t.app, ops);
+    // As the release before this benchmark's prompts changed recorded its run.
+    await t.app.db.query("UPDATE runs SET benchmark_version = '0.9.0' WHERE run_id = $1", [older]);
+    const refused = await failure(ops.requestExport(alice, [older, newer]));
+    expect(refused.code).toBe('export.benchmark-versions-differ');
+    expect(refused.message).toContain(`run ${older} version 0.9.0, run ${newer} version 1.0.0`);
+    const allowed = await ops.requestExport(alice, [older, newer], { allowMixedData: true });
+    expect(allowed.state).toBe('requested');
+  });
+
   it('refuses an export of runs of one benchmark that read different data, unless allowed; the bundle then lists both revisions', async () => {
     const alice = callerOf(t.app, 'alice');
     const before = await completedRun(t.app, ops);

@@ -3,7 +3,7 @@ import type { CommandModule } from 'yargs';
 import { readJsonFile } from '../../config';
 import { UserError } from '../../errors';
 import { dataRevisionReport, type DataRevisionReport, heatmapSvg, type Leaderboard, leaderboardOf, revisionsLine, type ScoreTable, toScoreTable, unrankedModels } from '../../export';
-import { scoresFromRuns } from '../../export';
+import { scoresFromRuns, versionReport, versionsLine } from '../../export';
 import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';
 import type { GlobalArgs } from '../context';
 import { formatScore, formatTable, type Io, printJson } from '../output';
@@ -16,8 +16,9 @@ interface LeaderboardArgs extends ClientArgs {
 }
 
 /** What the output says about the runs' data: runs of one benchmark compared across revisions (allowed), runs whose revision is unknown. */
-function revisionNotes(report: DataRevisionReport): string {
+function revisionNotes(report: DataRevisionReport, versions: ReturnType<typeof versionReport>): string {
   const lines = [
+    ...(versions.length ? ['Compared across benchmark versions (--allow-mixed-data): these runs of one benchmark ran other prompts or scoring', ...versions.map((b) => `  ${versionsLine(b)}`)] : []),
     ...(report.mixed.length ? ['Compared across data revisions (--allow-mixed-data): these runs of one benchmark read different data', ...report.mixed.map((b) => `  ${revisionsLine(b)}`)] : []),
     ...(report.unknown.length ? [`Data revision unknown (recorded before revisions were): ${report.unknown.map((r) => `run ${r.runId} (${r.benchmarkId})`).join(', ')}`] : []),
   ];
@@ -83,7 +84,8 @@ export function leaderboardCommand(io: Io): CommandModule<GlobalArgs, Leaderboar
         .option('svg', { type: 'string', describe: 'Also write a heat map of scores per benchmark to this SVG file' })
         .option('allow-mixed-data', {
           type: 'boolean',
-          describe: 'With --runs: compare runs of one benchmark that read different data (their data revisions differ); refused without it, and said in the output with it',
+          describe:
+            'With --runs: compare runs of one benchmark that read different data (their data revisions differ) or ran different versions of it; refused without it, and said in the output with it',
         }),
     handler: async (args) => {
       const runIds = (args.runs ?? [])
@@ -102,9 +104,10 @@ export function leaderboardCommand(io: Io): CommandModule<GlobalArgs, Leaderboar
         writeSvg(args.svg, heatmapSvg(table, board));
         io.stderr(`wrote heat map to ${args.svg}\n`);
       }
+      const versions = versionReport(runs);
       const mentioned = revisions.mixed.length > 0 || revisions.unknown.length > 0;
-      if (args.json) return printJson(io, mentioned ? { ...board, dataRevisions: revisions } : board);
-      io.stdout(summaryTable(board) + revisionNotes(revisions));
+      if (args.json) return printJson(io, { ...board, ...(mentioned ? { dataRevisions: revisions } : {}), ...(versions.length ? { benchmarkVersions: versions } : {}) });
+      io.stdout(summaryTable(board) + revisionNotes(revisions, versions));
     },
   };
 }
