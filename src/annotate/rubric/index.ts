@@ -24,6 +24,7 @@ import { instanceScores, unscored } from './score';
 export { GRADER_TEMPLATE } from './grader-template';
 export { criteriaMet } from './parse';
 export { instanceScores, rubricScore } from './score';
+export { metaEvalGraderPrompt, metaEvalRow, metaEvaluation, raterAgreement, type Agreement, type MetaEvalRow, type MetaEvaluation, type RaterFigures } from './meta-eval';
 
 /** Grader calls in flight per instance, and attempts per criterion, unless the definition says otherwise. */
 export const DEFAULT_GRADER_CONCURRENCY = 4;
