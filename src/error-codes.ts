@@ -48,6 +48,8 @@ export const ERRORS = {
 
   // Requests that conflict with the state of what they name.
   'run.not-active': e(409, 'the run has already ended'),
+  'run.not-completed': e(409, 'the run has not completed: what is asked is computed from a completed run'),
+  'run.not-meta-eval': e(400, 'the run is not a HealthBench meta-evaluation (its instances carry no physician labels)'),
   'run.stopped': e(409, 'the run was cancelled or halted: no new call of it starts (calls already in flight finish)'),
   'run.not-runnable': e(409, 'only approved or interrupted runs can be executed'),
   'run.definition-changed': e(409, 'the benchmark changed since the run was requested; request a new run'),

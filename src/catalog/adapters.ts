@@ -13,6 +13,7 @@ import { ehrshotHelmPrompt, ehrshotWithinLength, medalignEhrFits, N2C2_DEFINITIO
 import type { RawRecord } from './sources/records';
 import { combineIdentity, type Identity, readIdentity } from './identity';
 import { healthBenchInstance } from './health-bench';
+import { healthBenchMetaInstance } from './health-bench-meta';
 import type { BenchmarkDefinition, ColumnMapping, Instance } from './types';
 
 export interface AdapterContext {
@@ -383,6 +384,11 @@ function healthBenchProfessionalAdapter(record: RawRecord, ctx: AdapterContext):
   return { ...healthBenchInstance(record, ctx.file, 'health_bench_professional'), ...identity(record, undefined, ctx) };
 }
 
+/** HealthBench's meta-evaluation file: the grader under evaluation, asked about one criterion per line. */
+function healthBenchMetaAdapter(record: RawRecord, ctx: AdapterContext): Instance {
+  return { ...healthBenchMetaInstance(record, ctx.file), ...identity(record, undefined, ctx) };
+}
+
 const ADAPTERS: Record<string, RecordAdapter> = {
   mcq: mcqAdapter,
   columns: columnsAdapter,
@@ -396,6 +402,7 @@ const ADAPTERS: Record<string, RecordAdapter> = {
   sct_bench: sctBenchAdapter,
   health_bench: healthBenchAdapter,
   health_bench_professional: healthBenchProfessionalAdapter,
+  health_bench_meta: healthBenchMetaAdapter,
 };
 
 export function adapterFor(name: string): RecordAdapter | undefined {

@@ -31,6 +31,8 @@ import type { Benchmark, BenchmarkDefinition, CatalogLimits, DataSource, Instanc
 export type { Benchmark, BenchmarkDefinition, CatalogLimits, RubricDefinition, ColumnMapping, DataRequirements, DataSource, Instance, JuryDefinition, KnownColumns, KnownIdentifiers } from './types';
 export { renderTemplate, renderChoices, templateVariables } from './template';
 export { healthBenchInstance, rubricOfInstance, type RubricCriterion } from './health-bench';
+export { conversationText, graderPrompt, GRADER_TEMPLATE } from './grader-template';
+export { healthBenchMetaInstance, metaEvalGraderPrompt, metaEvalLabelsOf, metaEvalRow, type MetaEvalRow } from './health-bench-meta';
 export { fillJuryTemplate, JURY_PLACEHOLDERS, juryTemplatePlaceholders, juryTemplateProblem, type JuryValues } from './jury-template';
 export { CATEGORIES, MEDHELM_BENCHMARK_COUNT, MEDHELM_BENCHMARKS, TAXONOMY, isSubcategoryOf, medhelmCategoryOf } from './taxonomy';
 export { summarizeSiteData } from './policy-summary';
@@ -57,6 +59,7 @@ const ADAPTER_VARIABLES: Record<string, string[]> = {
   // a conversation is sent as its turns: the template is not used
   health_bench: [],
   health_bench_professional: [],
+  health_bench_meta: [],
 };
 
 export interface LoadOptions {

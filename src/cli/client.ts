@@ -20,6 +20,7 @@ import {
   localCaller,
   Operations,
   type RunInstances,
+  type RunMetaEvaluation,
   type RunRequestInput,
   type RunView,
   type StoppedRunView,
@@ -64,6 +65,7 @@ export interface Client {
   listRuns(limit: number): Promise<RunView[]>;
   showRun(id: string): Promise<RunView>;
   listInstances(id: string, query: InstancesQuery): Promise<RunInstances>;
+  metaEvaluation(id: string): Promise<RunMetaEvaluation>;
   createApproval(input: ApprovalInput): Promise<Approval>;
   listApprovals(): Promise<Approval[]>;
   showApproval(id: string): Promise<ApprovalDetail>;
@@ -92,6 +94,7 @@ class LocalClient implements Client {
   listRuns = (limit: number) => this.ops.listRuns(this.caller, limit);
   showRun = (id: string) => this.ops.showRun(this.caller, id);
   listInstances = (id: string, query: InstancesQuery) => this.ops.listInstances(this.caller, id, query);
+  metaEvaluation = (id: string) => this.ops.metaEvaluation(this.caller, id);
   createApproval = (input: ApprovalInput) => this.ops.createApproval(this.caller, input);
   listApprovals = () => this.ops.listApprovals(this.caller);
   showApproval = (id: string) => this.ops.showApproval(this.caller, id);
@@ -215,6 +218,7 @@ class RemoteClient implements Client, AuditReviewClient {
   listRuns = (limit: number) => this.call<RunView[]>('GET', `/v1/runs?limit=${limit}`);
   showRun = (id: string) => this.call<RunView>('GET', `/v1/runs/${encodeURIComponent(id)}`);
   listInstances = (id: string, query: InstancesQuery) => this.call<RunInstances>('GET', `/v1/runs/${encodeURIComponent(id)}/instances${queryString(query)}`);
+  metaEvaluation = (id: string) => this.call<RunMetaEvaluation>('GET', `/v1/runs/${encodeURIComponent(id)}/meta-evaluation`);
   createApproval = (input: ApprovalInput) => this.call<Approval>('POST', '/v1/approvals', input);
   listApprovals = () => this.call<Approval[]>('GET', '/v1/approvals');
   showApproval = (id: string) => this.call<ApprovalDetail>('GET', `/v1/approvals/${encodeURIComponent(id)}`);

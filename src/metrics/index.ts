@@ -7,3 +7,4 @@ export { mapChoice } from './exact-match';
 export { helmCodes, normalizedCodes, setScores } from './icd10';
 export { rougeTokens } from './rouge';
 export { SCT_PANEL_FIELDS } from './sct';
+export { criteriaMet } from './grade-parse';

@@ -10,6 +10,7 @@ import { medcalcAccuracy } from './medcalc';
 import { medecErrorFlagAccuracy, medecErrorSentenceAccuracy } from './medec';
 import { rouge1, rouge2, rougeLMetric } from './rouge';
 import { sctExpertSetMembership, sctScoreMetric } from './sct';
+import { metaGraderCriteriaMet } from './grade-parse';
 import type { Annotations, AnnotatorName, Metric, MetricInfo, ScoringMode } from './types';
 import type { Instance } from '../catalog';
 
@@ -34,6 +35,8 @@ for (const m of [
   // SCT-Bench (the MedHELM package): the expert panel's weight of the model's rating.
   sctScoreMetric,
   sctExpertSetMembership,
+  // HealthBench's meta-evaluation: the grader's label of one criterion (the agreement figures: runs meta-eval).
+  metaGraderCriteriaMet,
 ]) {
   PROVIDERS.set(m.name, { info: { name: m.name, lowerIsBetter: m.lowerIsBetter }, provider: { kind: 'metric', metric: m } });
 }

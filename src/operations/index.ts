@@ -18,6 +18,7 @@ import { ExportService, type ExportFiles, type ExportFormat, type ExportRow, wil
 import { costUsd, priceFor, unpricedUnderBudget } from '../calls';
 import { type ReturnedCertificate, signForCaller } from '../certificates';
 import { type InstancesQuery, readInstances, type RunInstances } from './instances';
+import { readMetaEvaluation, type RunMetaEvaluation } from './meta-eval';
 
 export interface Caller {
   principal: Principal;
@@ -157,6 +158,7 @@ export interface RunRequestInput {
 
 export { localCaller } from './local';
 export { INSTANCE_PAGE, INSTANCE_TEXT_MAX, type InstancesQuery, type InstanceView, type RunInstances } from './instances';
+export type { RunMetaEvaluation } from './meta-eval';
 
 const PRIVILEGED_READERS: PrincipalRole[] = ['compliance', 'auditor', 'admin'];
 
@@ -255,6 +257,17 @@ export class Operations {
    */
   async listInstances(caller: Caller, runId: string, query: InstancesQuery = {}): Promise<RunInstances> {
     return readInstances(this.app, caller, await this.visibleRun(caller, runId), query);
+  }
+
+  /**
+   * HealthBench's meta-evaluation of a completed run (operations/meta-eval.ts): figures only, to whoever
+   * may see the run's figures (policy/visibility), as for runs show.
+   */
+  async metaEvaluation(caller: Caller, runId: string): Promise<RunMetaEvaluation> {
+    const run = await this.visibleRun(caller, runId);
+    const shown = runFiguresVisibility(caller.principal, { requestedBy: run.requested_by, tier: run.tier });
+    if (!shown.allowed) throw new PolicyDenied(shown.rule, `run ${runId}: its figures are withheld from you; its requester or a compliance officer can read them`);
+    return readMetaEvaluation(this.app, run);
   }
 
   /** Researchers see their own runs; compliance, auditors and admins see all. Others: not found. */

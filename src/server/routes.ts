@@ -69,6 +69,10 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     { schema: { params: UUID_PARAM, querystring: query('api/instances-query.schema.json'), response: responses(schema('api/run-instances.schema.json')) } },
     async (req) => ops.listInstances(caller(req), req.params.id, req.query),
   );
+  // HealthBench's meta-evaluation of a completed run: figures only, to whoever may see the run's figures.
+  server.get<{ Params: { id: string } }>('/v1/runs/:id/meta-evaluation', { schema: { params: UUID_PARAM, response: responses(schema('api/run-meta-evaluation.schema.json')) } }, async (req) =>
+    ops.metaEvaluation(caller(req), req.params.id),
+  );
   server.post<{ Params: { id: string } }>('/v1/runs/:id/approve', { schema: { params: UUID_PARAM, body: body('api/empty.schema.json'), response: responses(run) } }, async (req) => {
     const view = await ops.approveRun(caller(req), req.params.id);
     scheduler.nudge();

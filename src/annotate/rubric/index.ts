@@ -14,17 +14,17 @@
  * timeout) fails the instance, which the run retries. Explanations never leave parse.ts.
  */
 import { commandPrefix } from '../../command-prefix';
-import { type Benchmark, type Instance, type RubricCriterion, rubricOfInstance } from '../../catalog';
+import { type Benchmark, conversationText, graderPrompt, type Instance, type RubricCriterion, rubricOfInstance } from '../../catalog';
 import { UserError } from '../../errors';
 import type { JudgePort } from '../jury';
-import { GRADER_TEMPLATE } from './grader-template';
-import { criteriaMet } from './parse';
+import { criteriaMet } from '../../metrics';
 import { instanceScores, unscored } from './score';
 
-export { GRADER_TEMPLATE } from './grader-template';
-export { criteriaMet } from './parse';
+export { conversationText, graderPrompt, GRADER_TEMPLATE } from '../../catalog';
+export { criteriaMet } from '../../metrics';
 export { instanceScores, rubricScore } from './score';
-export { metaEvalGraderPrompt, metaEvalRow, metaEvaluation, raterAgreement, type Agreement, type MetaEvalRow, type MetaEvaluation, type RaterFigures } from './meta-eval';
+export { metaEvaluation, raterAgreement, type Agreement, type GradedRow, type MetaEvaluation, type RaterFigures } from './meta-eval';
+export { metaEvalGraderPrompt, metaEvalRow, type MetaEvalRow } from '../../catalog';
 
 /** Grader calls in flight per instance, and attempts per criterion, unless the definition says otherwise. */
 export const DEFAULT_GRADER_CONCURRENCY = 4;
@@ -37,23 +37,9 @@ export interface RubricContext {
 
 export type RubricAnnotation = Record<string, number | null>;
 
-/** The conversation with the response as its last turn, as the reference writes it: "role: content" turns a blank line apart. */
-export function conversationText(messages: readonly { role: string; content: string }[], response: string): string {
-  return [...messages, { role: 'assistant', content: response }].map((m) => `${m.role}: ${m.content}`).join('\n\n');
-}
-
 /** str(RubricItem): "[points] criterion", points as Python prints them (the official points are whole numbers). */
 export function rubricItemText(c: RubricCriterion): string {
   return `[${c.points}] ${c.criterion}`;
-}
-
-/**
- * The grader prompt for one criterion. The reference replaces with str.replace, one placeholder after
- * the other, every occurrence: a conversation that itself contains "<<rubric_item>>" gets the item
- * there too. Kept for parity; split/join replaces every occurrence without reading "$" patterns.
- */
-export function graderPrompt(conversation: string, item: string): string {
-  return GRADER_TEMPLATE.split('<<conversation>>').join(conversation).split('<<rubric_item>>').join(item);
 }
 
 /** Runs `work` over `items` with at most `limit` in flight; results in item order. */

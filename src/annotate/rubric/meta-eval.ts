@@ -19,17 +19,9 @@
  * such collision. Physician ids are data: they group the pairs and never leave this module; only
  * the mean over physicians is reported.
  */
-import { UserError } from '../../errors';
-import { conversationText, graderPrompt } from './index';
+import type { MetaEvalRow } from '../../catalog';
 
-export interface MetaEvalRow {
-  prompt: { role: string; content: string }[];
-  completion: string;
-  rubric: string;
-  binaryLabels: boolean[];
-  physicianIds: string[];
-  category: string;
-}
+export type { MetaEvalRow };
 
 /** One figure: `value` is a ratio over `n` pairs, null when there was no pair to count. */
 export interface Ratio {
@@ -59,33 +51,6 @@ export interface RatedRow {
   self: boolean;
   others: readonly boolean[];
   category: string;
-}
-
-function refuse(where: string, field: string, kind: string): never {
-  throw new UserError('dataset.bad-column', `${where}: field "${field}" must be ${kind}`);
-}
-
-/** A meta-eval line checked field by field; refusals name the line and the field, never a value. */
-export function metaEvalRow(value: unknown, where: string): MetaEvalRow {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) refuse(where, '(line)', 'a JSON object');
-  const v = value as Record<string, unknown>;
-  if (!Array.isArray(v.prompt) || v.prompt.length === 0) refuse(where, 'prompt', 'a non-empty list of turns');
-  const prompt = v.prompt.map((m: unknown, i: number) => {
-    const t = m as Record<string, unknown> | null;
-    if (typeof t !== 'object' || t === null || typeof t.role !== 'string' || typeof t.content !== 'string') refuse(where, `prompt[${i}]`, 'a turn {role, content}');
-    return { role: t.role as string, content: t.content as string };
-  });
-  for (const f of ['completion', 'rubric', 'category'] as const) if (typeof v[f] !== 'string' || (v[f] as string).length === 0) refuse(where, f, 'a non-empty string');
-  const labels = v.binary_labels;
-  if (!Array.isArray(labels) || labels.length === 0 || !labels.every((l) => typeof l === 'boolean')) refuse(where, 'binary_labels', 'a non-empty list of booleans');
-  const ids = v.anonymized_physician_ids;
-  if (!Array.isArray(ids) || ids.length !== labels.length || !ids.every((id) => typeof id === 'string')) refuse(where, 'anonymized_physician_ids', 'a list of strings, one per binary label');
-  return { prompt, completion: v.completion as string, rubric: v.rubric as string, binaryLabels: labels as boolean[], physicianIds: ids as string[], category: v.category as string };
-}
-
-/** The grader prompt of a row, as the reference fills it: the completion as the assistant's last turn, the rubric text as is. */
-export function metaEvalGraderPrompt(row: MetaEvalRow): string {
-  return graderPrompt(conversationText(row.prompt, row.completion), row.rubric);
 }
 
 /** Pair counts of one class: agreements and pairs, for precision and for recall. */
@@ -150,7 +115,8 @@ export function raterAgreement(rows: readonly RatedRow[]): Agreement {
 
 /** A row with the grader's label; undefined when the grade stayed malformed (the row is left out, never read as a label). */
 export interface GradedRow {
-  row: MetaEvalRow;
+  /** What the figures read of a row: its physicians' labels and ids and its category. */
+  row: Pick<MetaEvalRow, 'binaryLabels' | 'physicianIds' | 'category'>;
   graderLabel: boolean | undefined;
 }
 
@@ -164,7 +130,7 @@ export interface MetaEvaluation {
 }
 
 /** Each physician against the other physicians of the same rows, grouped by (anonymised) physician. */
-function physicianAgreements(rows: readonly MetaEvalRow[]): Agreement[] {
+function physicianAgreements(rows: readonly GradedRow['row'][]): Agreement[] {
   const byPhysician = new Map<string, RatedRow[]>();
   for (const row of rows)
     row.binaryLabels.forEach((label, i) => {
@@ -200,7 +166,7 @@ function meanAgreement(all: readonly Agreement[]): Agreement {
  * the grader); the model's use the rows it graded.
  */
 export function metaEvaluation(graded: readonly GradedRow[]): MetaEvaluation {
-  const rated = graded.filter((g): g is { row: MetaEvalRow; graderLabel: boolean } => g.graderLabel !== undefined);
+  const rated = graded.filter((g): g is { row: GradedRow['row']; graderLabel: boolean } => g.graderLabel !== undefined);
   const physicians = physicianAgreements(graded.map((g) => g.row));
   return {
     rows: graded.length,

@@ -12,6 +12,7 @@ import { formatScore, formatTable, type Io, printJson } from '../output';
 import { Operations } from '../../operations';
 import { TEST_ENDPOINT_DESCRIPTION } from '../../setup';
 import { instancesCommand } from './runs-instances';
+import { metaEvalCommand } from './runs-meta-eval';
 
 interface RunArgs extends GlobalArgs {
   benchmark: string;
@@ -307,6 +308,7 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           },
         })
         .command(instancesCommand(io))
+        .command(metaEvalCommand(io))
         .command<ClientArgs & { id: string; interval: number }>({
           command: 'watch <id>',
           describe: 'Follow a run with a progress bar (counts and ETA) until it ends',

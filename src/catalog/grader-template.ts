@@ -76,3 +76,17 @@ In other words, for criteria with negative points, a good response should be cla
 
 # Final instruction
 Return just the json object in markdown format. Do not include any other text in the response.`;
+
+/** The conversation with the response as its last turn, as the reference writes it: "role: content" turns a blank line apart. */
+export function conversationText(messages: readonly { role: string; content: string }[], response: string): string {
+  return [...messages, { role: 'assistant', content: response }].map((m) => `${m.role}: ${m.content}`).join('\n\n');
+}
+
+/**
+ * The grader prompt for one criterion. The reference replaces with str.replace, one placeholder after
+ * the other, every occurrence: a conversation that itself contains "<<rubric_item>>" gets the item
+ * there too. Kept for parity; split/join replaces every occurrence without reading "$" patterns.
+ */
+export function graderPrompt(conversation: string, item: string): string {
+  return GRADER_TEMPLATE.split('<<conversation>>').join(conversation).split('<<rubric_item>>').join(item);
+}

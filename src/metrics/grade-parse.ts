@@ -5,6 +5,8 @@
  * Only the boolean leaves this function: the grader's explanation is never kept.
  */
 
+import type { Metric } from './types';
+
 /** Python's re.sub(r"^```json\s*|\s*```$", "", text.strip()): the markers at the very start and end only. */
 function withoutFence(answer: string): string {
   return answer.trim().replace(/^```json\s*|\s*```$/g, '');
@@ -22,3 +24,17 @@ export function criteriaMet(answer: string): boolean | undefined {
   const label = (parsed as Record<string, unknown>).criteria_met;
   return label === true || label === false ? label : undefined;
 }
+
+/**
+ * HealthBench's meta-evaluation, where the model under evaluation is the grader: 1 when it said the
+ * criterion is met, 0 when not, null when its grade is malformed (left out of the agreement figures and
+ * counted, never read as a label). Its mean is the share of criteria the grader found met.
+ */
+export const metaGraderCriteriaMet: Metric = {
+  name: 'meta_grader_criteria_met',
+  lowerIsBetter: null,
+  score(prediction) {
+    const label = criteriaMet(prediction);
+    return label === undefined ? null : label ? 1 : 0;
+  },
+};
