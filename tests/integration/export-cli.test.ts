@@ -50,7 +50,7 @@ describe('export and leaderboard commands', () => {
       const shown = await cli(['export', 'show', view.exportId]);
       expect(shown.code).toBe(0);
       expect(shown.stdout).toContain(`export ${view.exportId}: requested`);
-      expect(shown.stdout).toMatch(/medec v1\.0\.0 \(public\) on demo-loopback.*n 30-39/);
+      expect(shown.stdout).toMatch(/medec v1\.1\.0 \(public\) on demo-loopback.*n 30-39/);
       expect(shown.stdout).toContain('subgroup errorType:');
 
       const self = await cli(['export', 'release', view.exportId]);

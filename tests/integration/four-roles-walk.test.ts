@@ -262,7 +262,7 @@ describe('four roles on the daemon, through the real binary', () => {
     const review = await cli(['export', 'show', exportId, ...as('cora')]);
     expect([review.code, review.stderr]).toEqual([0, '']);
     expect(review.stdout).toMatch(new RegExp(`^export ${exportId}: requested`));
-    expect(review.stdout).toMatch(/shc_conf_med v1\.0\.0 \(private\) on ward-vllm .*n 20-29/);
+    expect(review.stdout).toMatch(/shc_conf_med v1\.1\.0 \(private\) on ward-vllm .*n 20-29/);
     const selfRelease = await cli(['export', 'release', exportId, ...as('rhea')]);
     expect(selfRelease.code).toBe(3);
     expect(selfRelease.stderr).toMatch(/^ehrbench: denied by rule rbac\.compliance-required: releasing an export needs the compliance role/);
