@@ -11,9 +11,8 @@
  * stop an approval its officer meant to stop. Lines are not signed: whoever can write the witness
  * folders can stop an approval (deny service), or remove a line before a restore.
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
 import { UserError } from '../errors';
+import { appendLedgerLine, ledgerLines } from '../ledger-file';
 import type { Approval, ApprovalChange, ApprovalStatus } from './approvals';
 
 export const APPROVAL_LEDGER_FILE = 'approval-changes.jsonl';
@@ -37,24 +36,14 @@ export const STATUS_OF: Record<ApprovalChange, ApprovalStatus> = { suspend: 'sus
 
 /** Appends the change to every folder's ledger, synced; throws (naming the file) so the change does not commit. */
 export function appendApprovalChange(dirs: string[], entry: ApprovalLedgerEntry): void {
-  const line = JSON.stringify({ approvalId: entry.approvalId, version: entry.version, change: entry.change, changedBy: entry.changedBy, changedAt: entry.changedAt }) + '\n';
-  for (const dir of dirs) {
-    const file = join(dir, APPROVAL_LEDGER_FILE);
-    let fd: number | undefined;
-    try {
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
-      fd = openSync(file, 'a', 0o600);
-      writeSync(fd, line);
-      fsyncSync(fd);
-    } catch (err) {
-      throw new UserError(
-        'approval.ledger-unwritable',
-        `${file}: the approval change cannot be written outside the store (${(err as NodeJS.ErrnoException).code ?? 'error'}); nothing was changed: make the witness folder writable and try again`,
-      );
-    } finally {
-      if (fd !== undefined) closeSync(fd);
-    }
-  }
+  const line = JSON.stringify({ approvalId: entry.approvalId, version: entry.version, change: entry.change, changedBy: entry.changedBy, changedAt: entry.changedAt });
+  appendLedgerLine(
+    dirs,
+    APPROVAL_LEDGER_FILE,
+    line,
+    (file, code) =>
+      new UserError('approval.ledger-unwritable', `${file}: the approval change cannot be written outside the store (${code}); nothing was changed: make the witness folder writable and try again`),
+  );
 }
 
 function parseLine(text: string, where: string): ApprovalLedgerEntry {
@@ -82,17 +71,10 @@ function parseLine(text: string, where: string): ApprovalLedgerEntry {
 /** The latest change of each approval over every folder's ledger (the highest version). */
 export function latestApprovalChanges(dirs: string[]): ApprovalLedgerEntry[] {
   const latest = new Map<string, ApprovalLedgerEntry>();
-  for (const dir of dirs) {
-    const file = join(dir, APPROVAL_LEDGER_FILE);
-    if (!existsSync(file)) continue;
-    readFileSync(file, 'utf8')
-      .split('\n')
-      .forEach((text, i) => {
-        if (text.trim() === '') return;
-        const e = parseLine(text, `${file}:${i + 1}`);
-        const known = latest.get(e.approvalId);
-        if (!known || e.version > known.version) latest.set(e.approvalId, e);
-      });
+  for (const { text, where } of ledgerLines(dirs, APPROVAL_LEDGER_FILE)) {
+    const e = parseLine(text, where);
+    const known = latest.get(e.approvalId);
+    if (!known || e.version > known.version) latest.set(e.approvalId, e);
   }
   return [...latest.values()];
 }

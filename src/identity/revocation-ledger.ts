@@ -10,10 +10,9 @@
  * adding one can only revoke more. Lines are not signed: whoever can write the witness folders can
  * revoke a certificate (deny service), not restore one.
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Queryable } from '../db';
 import { UserError } from '../errors';
+import { appendLedgerLine, ledgerLines } from '../ledger-file';
 
 export const REVOCATION_LEDGER_FILE = 'revocations.jsonl';
 
@@ -36,24 +35,14 @@ const FIELDS: (keyof LedgerEntry)[] = ['revocationId', 'issuerFingerprint', 'ser
 
 /** Appends the entry to every folder's ledger and syncs it to disk; throws (naming the file) if one cannot be written. */
 export function appendRevocation(dirs: string[], entry: LedgerEntry): void {
-  const line = JSON.stringify(Object.fromEntries(FIELDS.map((f) => [f, entry[f]]))) + '\n';
-  for (const dir of dirs) {
-    const file = join(dir, REVOCATION_LEDGER_FILE);
-    let fd: number | undefined;
-    try {
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
-      fd = openSync(file, 'a', 0o600);
-      writeSync(fd, line);
-      fsyncSync(fd);
-    } catch (err) {
-      throw new UserError(
-        'pki.ledger-unwritable',
-        `${file}: the revocation cannot be written outside the store (${(err as NodeJS.ErrnoException).code ?? 'error'}); nothing was revoked: make the witness folder writable and revoke again`,
-      );
-    } finally {
-      if (fd !== undefined) closeSync(fd);
-    }
-  }
+  const line = JSON.stringify(Object.fromEntries(FIELDS.map((f) => [f, entry[f]])));
+  appendLedgerLine(
+    dirs,
+    REVOCATION_LEDGER_FILE,
+    line,
+    (file, code) =>
+      new UserError('pki.ledger-unwritable', `${file}: the revocation cannot be written outside the store (${code}); nothing was revoked: make the witness folder writable and revoke again`),
+  );
 }
 
 function parseLine(text: string, where: string): LedgerEntry {
@@ -75,16 +64,9 @@ function parseLine(text: string, where: string): LedgerEntry {
 /** Every revocation of every folder's ledger, once each (by id), oldest first. */
 export function readLedgers(dirs: string[]): LedgerEntry[] {
   const byId = new Map<string, LedgerEntry>();
-  for (const dir of dirs) {
-    const file = join(dir, REVOCATION_LEDGER_FILE);
-    if (!existsSync(file)) continue;
-    readFileSync(file, 'utf8')
-      .split('\n')
-      .forEach((text, i) => {
-        if (text.trim() === '') return;
-        const entry = parseLine(text, `${file}:${i + 1}`);
-        byId.set(entry.revocationId, entry);
-      });
+  for (const { text, where } of ledgerLines(dirs, REVOCATION_LEDGER_FILE)) {
+    const entry = parseLine(text, where);
+    byId.set(entry.revocationId, entry);
   }
   return [...byId.values()].sort((a, b) => a.revokedAt.localeCompare(b.revokedAt));
 }
