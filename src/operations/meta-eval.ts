@@ -6,7 +6,7 @@
  */
 import { type GradedRow, metaEvaluation, type MetaEvaluation } from '../annotate';
 import type { App } from '../app';
-import { type Instance, metaEvalLabelsOf } from '../catalog';
+import { metaEvalLabelsOf } from '../catalog';
 import { UserError } from '../errors';
 import type { RunRow } from '../runs';
 
@@ -18,13 +18,10 @@ export interface RunMetaEvaluation extends MetaEvaluation {
 
 export async function readMetaEvaluation(app: App, run: RunRow): Promise<RunMetaEvaluation> {
   if (run.status !== 'completed') throw new UserError('run.not-completed', `run ${run.run_id} is ${run.status}; its meta-evaluation is computed once it has completed`);
-  const items = await app.db.query<{ state: string; payload: Instance; scores: Record<string, number | null> | null }>(
-    'SELECT state, payload, scores FROM run_items WHERE run_id = $1 ORDER BY ordinal',
-    [run.run_id],
-  );
+  const items = await app.engine.store.instanceExtras(run.run_id);
   const graded: GradedRow[] = [];
   for (const item of items) {
-    const row = metaEvalLabelsOf(item.payload);
+    const row = metaEvalLabelsOf({ extra: item.extra ?? {} });
     if (!row) {
       throw new UserError(
         'run.not-meta-eval',

@@ -497,6 +497,15 @@ export class RunStore {
   }
 
   /**
+   * Every instance of a run in ordinal order with its state, its planned `extra` fields and its scores:
+   * what a run-level figure computed outside the aggregates reads (the HealthBench meta-evaluation).
+   * Not the prompt or the prediction: those are not needed and may be long.
+   */
+  async instanceExtras(runId: string): Promise<{ state: string; extra: Instance['extra'] | null; scores: Record<string, number | null> | null }[]> {
+    return this.db.query(`SELECT state, payload->'extra' AS extra, scores FROM run_items WHERE run_id = $1::uuid ORDER BY ordinal`, [runId]);
+  }
+
+  /**
    * A page of a run's instances in ordinal order, after `after`: every column a reader of a public run
    * may see (the instance as planned, the prediction, the scores). Which instances: all, or those
    * failed or blocked (`failed`), or done with their `judged` score short of full marks (`wrong`),

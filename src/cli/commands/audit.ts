@@ -342,13 +342,12 @@ interface AcceptLossArgs extends GlobalArgs {
  */
 async function acceptLossCommand(args: AcceptLossArgs, io: Io): Promise<void> {
   if (!args.reason.trim() || !args.incident.trim()) throw new UserError('cli.usage', 'audit accept-loss: --reason and --incident must not be empty');
-  const lost = await withApp(args, io, async (app) => app.audit.witnessedLosses());
+  const { lost, witnessDirs } = await withApp(args, io, async (app) => ({ lost: await app.audit.witnessedLosses(), witnessDirs: app.config.audit.witnessDirs }));
   if (lost.length === 0) {
     throw new UserError('audit.no-loss', 'audit accept-loss: the chain holds every witnessed checkpoint, so there is no loss to accept; "ehrbench audit verify" shows what it found');
   }
-  const config = loadConfig({ ...(args.config ? { file: args.config } : {}), env: io.env });
   const archive = archiveName(new Date());
-  const archived = archiveWitnesses(config.audit.witnessDirs, archive);
+  const archived = archiveWitnesses(witnessDirs, archive);
   try {
     await withAnyApp(
       args,
