@@ -15,6 +15,8 @@ export interface Approval {
   title: string | null;
   principalInvestigator: string;
   personnel: string[];
+  /** Clinicians who may rate the items of rating studies on the approval's runs; none of them PI or personnel. */
+  raters: string[];
   benchmarks: string[];
   tiers: Tier[];
   endpoints: string[];
@@ -37,6 +39,7 @@ export interface ApprovalInput {
   title?: string;
   principalInvestigator: string;
   personnel: string[];
+  raters?: string[];
   benchmarks?: string[];
   tiers?: Tier[];
   endpoints?: string[];
@@ -53,6 +56,7 @@ interface ApprovalRow {
   title: string | null;
   principal_investigator: string;
   personnel: string[];
+  raters: string[];
   benchmarks: string[];
   tiers: Tier[];
   endpoints: string[];
@@ -69,7 +73,7 @@ interface ApprovalRow {
   updated_at: Date;
 }
 
-const COLUMNS = `approval_id::text AS approval_id, protocol_number, title, principal_investigator, personnel, benchmarks, tiers, endpoints,
+const COLUMNS = `approval_id::text AS approval_id, protocol_number, title, principal_investigator, personnel, raters, benchmarks, tiers, endpoints,
   purpose, dua_id, budget_usd, status, starts_at, expires_at, version, created_by, created_at, updated_by, updated_at`;
 
 function fromRow(r: ApprovalRow): Approval {
@@ -79,6 +83,7 @@ function fromRow(r: ApprovalRow): Approval {
     title: r.title,
     principalInvestigator: r.principal_investigator,
     personnel: r.personnel,
+    raters: r.raters,
     benchmarks: r.benchmarks,
     tiers: r.tiers,
     endpoints: r.endpoints,
@@ -126,8 +131,8 @@ export class ApprovalStore {
     return this.db.transaction(async (tx) => {
       await tx.query(
         `INSERT INTO approvals (approval_id, protocol_number, title, principal_investigator, personnel, benchmarks, tiers, endpoints, purpose,
-           dua_id, budget_usd, status, starts_at, expires_at, version, created_by, updated_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'active', COALESCE($12::timestamptz, now()), $13, 1, $14, $14)`,
+           dua_id, budget_usd, status, starts_at, expires_at, version, created_by, updated_by, raters)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'active', COALESCE($12::timestamptz, now()), $13, 1, $14, $14, $15)`,
         [
           id,
           input.protocolNumber,
@@ -143,6 +148,7 @@ export class ApprovalStore {
           input.startsAt ?? null,
           input.expiresAt ?? null,
           by,
+          input.raters ?? [],
         ],
       );
       const approval = await this.snapshot(tx, id, 'create', by);
@@ -159,12 +165,12 @@ export class ApprovalStore {
 
   async list(filter: { personnel?: string } = {}): Promise<Approval[]> {
     const rows = filter.personnel
-      ? await this.db.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approvals WHERE $1 = ANY(personnel) OR principal_investigator = $1 ORDER BY created_at DESC`, [filter.personnel])
+      ? await this.db.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approvals WHERE $1 = ANY(personnel) OR $1 = ANY(raters) OR principal_investigator = $1 ORDER BY created_at DESC`, [filter.personnel])
       : await this.db.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approvals ORDER BY created_at DESC`);
     return rows.map(fromRow);
   }
 
-  /** Approvals that name the principal (as personnel or PI), in any status: the rules explain refusals with them. */
+  /** Approvals that name the principal (as personnel, rater or PI), in any status: the rules explain refusals with them. */
   async forPrincipal(principal: string): Promise<Approval[]> {
     return this.list({ personnel: principal });
   }

@@ -8,9 +8,10 @@ import { commandPrefix } from '../command-prefix';
 import { existsSync, writeFileSync, renameSync } from 'node:fs';
 import { readJsonFile, validateOrThrow } from '../config';
 import { UserError } from '../errors';
-import type { Actor, Role } from '../identity';
+import type { Actor } from '../identity';
+import type { PrincipalRole } from '../policy';
 
-export type PrincipalRole = Exclude<Role, 'service'>;
+export type { PrincipalRole };
 
 export interface Principal {
   id: string;

@@ -153,7 +153,7 @@ async function benchIn(home: BenchHome, databaseUrl: string | undefined): Promis
   // Every call of the run at its endpoint's concurrency, each taking the model latency.
   const boundOf = (n: number) => ((n * callsPerInstance) / (endpoints * concurrency)) * (latencyMs / 1000);
   try {
-    const requester = await new Operations(app).as(localCaller(app), 'researcher', 'benchmarking');
+    const requester = await new Operations(app).require(localCaller(app), 'run.request');
     const measure = async (n: number, profile?: string) => {
       const run = await requestRun(app.engine, { benchmarkId, endpointId: DEMO_ENDPOINT_ID, requester, maxInstances: n });
       const session = profile ? new Session() : undefined;

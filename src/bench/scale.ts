@@ -53,7 +53,7 @@ function stopWorker(w: ChildProcess): Promise<void> {
 
 /** Times one run to its end; a worker that exits before then fails the measurement instead of hanging it. */
 async function timeRun(app: App, instances: number, workers: ChildProcess[]): Promise<{ seconds: number; done: number }> {
-  const requester = await new Operations(app).as(localCaller(app), 'researcher', 'benchmarking');
+  const requester = await new Operations(app).require(localCaller(app), 'run.request');
   const t0 = performance.now();
   const run = await requestRun(app.engine, { benchmarkId: BENCHMARK, endpointId: 'scale-endpoint', requester, maxInstances: instances });
   for (;;) {

@@ -27,7 +27,7 @@ import { loadMacKeys } from '../audit';
 import { PolicyDenied, UserError } from '../errors';
 import { PACKAGE_ROOT } from '../paths';
 import type { Caller } from '../operations';
-import type { RuleId } from '../policy';
+import { mayAttempt, type RuleId } from '../policy';
 import { decideBrowserRequest, needsToken, ownOrigins } from './guard';
 
 export { decideBrowserRequest, isBrowserRequest, needsToken, ownOrigins, type BrowserHeaders, type GuardDecision, type RequestTarget } from './guard';
@@ -160,6 +160,8 @@ export async function registerBrowserSecurity(server: FastifyInstance, app: App,
       principal: caller.principal.id,
       displayName: caller.principal.displayName ?? null,
       roles: caller.principal.roles,
+      // What the policy gate lets this person attempt: the menu and the pages offer these only; the API decides each request again.
+      may: mayAttempt({ id: caller.principal.id, roles: caller.principal.roles }),
       csrfToken: tokens.create(secret, userInfo(req)),
       tokenHeader: TOKEN_HEADER,
     };
@@ -185,11 +187,12 @@ export async function registerBrowserSecurity(server: FastifyInstance, app: App,
 const SESSION_SCHEMA = {
   type: 'object',
   additionalProperties: false,
-  required: ['principal', 'displayName', 'roles', 'csrfToken', 'tokenHeader'],
+  required: ['principal', 'displayName', 'roles', 'may', 'csrfToken', 'tokenHeader'],
   properties: {
     principal: { type: 'string' },
     displayName: { type: ['string', 'null'] },
     roles: { type: 'array', items: { type: 'string' } },
+    may: { type: 'array', items: { type: 'string' } },
     csrfToken: { type: 'string' },
     tokenHeader: { type: 'string' },
   },

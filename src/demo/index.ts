@@ -48,7 +48,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoResult> {
   const app = await openApp({ file, env: opts.env, consoleLog: false });
   try {
     // The demo runs as the operating-system account's principal, in its researcher role.
-    const requester = await new Operations(app).as(localCaller(app), 'researcher', 'running the demo');
+    const requester = await new Operations(app).require(localCaller(app), 'run.request');
     const endpoint = app.endpoints().get(DEMO_ENDPOINT_ID);
     const port = Number(new URL(endpoint.url).port);
     const keys = app.config.keysDir;

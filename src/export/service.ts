@@ -17,7 +17,7 @@ import { canonicalJson, sha256Hex } from '../canonical';
 import { formatSchemaErrors, validatorFor } from '../config';
 import { PolicyDenied, UserError } from '../errors';
 import type { Actor } from '../identity';
-import type { RuleId } from '../policy';
+import { decide, type RuleId } from '../policy';
 import type { RunRow } from '../runs';
 import { DAEMON_VERSION } from '../version';
 import { signBundle } from './bundle';
@@ -215,8 +215,11 @@ export class ExportService {
     if (!row) throw new UserError('export.not-found', `export ${exportId} does not exist`);
     if (row.state === 'released') await this.refuse(actor, 'export.already-released', `export ${exportId} was released by ${row.released_by}; a bundle is released once`, exportId);
     if (row.state === 'withdrawn') await this.refuse(actor, 'export.withdrawn', `export ${exportId} was withdrawn; the requester requests a new export`, exportId);
-    if (row.requested_by === actor.principal) {
-      await this.refuse(actor, 'sod.releaser-is-requester', `export ${exportId} was requested by ${actor.principal}; a different compliance officer must release it`, exportId);
+    // The gate again (operations asked it already), on the actor as it reaches the service.
+    const gate = decide({ id: actor.principal, roles: actor.role === 'service' ? [] : [actor.role] }, 'export.release', { requestedBy: row.requested_by });
+    if (!gate.allowed) {
+      const why = gate.rule === 'sod.releaser-is-requester' ? `export ${exportId} was requested by ${actor.principal}; a different compliance officer must release it` : gate.reason;
+      await this.refuse(actor, gate.rule, why, exportId);
     }
     const runs: RunRow[] = [];
     for (const id of row.run_ids) {

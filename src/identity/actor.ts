@@ -1,7 +1,8 @@
 import { userInfo } from 'node:os';
+import { PRINCIPAL_ROLES } from '../policy';
 
 /** Who acts: a person identified by a client certificate or the local OS account, or the daemon itself. */
-export const ROLES = ['admin', 'researcher', 'compliance', 'auditor', 'service'] as const;
+export const ROLES = [...PRINCIPAL_ROLES, 'service'] as const;
 export type Role = (typeof ROLES)[number];
 
 export interface Actor {

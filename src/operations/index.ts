@@ -9,7 +9,8 @@ import { actAs, appendApprovalChange, type Approval, coverageOf, type ApprovalCh
 import { PolicyDenied, UserError } from '../errors';
 import { compactList } from '../audit';
 import { type Actor, IssuedCertificates, Revocations } from '../identity';
-import { type RuleId, type RunFiguresRule, runFiguresVisibility } from '../policy';
+import { type Action, decide, type GateDecision, mayAttempt, type Resource, type RuleId, type RunFiguresRule, runFiguresVisibility } from '../policy';
+import type { AuditEventInput } from '../audit';
 import { approveRun, benchmarkNamed, cancelRun, endpointNamed, requestRun, summarize } from '../runs';
 import type { RunOutcome, RunPreset, RunRow, RunSpec } from '../runs';
 import type { DataRevision } from '../catalog';
@@ -160,7 +161,8 @@ export { localCaller } from './local';
 export { INSTANCE_PAGE, INSTANCE_TEXT_MAX, type InstancesQuery, type InstanceView, type RunInstances } from './instances';
 export type { RunMetaEvaluation } from './meta-eval';
 
-const PRIVILEGED_READERS: PrincipalRole[] = ['compliance', 'auditor', 'admin'];
+/** How a refusal is recorded when the act has an event of its own (approval.create denied, say); by default access.denied. */
+export type RefusalEvent = Partial<Pick<AuditEventInput, 'type' | 'action' | 'subject' | 'irbProtocol'>>;
 
 export class Operations {
   readonly exports: ExportService;
@@ -169,38 +171,40 @@ export class Operations {
     this.exports = new ExportService(app);
   }
 
-  /** The actor `caller` is in `role`, or an audited refusal naming the missing role. */
-  async as(caller: Caller, role: PrincipalRole, action: string, allowed: readonly PrincipalRole[] = [role]): Promise<Actor> {
-    const actor = actAs(caller.principal, role, caller.authMethod);
-    if (actor) return actor;
-    const rule = `rbac.${role}-required` as const;
-    const reason = `${action} needs the ${oneOf(allowed)} role; ${caller.principal.id} holds ${caller.principal.roles.join(', ')}`;
+  /**
+   * The policy gate's decision (src/policy/gate.ts) for `caller` doing `action` on `resource`: the
+   * actor in the role the gate allowed, or a refusal audited before it is thrown, naming its rule.
+   * Every operation asks here first; so do the routes and commands that act outside an operation.
+   */
+  async require(caller: Caller, action: Action, resource: Resource = {}, refusal: RefusalEvent = {}): Promise<Actor> {
+    const decision = this.decide(caller, action, resource);
+    if (decision.allowed && decision.role) return { principal: caller.principal.id, role: decision.role, authMethod: caller.authMethod };
+    // A missing role is a refused request; a refusal of the act itself (separation of duties) is the act's own event.
     await this.app.audit.record({
       type: 'access.denied',
       action: 'E',
+      ...(decision.rule.startsWith('rbac.') ? {} : refusal),
       outcome: 'denied',
-      rule,
-      reason,
+      rule: decision.rule,
+      reason: decision.reason.slice(0, 300),
       actor: { principal: caller.principal.id, role: caller.principal.roles[0] ?? 'researcher', authMethod: caller.authMethod },
     });
-    throw new PolicyDenied(rule, reason);
+    throw new PolicyDenied(decision.rule, decision.reason);
   }
 
-  /**
-   * The first of `roles` the caller holds (for actions several roles may do), or an audited refusal
-   * that names all of them; its rule is the first role's, so rule ids stay those of a single role.
-   */
-  async asAny(caller: Caller, roles: PrincipalRole[], action: string): Promise<Actor> {
-    const role = roles.find((r) => caller.principal.roles.includes(r));
-    return this.as(caller, role ?? (roles[0] as PrincipalRole), action, roles);
+  /** The gate's decision without acting on it (what to show, which list to read). */
+  decide(caller: Caller, action: Action, resource: Resource = {}): GateDecision {
+    return decide({ id: caller.principal.id, roles: caller.principal.roles }, action, resource);
   }
 
-  whoami(caller: Caller): { principal: string; displayName: string | null; roles: PrincipalRole[]; authMethod: string } {
-    return { principal: caller.principal.id, displayName: caller.principal.displayName ?? null, roles: caller.principal.roles, authMethod: caller.authMethod };
+  /** Who the caller is, and what the gate lets them attempt (the console offers only these; each is decided again when done). */
+  whoami(caller: Caller): { principal: string; displayName: string | null; roles: PrincipalRole[]; authMethod: string; may: Action[] } {
+    const may = mayAttempt({ id: caller.principal.id, roles: caller.principal.roles });
+    return { principal: caller.principal.id, displayName: caller.principal.displayName ?? null, roles: caller.principal.roles, authMethod: caller.authMethod, may };
   }
 
   async requestRun(caller: Caller, input: RunRequestInput): Promise<RunView> {
-    const actor = await this.as(caller, 'researcher', 'requesting a run');
+    const actor = await this.require(caller, 'run.request');
     const run = await requestRun(this.app.engine, {
       benchmarkId: input.benchmarkId,
       endpointId: input.endpointId,
@@ -218,14 +222,19 @@ export class Operations {
   }
 
   async approveRun(caller: Caller, runId: string): Promise<RunView> {
-    const actor = await this.as(caller, 'compliance', 'approving a run');
+    // Not the visibility check first: whoever is not a compliance officer is told the role is missing, as before any run is read.
+    const run = await this.app.engine.store.getRun(runId);
+    if (!run) {
+      await this.require(caller, 'run.approve');
+      throw new UserError('run.not-found', `run ${runId} does not exist`);
+    }
+    const actor = await this.require(caller, 'run.approve', { requestedBy: run.requested_by, tier: run.tier }, { type: 'run.approve', action: 'U', subject: { runId } });
     return this.view(caller, await approveRun(this.app.engine, runId, actor));
   }
 
   async cancelRun(caller: Caller, runId: string, reason: string): Promise<StoppedRunView> {
     const run = await this.visibleRun(caller, runId);
-    const own = run.requested_by === caller.principal.id;
-    const actor = own ? await this.as(caller, 'researcher', 'cancelling a run') : await this.asAny(caller, ['compliance', 'admin'], 'halting a run');
+    const actor = await this.require(caller, 'run.cancel', { requestedBy: run.requested_by, tier: run.tier });
     // Known only to the process that executes the run (the daemon's workers), counted as the run
     // stopped: those calls finish.
     const { run: stopped, callsInFlight } = await cancelRun(this.app.engine, runId, actor, reason);
@@ -233,8 +242,7 @@ export class Operations {
   }
 
   async listRuns(caller: Caller, limit = 50): Promise<RunView[]> {
-    const privileged = caller.principal.roles.some((r) => PRIVILEGED_READERS.includes(r));
-    if (!privileged) await this.as(caller, 'researcher', 'listing runs');
+    const privileged = (await this.require(caller, 'run.list')) && this.decide(caller, 'run.list').rule === 'visibility.run.staff';
     const runs = privileged ? await this.app.engine.store.listRuns(limit) : await this.app.engine.store.listRunsBy(caller.principal.id, limit);
     // One read of the approvals for the whole list, not one per run.
     const approvals = new Map((await this.app.approvals.list()).map((a) => [a.approvalId, a]));
@@ -270,11 +278,10 @@ export class Operations {
     return readMetaEvaluation(this.app, run);
   }
 
-  /** Researchers see their own runs; compliance, auditors and admins see all. Others: not found. */
-  private async visibleRun(caller: Caller, runId: string): Promise<RunRow> {
+  /** Researchers see their own runs; compliance, auditors and admins see all (the gate's run.read). Others: not found. */
+  async visibleRun(caller: Caller, runId: string): Promise<RunRow> {
     const run = await this.app.engine.store.getRun(runId);
-    const privileged = caller.principal.roles.some((r) => PRIVILEGED_READERS.includes(r));
-    if (!run || (!privileged && run.requested_by !== caller.principal.id)) {
+    if (!run || !this.decide(caller, 'run.read', { requestedBy: run.requested_by, tier: run.tier }).allowed) {
       throw new UserError('run.not-found', `run ${runId} does not exist or is not yours`);
     }
     return run;
@@ -335,25 +342,27 @@ export class Operations {
 
   /** A researcher asks to release aggregates of their own completed runs; the preview is stored. */
   async requestExport(caller: Caller, runIds: string[], opts: { allowMixedData?: boolean } = {}): Promise<ExportView> {
-    const actor = await this.as(caller, 'researcher', 'requesting an export');
+    const actor = await this.require(caller, 'export.request');
     return exportView(await this.exports.request(actor, runIds, opts));
   }
 
   /** The requester sees their own exports; compliance and auditors see every one. Others: not found. */
   async showExport(caller: Caller, exportId: string): Promise<ExportView> {
-    return exportView(await this.visibleExport(caller, exportId, ['compliance', 'auditor']));
+    return exportView(await this.visibleExport(caller, exportId, 'export.read'));
   }
 
   async listExports(caller: Caller, limit = 50): Promise<ExportView[]> {
-    const privileged = caller.principal.roles.some((r) => r === 'compliance' || r === 'auditor');
-    if (!privileged) await this.as(caller, 'researcher', 'listing exports');
+    await this.require(caller, 'export.list');
+    const privileged = this.decide(caller, 'export.list').rule === 'visibility.export.reviewer';
     const rows = await this.exports.store.list(privileged ? { limit } : { requestedBy: caller.principal.id, limit });
     return rows.map(exportView);
   }
 
   /** A compliance officer who did not request it releases an export: audited, sealed, signed, written once. */
   async releaseExport(caller: Caller, exportId: string, format: ExportFormat): Promise<{ export: ExportView; files: ExportDownload }> {
-    const actor = await this.as(caller, 'compliance', 'releasing an export');
+    const row = await this.exports.store.get(exportId);
+    if (!row) throw new UserError('export.not-found', `export ${exportId} does not exist or is not yours`);
+    const actor = await this.require(caller, 'export.release', { requestedBy: row.requested_by }, { type: 'export.deny', action: 'U', subject: { exportId } });
     const released = await this.exports.release(actor, exportId, format);
     return { export: exportView(released.row), files: { ...released.files, path: released.path } };
   }
@@ -364,45 +373,41 @@ export class Operations {
    * never be closed. Final; a new export is requested instead.
    */
   async withdrawExport(caller: Caller, exportId: string, reason: string): Promise<ExportView> {
-    const row = await this.visibleExport(caller, exportId, ['compliance']);
-    const own = row.requested_by === caller.principal.id;
-    const actor = own ? await this.as(caller, 'researcher', 'withdrawing an export') : await this.as(caller, 'compliance', 'withdrawing an export');
+    const row = await this.visibleExport(caller, exportId, 'export.withdraw');
+    const actor = await this.require(caller, 'export.withdraw', { requestedBy: row.requested_by });
     return exportView(await this.exports.withdraw(actor, row, reason));
   }
 
   /** The requester or a compliance officer fetches a released bundle again. */
   async downloadExport(caller: Caller, exportId: string): Promise<ExportDownload> {
-    const row = await this.visibleExport(caller, exportId, ['compliance']);
-    const own = row.requested_by === caller.principal.id;
-    const actor = own ? await this.as(caller, 'researcher', 'downloading an export') : await this.as(caller, 'compliance', 'downloading an export');
+    const row = await this.visibleExport(caller, exportId, 'export.download');
+    const actor = await this.require(caller, 'export.download', { requestedBy: row.requested_by });
     return this.exports.download(actor, row);
   }
 
-  private async visibleExport(caller: Caller, exportId: string, privileged: PrincipalRole[]): Promise<ExportRow> {
+  /** The export, when the gate lets the caller do `action` on it; otherwise not found, so that its existence is not told. */
+  private async visibleExport(caller: Caller, exportId: string, action: Action): Promise<ExportRow> {
     const row = await this.exports.store.get(exportId);
-    const allowed = caller.principal.roles.some((r) => privileged.includes(r)) || row?.requested_by === caller.principal.id;
-    if (!row || !allowed) throw new UserError('export.not-found', `export ${exportId} does not exist or is not yours`);
+    if (!row || !this.decide(caller, action, { requestedBy: row.requested_by }).allowed) throw new UserError('export.not-found', `export ${exportId} does not exist or is not yours`);
     return row;
   }
 
   /**
-   * A compliance officer records an IRB approval: the input is checked first (a bad one is a 400
-   * naming the field, and nothing is recorded), then separation of duties, then the approval and its
+   * A compliance officer records an IRB approval: the gate first (role and separation of duties), then
+   * the input (a bad one is a 400 naming the field, and nothing is recorded), then the approval and its
    * audit record are written in one transaction.
    */
   async createApproval(caller: Caller, input: ApprovalInput): Promise<Approval> {
-    const actor = await this.as(caller, 'compliance', 'recording an IRB approval');
-    const checked = this.checkedApproval(input);
+    const refusal: RefusalEvent = { type: 'approval.create', action: 'C', irbProtocol: safeId(input.protocolNumber) };
+    const named = { approval: { principalInvestigator: input.principalInvestigator, personnel: input.personnel, raters: input.raters ?? [] } };
+    const actor = await this.require(caller, 'approval.record', { ...named, stoppedBy: await this.app.approvals.stoppedBy(input.protocolNumber) }, refusal);
     const refuse = async (rule: RuleId, why: string): Promise<never> => {
-      await this.app.audit.record({ type: 'approval.create', action: 'C', outcome: 'denied', rule, reason: why, actor, irbProtocol: safeId(input.protocolNumber) });
+      await this.app.audit.record({ ...refusal, type: 'approval.create', action: 'C', outcome: 'denied', rule, reason: why, actor });
       throw new PolicyDenied(rule, why);
     };
-    if (input.principalInvestigator === actor.principal || input.personnel.includes(actor.principal)) {
-      await refuse('sod.approval-recorder-is-personnel', `${actor.principal} is named on the approval (PI or personnel); another compliance officer must record it`);
-    }
-    if ((await this.app.approvals.stoppedBy(input.protocolNumber)).includes(actor.principal)) {
-      await refuse('sod.protocol-suspended-by-recorder', `${actor.principal} suspended or closed an approval of this protocol; another compliance officer must record a new one`);
-    }
+    const checked = this.checkedApproval(input);
+    const doubled = (input.raters ?? []).find((r) => r === input.principalInvestigator || input.personnel.includes(r));
+    if (doubled) await refuse('sod.rater-holds-other-role', `${doubled} is named as a clinician rater and as PI or personnel; a rater holds no other role on the approval`);
     // A budget on an endpoint the gateway cannot price could never be enforced: refused before any run.
     const unpriced =
       input.budgetUsd != null
@@ -439,17 +444,14 @@ export class Operations {
   }
 
   async listApprovals(caller: Caller): Promise<Approval[]> {
-    const privileged = caller.principal.roles.some((r) => r === 'compliance' || r === 'auditor');
-    if (privileged) return this.app.approvals.list();
-    await this.as(caller, 'researcher', 'listing approvals');
+    await this.require(caller, 'approval.list');
+    if (this.decide(caller, 'approval.list').rule === 'visibility.approval.reviewer') return this.app.approvals.list();
     return this.app.approvals.list({ personnel: caller.principal.id });
   }
 
   async showApproval(caller: Caller, id: string): Promise<{ approval: Approval; history: Awaited<ReturnType<App['approvals']['history']>> }> {
     const approval = await this.app.approvals.get(id);
-    const privileged = caller.principal.roles.some((r) => r === 'compliance' || r === 'auditor');
-    const named = approval && (approval.personnel.includes(caller.principal.id) || approval.principalInvestigator === caller.principal.id);
-    if (!approval || (!privileged && !named)) throw new UserError('approval.not-found', `approval ${id} does not exist or does not name you`);
+    if (!approval || !this.decide(caller, 'approval.read', { approval }).allowed) throw new UserError('approval.not-found', `approval ${id} does not exist or does not name you`);
     return { approval, history: await this.app.approvals.history(id) };
   }
 
@@ -459,24 +461,21 @@ export class Operations {
    * approval does not name. The change and its audit record commit together.
    */
   async changeApproval(caller: Caller, id: string, change: ApprovalChange, reason: string): Promise<Approval> {
-    const actor = await this.as(caller, 'compliance', `${change} of an approval`);
     const current = await this.app.approvals.get(id);
-    if (!current) throw new UserError('approval.not-found', `approval ${id} does not exist`);
+    if (!current) {
+      await this.require(caller, `approval.${change}`);
+      throw new UserError('approval.not-found', `approval ${id} does not exist`);
+    }
+    // Reinstating grants the approval again: as for recording it, not by someone it names, and not by the officer who suspended it.
+    const lastSuspendedBy = change === 'reinstate' ? ((await this.app.approvals.lastChangedBy(id, 'suspend')) ?? null) : undefined;
+    const refusal: RefusalEvent = { type: auditType(change), action: 'U', subject: { approvalId: id } };
+    const actor = await this.require(caller, `approval.${change}`, { approval: current, ...(lastSuspendedBy !== undefined ? { lastSuspendedBy } : {}) }, refusal);
     const refuse = async (rule: RuleId, why: string): Promise<never> => {
-      await this.app.audit.record({ type: auditType(change), action: 'U', outcome: 'denied', rule, reason: why, actor, subject: { approvalId: id } });
+      await this.app.audit.record({ ...refusal, type: auditType(change), action: 'U', outcome: 'denied', rule, reason: why, actor });
       throw new PolicyDenied(rule, why);
     };
     if (current.status === 'closed') await refuse('approval.closed-is-final', 'a closed approval cannot change');
-    if (change === 'reinstate') {
-      if (current.status !== 'suspended') await refuse('approval.not-suspended', 'only a suspended approval can be reinstated');
-      if ((await this.app.approvals.lastChangedBy(id, 'suspend')) === actor.principal) {
-        await refuse('sod.reinstate-by-suspender', 'the compliance officer who suspended an approval cannot reinstate it; a second officer must');
-      }
-      // Reinstating grants the approval again: as for recording it, not by someone it names.
-      if (current.principalInvestigator === actor.principal || current.personnel.includes(actor.principal)) {
-        await refuse('sod.approval-recorder-is-personnel', `${actor.principal} is named on the approval (PI or personnel); another compliance officer must reinstate it`);
-      }
-    }
+    if (change === 'reinstate' && current.status !== 'suspended') await refuse('approval.not-suspended', 'only a suspended approval can be reinstated');
     if (change === 'suspend' && current.status === 'suspended') await refuse('approval.already-suspended', 'approval is already suspended');
     // The change and its audit record commit together: no success in the trail for a change that failed.
     // And it is written outside the store before it commits, so that a restore cannot undo it (src/access/approval-ledger.ts).
@@ -500,7 +499,7 @@ export class Operations {
 
   /** Admins see who may use ehrbench, in which roles, and every certificate ehrbench issued them. */
   async listPrincipals(caller: Caller): Promise<PrincipalView[]> {
-    await this.as(caller, 'admin', 'listing principals');
+    await this.require(caller, 'principal.list');
     const issued = await new IssuedCertificates(this.app.db).list();
     const revocations = new Revocations(this.app.db);
     const views: PrincipalView[] = [];
@@ -522,7 +521,7 @@ export class Operations {
    * is refused at its next instance (principal.revoked). Compliance or admin; narrows access only.
    */
   async revokePrincipal(caller: Caller, principalId: string, reason: string): Promise<RevokeResult> {
-    const actor = await this.asAny(caller, ['compliance', 'admin'], 'revoking a principal');
+    const actor = await this.require(caller, 'principal.revoke');
     const target = this.app.principals().principals.find((p) => p.id === principalId);
     if (!target) throw new UserError('principal.not-found', `principal ${principalId} does not exist`);
     const issuers = [...new Set((target.certificates ?? []).map((c) => c.issuerFingerprint))];
@@ -556,7 +555,7 @@ export class Operations {
    * principals.json as `ehrbench pki sign` does, and in force for the next request.
    */
   async signCertificate(caller: Caller, input: CertificateRequestInput): Promise<ReturnedCertificate> {
-    const actor = await this.as(caller, 'admin', 'signing a certificate request');
+    const actor = await this.require(caller, 'certificate.sign');
     // The route's schema says the same; checked here too for any other caller of the operation.
     if (!PRINCIPAL_ID.test(input.principal)) throw new UserError('request.invalid', 'principal: must be a principal id (lower case letters, digits, . _ -; at most 63)');
     if (!Number.isInteger(input.days) || input.days < 1 || input.days > MAX_CERTIFICATE_DAYS)

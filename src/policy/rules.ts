@@ -50,6 +50,33 @@ export const RULES = {
   'rbac.compliance-required': 'the action needs the compliance role (or another role the refusal names)',
   'rbac.auditor-required': 'the action needs the auditor role (or another role the refusal names)',
   'rbac.cancel-not-allowed': 'only the requester, a compliance officer or an admin may stop a run',
+  'rbac.clinician-required': 'the action needs the clinician role (or another role the refusal names)',
+  'rbac.role-held': 'the caller holds a role the policy gate allows for the action (src/policy/gate.ts)',
+
+  // Who sees what exists: runs, exports, approvals, rating studies (src/policy/gate.ts). Refused as not found.
+  'visibility.run.staff': 'compliance officers, auditors and admins see every run (its metadata; figures as below)',
+  'visibility.run.own-only': 'a researcher lists their own runs only',
+  'visibility.run.requester': 'a researcher sees the runs they requested',
+  'visibility.run.not-yours': "another person's run is not shown to a researcher or clinician: answered as not found",
+  'visibility.export.reviewer': 'compliance officers and auditors see every export',
+  'visibility.export.own-only': 'a researcher lists their own exports only',
+  'visibility.export.requester': 'the requester of an export sees, withdraws and downloads it',
+  'visibility.export.not-yours': "another person's export is not shown: answered as not found",
+  'visibility.approval.reviewer': 'compliance officers and auditors see every IRB approval',
+  'visibility.approval.named-only': 'researchers and clinicians list the IRB approvals that name them only',
+  'visibility.approval.named': 'a person the IRB approval names (PI, personnel, clinician rater) sees it',
+  'visibility.approval.not-named': 'an IRB approval that does not name the caller is not shown: answered as not found',
+  'visibility.study.reviewer': "compliance officers and auditors see every rating study's progress and agreement (never one clinician's ratings)",
+  'visibility.study.own-only': 'a researcher lists the rating studies they opened, a clinician those they may rate',
+  'visibility.study.opener': 'the person who opened a rating study sees and closes it',
+  'visibility.study.not-yours': 'a rating study the caller neither opened nor reviews is not shown: answered as not found',
+
+  // Rating studies: clinicians rate a blinded sample of a jury benchmark's answers.
+  'study.opened-on-own-runs': 'a researcher opens a rating study on runs they requested',
+  'study.runs-not-owned': 'a researcher opens rating studies on their own runs only; a compliance officer may open one on any',
+  'study.rater-approved': "a clinician rates a study's items: public data, or named among the clinician raters of the runs' IRB approval",
+  'study.rater-not-on-approval': "the runs' data are approval-required or private and their IRB approval does not name the clinician among its raters",
+  'study.recorded': 'a rating study opened, closed, or an item rated, skipped or flagged (ids and counts only, never text)',
 
   // Who sees a run's exact figures: counts, scores, aggregates, token usage (src/policy/visibility.ts).
   'visibility.run-figures.public-tier': "a public run's exact counts, scores and usage are shown to everyone who may see the run",
@@ -83,6 +110,7 @@ export const RULES = {
   'sod.approver-is-requester': 'the requester of a run may not approve it',
   'sod.compliance-release': 'an export released by a compliance officer other than the requester',
   'sod.releaser-is-requester': 'the requester of an export may not release it',
+  'sod.rater-holds-other-role': "a clinician rater may hold no other role on the runs' IRB approval (PI or personnel) nor have requested the runs: refused when recording the approval and when rating",
   'sod.reinstate-by-suspender': 'the officer who suspended an approval may not reinstate it; a second officer must',
   'sod.protocol-suspended-by-recorder':
     'the officer who suspended or closed an approval of a protocol (still suspended or closed) may not record a new approval for that protocol; a second officer must',

@@ -1,19 +1,20 @@
 /**
  * Who sees a run's exact figures (instance counts, scores, aggregates, token usage and cost) as opposed
- * to its metadata (ids, status, benchmark, tier, endpoint, people, timestamps). Exact figures of EHR
- * data are aggregates over patients that have passed no disclosure control: outside the researcher
- * who ran it and the compliance officers who approve runs and review exports, they leave only through
- * a released export (ranges, k, differencing). Admins operate runs and auditors follow them, and
- * neither needs an exact n or score to do so.
+ * to its metadata (ids, status, benchmark, tier, endpoint, people, timestamps), and what of its
+ * instances one by one. Exact figures of EHR data are aggregates over patients that have passed no
+ * disclosure control: outside the researcher who ran it and the compliance officers who approve runs
+ * and review exports, they leave only through a released export (ranges, k, differencing). Admins
+ * operate runs and auditors follow them, and neither needs an exact n or score to do so.
+ *
+ * Both are rows of the gate's table (gate.ts, actions `run.figures` and `run.instances`); these are
+ * its answers under the narrower rule types the run views carry.
  */
 import type { Tier } from '../tiers';
-import { allow, type Decision, deny } from './decision';
+import type { Decision } from './decision';
+import { decide, type GateCaller } from './gate';
 
 /** The caller, as far as this decision needs: who, and which roles they hold. */
-export interface Viewer {
-  id: string;
-  roles: readonly string[];
-}
+export type Viewer = GateCaller;
 
 /** The run, as far as this decision needs. */
 export interface ViewedRun {
@@ -23,12 +24,9 @@ export interface ViewedRun {
 
 export type RunFiguresRule = 'visibility.run-figures.public-tier' | 'visibility.run-figures.requester' | 'visibility.run-figures.compliance' | 'visibility.run-figures.withheld';
 
-/** May `viewer` see the exact figures of `run`? Deny by default: only the three cases below see them. */
+/** May `viewer` see the exact figures of `run`? Deny by default: only the public tier, the requester and compliance see them. */
 export function runFiguresVisibility(viewer: Viewer, run: ViewedRun): Decision<RunFiguresRule> {
-  if (run.tier === 'public') return allow('visibility.run-figures.public-tier', 'public data');
-  if (run.requestedBy === viewer.id) return allow('visibility.run-figures.requester', 'the requester of the run');
-  if (viewer.roles.includes('compliance')) return allow('visibility.run-figures.compliance', 'a compliance officer');
-  return deny('visibility.run-figures.withheld', `${run.tier} run of ${run.requestedBy}: metadata only for ${viewer.id}`);
+  return decide(viewer, 'run.figures', { requestedBy: run.requestedBy, tier: run.tier }) as Decision<RunFiguresRule>;
 }
 
 export type InstancesRule = 'visibility.instances.public-tier' | 'visibility.instances.codes-only' | 'visibility.instances.withheld';
@@ -42,10 +40,5 @@ export type InstancesRule = 'visibility.instances.public-tier' | 'visibility.ins
  * find out why. Everyone else: withheld. Deny by default: a tier not named here is withheld.
  */
 export function instancesVisibility(viewer: Viewer, run: ViewedRun): Decision<InstancesRule> {
-  if (run.tier === 'public') return allow('visibility.instances.public-tier', 'public data: prompts, predictions, references and scores');
-  const ehr = run.tier === 'approval-required' || run.tier === 'private';
-  if (ehr && (run.requestedBy === viewer.id || viewer.roles.includes('compliance'))) {
-    return allow('visibility.instances.codes-only', `${run.tier} run: the position, state and error code of failed and blocked instances only, never text or scores`);
-  }
-  return deny('visibility.instances.withheld', `${run.tier} run of ${run.requestedBy}: its instances are shown to its requester and compliance officers only`);
+  return decide(viewer, 'run.instances', { requestedBy: run.requestedBy, tier: run.tier }) as Decision<InstancesRule>;
 }

@@ -14,7 +14,7 @@ import { type Benchmark, type Catalog, type CheckResult, checkBenchmark, dataRev
 import type { EndpointPolicy, ReasoningEffort } from '../egress';
 import { isStoreUnavailable } from '../db';
 import { PolicyDenied, UserError, describeError } from '../errors';
-import type { RuleId } from '../policy';
+import { decide, type GateCaller, type RuleId } from '../policy';
 import type { Actor } from '../identity';
 import type { Logger } from '../log';
 import type { ScoringMode } from '../metrics';
@@ -383,8 +383,9 @@ export async function approveRun(engine: Engine, runId: string, approver: Actor)
     await engine.audit.record({ type: 'run.approve', action: 'U', outcome: 'denied', rule, reason, actor: approver, ...auditBase(ctx) });
     throw new PolicyDenied(rule, reason);
   };
-  if (approver.role !== 'compliance') await refuse('rbac.compliance-required', 'only a compliance officer approves runs');
-  if (approver.principal === run.requested_by) await refuse('sod.approver-is-requester', 'approver must differ from requester');
+  // The gate again (operations asked it already), on the actor as it reaches the engine.
+  const gate = decide(asCaller(approver), 'run.approve', { requestedBy: run.requested_by, tier: run.tier });
+  if (!gate.allowed) await refuse(gate.rule, gate.reason);
   if (run.status !== 'requested') await refuse('run.not-awaiting-approval', `run is ${run.status}, not awaiting approval`);
   const decision = await engine.access.checkRun(ctx);
   if (!decision.allowed) await refuse(decision.rule, decision.reason);
@@ -418,16 +419,17 @@ export async function cancelRun(engine: Engine, runId: string, actor: Actor, rea
   const run = await engine.store.getRun(runId);
   if (!run) throw new UserError('run.not-found', `run ${runId} does not exist`);
   const ctx = contextOf(engine, run, { principal: run.requested_by, role: 'researcher', authMethod: 'service' });
-  const own = actor.principal === run.requested_by;
-  const halt = actor.role === 'admin' || actor.role === 'compliance';
-  const rule = own ? 'run.cancel.by-requester' : halt ? 'run.halt.by-officer' : 'rbac.cancel-not-allowed';
-  const allowed = own || halt;
+  const gate = decide(asCaller(actor), 'run.cancel', { requestedBy: run.requested_by, tier: run.tier });
+  const rule = gate.rule;
+  const allowed = gate.allowed;
+  // An officer's stop of another person's run is a halt; the requester's own is a cancel.
+  const halt = rule === 'run.halt.by-officer';
   const active = ['requested', 'approved', 'running'].includes(run.status);
   // No call of the run starts here once the cancel is in the trail: the gate is stopped first, in the
   // same turn as the record is queued (gateway.ts, RunGate). Workers elsewhere see it in the store.
   const callsInFlight = allowed && active ? engine.calls.stopRun(runId) : undefined;
   await engine.audit.record({
-    type: halt && !own ? 'run.halt' : 'run.cancel',
+    type: halt ? 'run.halt' : 'run.cancel',
     action: 'U',
     outcome: allowed && active ? 'success' : 'denied',
     rule: active ? rule : 'run.not-active',
@@ -437,9 +439,14 @@ export async function cancelRun(engine: Engine, runId: string, actor: Actor, rea
   });
   if (!allowed) throw new PolicyDenied(rule, 'only the requester, a compliance officer or an admin may stop a run');
   if (!active) throw new UserError('run.not-active', `run ${runId} is already ${run.status}`);
-  const stopped = await engine.store.transition(runId, ['requested', 'approved', 'running'], halt && !own ? 'halted' : 'cancelled', rule);
-  observeRunFinished(ctx, halt && !own ? 'halted' : 'cancelled', stopped);
+  const stopped = await engine.store.transition(runId, ['requested', 'approved', 'running'], halt ? 'halted' : 'cancelled', rule);
+  observeRunFinished(ctx, halt ? 'halted' : 'cancelled', stopped);
   return { run: (await engine.store.getRun(runId)) as RunRow, callsInFlight };
+}
+
+/** The actor as the gate sees a caller: the daemon's own service actor holds no person's role. */
+function asCaller(actor: Actor): GateCaller {
+  return { id: actor.principal, roles: actor.role === 'service' ? [] : [actor.role] };
 }
 
 export async function failRun(engine: Engine, ctx: RunContext, err: unknown): Promise<void> {

@@ -132,7 +132,7 @@ export function registerAuditReviewRoutes(server: FastifyInstance, app: App, ops
   const error = schema('api/error.schema.json');
   const record = schema('api/audit-event.record.schema.json');
   const caller = (req: FastifyRequest) => req.caller as Caller;
-  const readers = async (req: FastifyRequest, action: string) => ops.asAny(caller(req), ['compliance', 'auditor'], action);
+  const readers = async (req: FastifyRequest) => ops.require(caller(req), 'audit.read');
 
   server.get<{ Querystring: { n?: number } }>(
     '/v1/audit/tail',
@@ -148,7 +148,7 @@ export function registerAuditReviewRoutes(server: FastifyInstance, app: App, ops
       },
     },
     async (req) => {
-      const actor = await readers(req, 'reading the audit trail');
+      const actor = await readers(req);
       const n = req.query.n ?? 20;
       await app.audit.record({ type: 'audit.read', action: 'R', outcome: 'success', rule: 'audit.read.api', reason: `tail ${n}`, actor, detail: { limit: n } });
       return tailRecords(app.db, n);
@@ -169,7 +169,7 @@ export function registerAuditReviewRoutes(server: FastifyInstance, app: App, ops
       },
     },
     async (req, reply) => {
-      const actor = await readers(req, 'exporting the audit trail');
+      const actor = await readers(req);
       const format = req.query.format ?? 'jsonl';
       const filter = auditFilter(req.query);
       await app.audit.record({ type: 'audit.read', action: 'R', outcome: 'success', rule: 'audit.read.api', reason: `export as ${format}`, actor, detail: readDetail(filter, { format }) });

@@ -46,7 +46,7 @@ export function registerConsoleApiRoutes(server: FastifyInstance, app: App, ops:
   );
 
   server.get('/v1/audit/health', { schema: { response: { 200: schema('api/audit-health.schema.json'), '4xx': error, '5xx': error } } }, async (req) => {
-    const actor = await ops.asAny(caller(req), ['compliance', 'auditor'], "reading the audit chain's health");
+    const actor = await ops.require(caller(req), 'audit.read');
     await app.audit.record({ type: 'audit.read', action: 'R', outcome: 'success', rule: 'audit.read.api', reason: 'health', actor });
     return { ...(await chainHealth(app.db, app.config.audit.witnessDirs)), stopped: app.audit.unavailable()?.rule ?? null };
   });
@@ -108,7 +108,7 @@ export function registerConsoleApiRoutes(server: FastifyInstance, app: App, ops:
     },
     async (req, reply) => {
       // Counts of the trail's call events: read from the trail, so audited like any read of it.
-      const actor = await ops.asAny(caller(req), ['admin', 'compliance', 'auditor'], 'reading the calls to an endpoint');
+      const actor = await ops.require(caller(req), 'calls.read');
       const hours = req.query.hours ?? 24;
       const to = new Date();
       const from = new Date(to.getTime() - hours * 3600_000);

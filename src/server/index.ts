@@ -249,7 +249,7 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
   observeStore(app.db);
   enableProcessMetrics();
   server.get('/metrics', async (req, reply) => {
-    await ops.asAny(req.caller as Caller, ['admin', 'auditor'], 'reading metrics');
+    await ops.require(req.caller as Caller, 'metrics.read');
     const m = await metricsText();
     return reply.type(m.contentType).header('cache-control', 'no-store').send(m.body);
   });

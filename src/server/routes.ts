@@ -116,7 +116,7 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
   });
 
   server.get('/v1/audit/verify', { schema: { response: responses(schema('api/audit-report.schema.json')) } }, async (req) => {
-    const actor = await ops.asAny(caller(req), ['compliance', 'auditor'], 'verifying the audit trail');
+    const actor = await ops.require(caller(req), 'audit.verify');
     await app.audit.record({ type: 'audit.verify', action: 'E', outcome: 'success', rule: 'audit.verify.api', actor });
     const { witnesses, problems, notes } = loadWitnesses(app.config.audit.witnessDirs);
     const macKeys = loadMacKeysIfPresent(app.config.keysDir);
@@ -148,7 +148,7 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     '/v1/audit/events',
     { schema: { querystring: query('api/audit-query.schema.json'), response: responses(list(schema('api/audit-event.record.schema.json'))) } },
     async (req) => {
-      const actor = await ops.asAny(caller(req), ['compliance', 'auditor'], 'reading the audit trail');
+      const actor = await ops.require(caller(req), 'audit.read');
       const q = req.query;
       const filter: RecordFilter = searchFilter(q);
       const limit = q.limit ?? 100;

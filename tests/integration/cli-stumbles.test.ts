@@ -116,7 +116,9 @@ describe('refusals', () => {
     // The operating-system account is a researcher and auditor: it sees alice's run, and may not halt it.
     const r = await cli(['runs', 'cancel', runId, '--reason', 'mine now'], home.env);
     expect(r.code).toBe(3);
-    expect(r.stderr).toMatch(/^ehrbench: denied by rule rbac\.compliance-required: halting a run needs the compliance or admin role; [a-z0-9-]+ holds researcher, auditor\n$/);
+    expect(r.stderr).toMatch(
+      /^ehrbench: denied by rule rbac\.cancel-not-allowed: stopping a run \(cancelling your own, halting another\) needs the researcher role \(own\), or the compliance or admin role; [a-z0-9-]+ holds researcher, auditor\n$/,
+    );
   });
 
   it('audit search refuses an unknown --type, naming the types there are', async () => {

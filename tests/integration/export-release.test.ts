@@ -229,7 +229,7 @@ describe.each(backends())('export release workflow on %s', (backend) => {
           throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
         },
       });
-      const carol = await ops.as(callerOf(app, 'carol'), 'compliance', 'releasing an export');
+      const carol = await ops.require(callerOf(app, 'carol'), 'export.release', { requestedBy: requested.requestedBy });
       const err = await full.release(carol, requested.exportId, 'bundle').catch((e: unknown) => e as { code: string; message: string });
       expect(err).toMatchObject({ code: 'export.write-failed' });
       expect((err as { message: string }).message).toMatch(/ENOSPC.*nothing partial was left.*export download/);

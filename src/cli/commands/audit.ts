@@ -107,7 +107,7 @@ function filterOf(args: FilterArgs): RecordFilter {
 
 /** The local principal in a role that may read the audit trail (compliance or auditor), or a refusal. */
 function reader(app: App): Promise<Actor> {
-  return new Operations(app).asAny(localCaller(app), ['compliance', 'auditor'], 'reading the audit trail');
+  return new Operations(app).require(localCaller(app), 'audit.read');
 }
 
 /** Reading the trail is itself audited; no record, no read. */

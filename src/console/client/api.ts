@@ -8,6 +8,8 @@ export interface Session {
   principal: string;
   displayName: string | null;
   roles: string[];
+  /** The gate's actions this person may attempt (src/policy/gate.ts): what the console offers. */
+  may: string[];
   csrfToken: string;
   tokenHeader: string;
 }

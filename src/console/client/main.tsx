@@ -12,24 +12,25 @@ import { EndpointsPage, HealthPage, PrincipalsPage } from './pages/admin';
 import { ExportPage, ReleaseQueuePage } from './pages/exports';
 import { HomePage } from './pages/home';
 import { RequestRunPage, RunApprovalQueuePage, RunPage, RunsPage } from './pages/runs';
-import { holds, Problem, visible } from './ui';
+import { may, Problem, visible } from './ui';
 
+/** A menu entry, offered when the policy gate lets the viewer attempt its action (whoami's `may`). */
 interface MenuEntry {
   href: string;
   label: string;
-  roles?: string[];
+  action?: string;
 }
 
 const MENU: MenuEntry[] = [
   { href: '#/', label: 'Home' },
-  { href: '#/runs', label: 'My runs', roles: ['researcher'] },
-  { href: '#/runs/new', label: 'Request a run', roles: ['researcher'] },
-  { href: '#/approvals', label: 'IRB approvals', roles: ['compliance'] },
-  { href: '#/queue/runs', label: 'Run approvals', roles: ['compliance'] },
-  { href: '#/queue/releases', label: 'Release queue', roles: ['compliance'] },
-  { href: '#/audit', label: 'Audit review', roles: ['compliance', 'auditor'] },
-  { href: '#/endpoints', label: 'Endpoints', roles: ['admin'] },
-  { href: '#/principals', label: 'Principals and certificates', roles: ['admin'] },
+  { href: '#/runs', label: 'My runs', action: 'run.request' },
+  { href: '#/runs/new', label: 'Request a run', action: 'run.request' },
+  { href: '#/approvals', label: 'IRB approvals', action: 'approval.record' },
+  { href: '#/queue/runs', label: 'Run approvals', action: 'run.approve' },
+  { href: '#/queue/releases', label: 'Release queue', action: 'export.release' },
+  { href: '#/audit', label: 'Audit review', action: 'audit.read' },
+  { href: '#/endpoints', label: 'Endpoints', action: 'endpoint.review' },
+  { href: '#/principals', label: 'Principals and certificates', action: 'principal.list' },
   { href: '#/health', label: 'Health' },
 ];
 
@@ -43,40 +44,40 @@ function useRoute(): string {
   return route;
 }
 
-function NotYours({ roles }: { roles: string[] }) {
+function NotYours({ action }: { action: string }) {
   return (
     <div class="error" role="alert">
-      This page is for the {roles.join(' or ')} role; you do not hold it.
+      This page is not for your roles: the policy lets none of them do {action}.
     </div>
   );
 }
 
 function routeTo(path: string, s: Session) {
   const parts = path.split('?')[0]!.split('/').filter(Boolean);
-  const guard = (roles: string[], page: preact.JSX.Element) => (holds(s, roles) ? page : <NotYours roles={roles} />);
+  const guard = (action: string, page: preact.JSX.Element) => (may(s, action) ? page : <NotYours action={action} />);
   switch (parts[0]) {
     case undefined:
       return <HomePage session={s} />;
     case 'runs':
-      if (parts[1] === 'new') return guard(['researcher'], <RequestRunPage />);
+      if (parts[1] === 'new') return guard('run.request', <RequestRunPage />);
       if (parts[1]) return <RunPage runId={parts[1]} session={s} />;
       return <RunsPage session={s} />;
     case 'approvals':
-      return guard(['compliance', 'auditor', 'researcher'], parts[1] ? <ApprovalDetailPage id={parts[1]} session={s} /> : <ApprovalsPage session={s} />);
+      return guard('approval.list', parts[1] ? <ApprovalDetailPage id={parts[1]} session={s} /> : <ApprovalsPage session={s} />);
     case 'queue':
-      if (parts[1] === 'runs') return guard(['compliance'], <RunApprovalQueuePage session={s} />);
-      if (parts[1] === 'releases') return guard(['compliance'], <ReleaseQueuePage session={s} />);
+      if (parts[1] === 'runs') return guard('run.approve', <RunApprovalQueuePage session={s} />);
+      if (parts[1] === 'releases') return guard('export.release', <ReleaseQueuePage session={s} />);
       break;
     case 'exports':
       if (parts[1]) return <ExportPage id={parts[1]} session={s} />;
       break;
     case 'audit':
-      if (parts[1] === 'run' && parts[2]) return guard(['compliance', 'auditor'], <RunTimelinePage runId={parts[2]} />);
-      return guard(['compliance', 'auditor'], <AuditPage />);
+      if (parts[1] === 'run' && parts[2]) return guard('audit.read', <RunTimelinePage runId={parts[2]} />);
+      return guard('audit.read', <AuditPage />);
     case 'endpoints':
-      return guard(['admin'], <EndpointsPage />);
+      return guard('endpoint.review', <EndpointsPage />);
     case 'principals':
-      return guard(['admin'], <PrincipalsPage />);
+      return guard('principal.list', <PrincipalsPage />);
     case 'health':
       return <HealthPage session={s} />;
   }
@@ -104,7 +105,7 @@ function Console({ session }: { session: Session }) {
         </span>
       </header>
       <nav class="menu" aria-label="Pages">
-        {MENU.filter((m) => holds(session, m.roles)).map((m) => (
+        {MENU.filter((m) => may(session, m.action)).map((m) => (
           <a key={m.href} href={m.href} aria-current={current === m.href ? 'page' : undefined}>
             {m.label}
           </a>

@@ -252,6 +252,10 @@ export interface Approval {
   title: string | null;
   principalInvestigator: string;
   personnel: string[];
+  /**
+   * Clinician raters of rating studies on this approval's runs
+   */
+  raters: string[];
   benchmarks: string[];
   tiers: string[];
   endpoints: string[];

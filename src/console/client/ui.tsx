@@ -17,6 +17,9 @@ export function visible(text: string): string {
   return text.replace(BIDI_CONTROLS, (c) => `[U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}]`);
 }
 
+/** The policy gate lets the viewer attempt `action` (the session's `may`). Offering it is a convenience; the API decides. */
+export const may = (s: Session, action?: string) => !action || s.may.includes(action);
+
 /** The viewer holds one of `roles` (no roles: everyone). Hiding a page is a convenience; the API decides. */
 export const holds = (s: Session, roles?: string[]) => !roles || roles.some((r) => s.roles.includes(r));
 
