@@ -138,7 +138,7 @@ async function sign(app: App, input: SignInput, by: Signer): Promise<PreparedSig
  * runs and release exports under another name, or give themselves the role; those are signed on the
  * host (`ehrbench pki sign`) by its operator.
  */
-export const API_SIGNABLE_ROLES: readonly PrincipalRole[] = ['researcher', 'auditor'];
+export const API_SIGNABLE_ROLES: readonly PrincipalRole[] = ['researcher', 'auditor', 'clinician'];
 
 /** Refuses, audited, a certificate that would carry a role the signer may not give (before anything is made). */
 async function refuseReservedRoles(app: App, by: Signer, principal: string, roles: PrincipalRole[]): Promise<void> {

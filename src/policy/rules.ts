@@ -274,7 +274,7 @@ export const RULES = {
     "a client certificate issued by the daemon for an admin (POST /v1/certificates, the console) for a certification request: only the request's public key is taken, the certificate is returned, no file is written",
   'policy.principals.api': 'the principals file changed by the daemon for an admin: a principal mapped to a certificate signed through the API',
   'pki.sign.api.role-on-host':
-    'through the daemon an admin signs certificates for researchers and auditors only: one for a compliance officer or an admin (new, existing, or the role added) is signed on the host',
+    'through the daemon an admin signs certificates for researchers, auditors and clinicians only: one for a compliance officer or an admin (new, existing, or the role added) is signed on the host',
   'policy.file.loaded': 'a policy file (principals, endpoints) whose content the trail had not recorded was loaded; recorded with its sha256 and what changed before it took effect',
 
   // Fallbacks where a rule is reported but none was given.

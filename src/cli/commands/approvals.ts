@@ -11,6 +11,7 @@ interface AddArgs extends ClientArgs {
   title?: string;
   pi: string;
   personnel: string[];
+  raters?: string[];
   benchmarks?: string[];
   tiers?: string[];
   endpoints?: string[];
@@ -59,6 +60,7 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
               .option('title', { type: 'string' })
               .option('pi', { type: 'string', demandOption: true, describe: 'Principal investigator (principal id)' })
               .option('personnel', { type: 'string', array: true, demandOption: true, describe: 'Approved personnel (principal ids, comma-separated or repeated)' })
+              .option('raters', { type: 'string', array: true, describe: 'Clinician raters of rating studies on its runs (principal ids holding the clinician role; none the PI or personnel)' })
               .option('benchmarks', { type: 'string', array: true, describe: 'Benchmarks covered' })
               .option('tiers', { type: 'string', array: true, describe: 'Tiers covered for any benchmark: approval-required, private' })
               .option('endpoints', { type: 'string', array: true, describe: 'Endpoints approved (default: any the tier rules allow)' })
@@ -73,6 +75,7 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
               ...(args.title ? { title: args.title } : {}),
               principalInvestigator: args.pi,
               personnel: list(args.personnel),
+              ...(args.raters ? { raters: list(args.raters) } : {}),
               ...(args.benchmarks ? { benchmarks: list(args.benchmarks) } : {}),
               ...(args.tiers ? { tiers: list(args.tiers) as Tier[] } : {}),
               ...(args.endpoints ? { endpoints: list(args.endpoints) } : {}),
@@ -114,7 +117,7 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
             io.stdout(
               [
                 `approval ${a.approvalId}: protocol ${a.protocolNumber}${a.title ? ` "${a.title}"` : ''}, ${approvalStatusAt(a, new Date())} (version ${a.version})`,
-                `  PI ${a.principalInvestigator}; personnel ${a.personnel.join(', ')}`,
+                `  PI ${a.principalInvestigator}; personnel ${a.personnel.join(', ')}${a.raters?.length ? `; clinician raters ${a.raters.join(', ')}` : ''}`,
                 `  covers ${coverageText(a)}; endpoints [${a.endpoints.join(', ') || 'any allowed'}]`,
                 `  purpose: ${a.purpose}; DUA ${a.duaId ?? '-'}; budget ${a.budgetUsd ?? '-'} USD`,
                 `  valid from ${a.startsAt} until ${a.expiresAt ?? 'no expiry'}`,

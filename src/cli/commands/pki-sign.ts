@@ -14,7 +14,7 @@ import { csrPublicKey, hostOperator } from '../../identity';
 import { type GlobalArgs, withApp } from '../context';
 import { type Io, printJson } from '../output';
 
-export const ROLES = ['admin', 'researcher', 'compliance', 'auditor'] as const;
+export const ROLES = ['admin', 'researcher', 'compliance', 'auditor', 'clinician'] as const;
 const PRINCIPAL_ID = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 
 /** `--days` of `pki issue` and `pki sign`: a whole number of days, at least one. */

@@ -104,7 +104,7 @@ export function pkiCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           builder: (b) =>
             b
               .option('principal', { type: 'string', demandOption: true, describe: 'Principal id (the certificate common name)' })
-              .option('role', { choices: ['admin', 'researcher', 'compliance', 'auditor'] as const, describe: 'Role, required for a new principal; added to an existing one' })
+              .option('role', { choices: ['admin', 'researcher', 'compliance', 'auditor', 'clinician'] as const, describe: 'Role, required for a new principal; added to an existing one' })
               .option('display-name', { type: 'string' })
               .option('local-user', { type: 'string', describe: 'Also map this operating-system account (local mode)' })
               .option('days', { type: 'number', default: 365, describe: 'Validity in whole days (at least 1)' }),

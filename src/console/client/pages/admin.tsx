@@ -67,7 +67,7 @@ export function EndpointsPage() {
 }
 
 /** The roles the daemon signs for (src/certificates API_SIGNABLE_ROLES); compliance officers and admins are signed on the host. */
-const ROLES = ['researcher', 'auditor'] as const;
+const ROLES = ['researcher', 'auditor', 'clinician'] as const;
 const SIGN_EMPTY = { principal: '', role: '', days: '365', csr: '' };
 
 /**

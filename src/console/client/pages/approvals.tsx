@@ -16,7 +16,7 @@ const list = (text: string) =>
     .filter(Boolean);
 
 // No tier by default: a tier covers every benchmark of that tier, present and future, and a form must never grant it unasked.
-const EMPTY = { protocolNumber: '', title: '', principalInvestigator: '', personnel: '', benchmarks: '', endpoints: '', purpose: '', duaId: '', budgetUsd: '', expiresAt: '' };
+const EMPTY = { protocolNumber: '', title: '', principalInvestigator: '', personnel: '', raters: '', benchmarks: '', endpoints: '', purpose: '', duaId: '', budgetUsd: '', expiresAt: '' };
 const TIERS = ['approval-required', 'private'] as const;
 
 function RecordApproval({ onRecorded }: { onRecorded: () => void }) {
@@ -39,6 +39,7 @@ function RecordApproval({ onRecorded }: { onRecorded: () => void }) {
       purpose: form.purpose,
     };
     if (form.title) body.title = form.title;
+    if (form.raters) body.raters = list(form.raters);
     if (form.endpoints) body.endpoints = list(form.endpoints);
     if (form.duaId) body.duaId = form.duaId;
     if (form.budgetUsd) body.budgetUsd = Number(form.budgetUsd);
@@ -73,6 +74,7 @@ function RecordApproval({ onRecorded }: { onRecorded: () => void }) {
         {field('title', 'Title', 'optional; no patient information')}
         {field('principalInvestigator', 'Principal investigator', 'principal id')}
         {field('personnel', 'Personnel', 'principal ids, comma-separated')}
+        {field('raters', 'Clinician raters', 'clinicians who may rate rating studies of its runs; principal ids, comma-separated; none of them PI or personnel')}
         {field('benchmarks', 'Benchmarks', 'benchmark ids, comma-separated')}
         <fieldset aria-describedby="approval-tiers-hint">
           <legend>Whole tiers</legend>
