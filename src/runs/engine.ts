@@ -22,7 +22,7 @@ import { observeRunFinished, observeRunStarted } from '../observability';
 import { requiresDeidentification } from '../tiers';
 import { type AnnotationStage, juryPolicy, sameFamily } from '../annotate';
 import type { BudgetStage, Gateway } from '../calls';
-import type { AccessStage, DeidStage, PromptStage, RunContext } from './stages';
+import type { AccessStage, DeidStage, PromptStage, RunContext } from '../contracts';
 import { auditBase, ENGINE_ACTOR } from '../audit';
 import { annotateDeferred } from './deferred';
 import { runOutcome, type RunOutcome } from './outcome';

@@ -1,0 +1,6 @@
+/**
+ * The contracts between the engine and the rooms it composes: what a run is to its stages (RunContext),
+ * the stage ports, an endpoint's description and what calls cost. Types and pure helpers only, so
+ * every room above it may read it without reaching up to the engine (runs/) or the gateway (calls/).
+ */
+export type { AccessStage, Decision, DeidOutcome, DeidPlanning, DeidStage, PromptStage, RunContext, RunDecision, Scores } from './run';
