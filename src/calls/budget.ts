@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PriceEntry } from '../config';
 import type { Database, Queryable } from '../db';
-import type { Endpoint } from '../egress';
+import type { Endpoint } from '../contracts';
 import type { Completion } from '../models';
 import { approvalBudget } from '../access';
 import type { Decision, RunContext } from '../runs';

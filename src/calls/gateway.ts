@@ -17,7 +17,8 @@
  */
 import type { AuditEventInput, AuditTrail } from '../audit';
 import { sha256Hex } from '../canonical';
-import type { EgressEvent, Endpoint, EndpointPolicy, ReasoningEffort } from '../egress';
+import type { Endpoint, ReasoningEffort } from '../contracts';
+import type { EgressEvent, EndpointPolicy } from '../egress';
 import { PolicyDenied, UserError } from '../errors';
 import type { Actor } from '../identity';
 import type { Completion } from '../models';

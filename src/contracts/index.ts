@@ -3,4 +3,5 @@
  * the stage ports, an endpoint's description and what calls cost. Types and pure helpers only, so
  * every room above it may read it without reaching up to the engine (runs/) or the gateway (calls/).
  */
-export type { AccessStage, Decision, DeidOutcome, DeidPlanning, DeidStage, PromptStage, RunContext, RunDecision, Scores } from './run';
+export type { AccessStage, Decision, DeidOutcome, DeidPlanning, DeidStage, JuryPolicy, PromptStage, RunContext, RunDecision, Scores } from './run';
+export type { AuthorityDefinition, Endpoint, EndpointDefinition, ReasoningEffort } from './endpoint';
