@@ -8,7 +8,7 @@
  */
 import type { Instance } from '../catalog';
 import { annotatorsFor, type Annotations, type AnnotatorName, DEFERRED_ANNOTATORS } from '../metrics';
-import type { RunContext } from '../runs';
+import type { RunContext } from '../contracts';
 import { annotateWithSql, type SqlExecutor } from './ehrsql';
 import { annotateWithJury, type JudgePort } from './jury';
 import { annotateWithRubric } from './rubric';
