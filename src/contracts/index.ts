@@ -6,3 +6,4 @@
 export type { AccessStage, Decision, DeidOutcome, DeidPlanning, DeidStage, JuryPolicy, PromptStage, RunContext, RunDecision, Scores } from './run';
 export type { AuthorityDefinition, Endpoint, EndpointDefinition, ReasoningEffort } from './endpoint';
 export { costUsd, priceFor, type Price, type PricedEndpoint } from './prices';
+export { runPhase } from './phase';

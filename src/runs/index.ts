@@ -11,7 +11,7 @@ export { cancelRun, type StoppedRun } from './engine';
 export { requestRun } from './engine';
 export { summarize } from './engine';
 export { tokensUnderApproval } from './store';
-export { readProgress, runPhase, type RunProgress } from './progress';
+export { readProgress, type RunProgress } from './progress';
 export { juryPolicyText } from './jury-text';
 export { runOutcome, causeMeaning, OUTCOME_LABELS, type RunOutcome, type RunOutcomeKind, type RunCause } from './outcome';
 export { benchmarkNamed, benchmarkUnavailable, endpointNamed, shownId } from './named';
