@@ -7,3 +7,4 @@ export type { AccessStage, Decision, DeidOutcome, DeidPlanning, DeidStage, JuryP
 export type { AuthorityDefinition, Endpoint, EndpointDefinition, ReasoningEffort } from './endpoint';
 export { costUsd, priceFor, type Price, type PricedEndpoint } from './prices';
 export { runPhase } from './phase';
+export { AUDIT_EVENT_TYPES, type AuditEventType, type AuditOutcome } from './audit-events';
