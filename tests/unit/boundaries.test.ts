@@ -6,7 +6,8 @@
  *  - only the de-identification stage mints a de-identified prompt;
  *  - only src/csv.ts writes CSV, so no cell escapes its formula check;
  *  - the rooms are layered (LAYERS): a room imports only rooms of a layer below its own, so the
- *    engine (src/runs) composes the rooms under it and none of them reaches back up to it.
+ *    engine (src/runs) composes the rooms under it and none of them reaches back up to it;
+ *  - src/contracts, which the layers share, imports only types of other rooms (it loads no room's code).
  * Each rule is also run on a planted violation, so a rule that can no longer fail is noticed.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -122,6 +123,13 @@ export function upwardImport(imp: Import): string | undefined {
   return undefined;
 }
 
+/** An import in src/contracts of another room that is more than its types (contracts loads no other room's code). */
+export function contractsCode(rel: string, text: string): string[] {
+  if (!rel.startsWith('src/contracts/')) return [];
+  const code = [...text.matchAll(/^(import|export)\s(?!type\s)[^;]*?\sfrom\s*'(\.\.\/[^']+)'/gm)].map((m) => m[2] as string);
+  return code.map((specifier) => `${rel} imports ${specifier} (src/contracts imports types only: import type)`);
+}
+
 /** Constructions only the gateway may write, and mints only their owners may call. */
 const RESTRICTED: { what: RegExp; allowed: (rel: string) => boolean; rule: string }[] = [
   { what: /\bcreateEndpointTransport\s*\(/, allowed: (rel) => rel.startsWith('src/calls/') || rel.startsWith('src/egress/'), rule: 'only src/calls builds an endpoint transport' },
@@ -164,6 +172,10 @@ describe('boundaries of src/', () => {
     expect(LAYERS.flat().filter((r) => !rooms.includes(r))).toEqual([]);
   });
 
+  it('src/contracts imports only types of other rooms', () => {
+    expect(files.flatMap(({ rel, text }) => contractsCode(rel, text))).toEqual([]);
+  });
+
   it('sees every source file and its imports (the checks above have something to check)', () => {
     expect(files.length).toBeGreaterThan(100);
     expect(files.reduce((n, { file, text }) => n + importsOf(file, text).length, 0)).toBeGreaterThan(500);
@@ -195,6 +207,13 @@ describe('each rule fails on a planted violation', () => {
     expect(upwardImport({ file: join(SRC, 'metrics', 'x.ts'), specifier: '../catalog' })).toBeUndefined();
     expect(upwardImport({ file: inRuns, specifier: '../errors' })).toBeUndefined();
     expect(upwardImport({ file: inRuns, specifier: './store' })).toBeUndefined();
+  });
+  it('code of another room loaded by src/contracts', () => {
+    expect(contractsCode('src/contracts/x.ts', "import { getMetric } from '../metrics';")).toHaveLength(1);
+    expect(contractsCode('src/contracts/x.ts', "export { TIERS } from '../tiers';")).toHaveLength(1);
+    expect(contractsCode('src/contracts/x.ts', "import type { Benchmark } from '../catalog';")).toEqual([]);
+    expect(contractsCode('src/contracts/index.ts', "export { runPhase } from './phase';")).toEqual([]);
+    expect(contractsCode('src/calls/x.ts', "import { getMetric } from '../metrics';")).toEqual([]);
   });
   it('a transport, a client, a de-identified prompt or a CSV cell made elsewhere', () => {
     expect(restrictedUse('src/runs/x.ts', 'const t = createEndpointTransport(e, {});')).toHaveLength(1);
