@@ -9,7 +9,7 @@
  * The same rules are checked when a run is requested, when it starts, and before every instance, so an
  * approval suspended, expired or narrowed during a run stops it at its next instance.
  */
-import type { Endpoint } from '../egress';
+import type { Endpoint } from '../contracts';
 import { allow, type Decision, deny, type RuleId } from '../policy';
 import { type Tier, tierWithin } from '../tiers';
 import type { Approval } from './approvals';

@@ -4,9 +4,8 @@
  * A requester whose certificates were revoked after the run was requested (a blanket revocation, as
  * the API's break-glass makes) is refused as the API refuses them: the run stops at its next instance.
  */
-import type { Endpoint } from '../egress';
+import type { AccessStage, Endpoint, RunContext } from '../contracts';
 import type { Decision } from '../policy';
-import type { AccessStage, RunContext } from '../runs';
 import type { ApprovalStore } from './approvals';
 import type { PrincipalDirectory } from './principals';
 import { decideRunAccess, type RunAccessDecision } from './rules';

@@ -8,7 +8,7 @@
  */
 import type { Instance } from '../catalog';
 import { annotatorsFor, type Annotations, type AnnotatorName, DEFERRED_ANNOTATORS } from '../metrics';
-import type { RunContext } from '../runs';
+import type { RunContext } from '../contracts';
 import { annotateWithSql, type SqlExecutor } from './ehrsql';
 import { annotateWithJury, type JudgePort } from './jury';
 import { annotateWithRubric } from './rubric';
@@ -16,7 +16,7 @@ import { annotateWithRubric } from './rubric';
 export { annotateWithSql, extractSql, postProcessSql, SqlExecutor, EHRSQL_CURRENT_TIME, DEFAULT_TIMEOUT_MS, type EhrSqlContext, type ExecResult } from './ehrsql';
 export { annotateWithRubric, conversationText, criteriaMet, graderPrompt, GRADER_TEMPLATE, instanceScores, rubricItemText, rubricScore, type RubricAnnotation } from './rubric';
 export { metaEvalGraderPrompt, metaEvalRow, metaEvaluation, raterAgreement, type Agreement, type GradedRow, type MetaEvalRow, type MetaEvaluation, type RaterFigures } from './rubric';
-export { annotateWithJury, declineOf, isRefusal, judgePrompt, juryPolicy, type JuryPolicy, judgeScores, JUDGE_MAX_TOKENS, modelFamily, sameFamily, type JudgePort, type JuryContext } from './jury';
+export { annotateWithJury, declineOf, isRefusal, judgePrompt, juryPolicy, judgeScores, JUDGE_MAX_TOKENS, modelFamily, sameFamily, type JudgePort, type JuryContext } from './jury';
 
 /** `inline`: the annotators that run right after the model call; `deferred`: those run after all of the run's calls. */
 export type AnnotationPhase = 'inline' | 'deferred';

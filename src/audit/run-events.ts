@@ -1,6 +1,6 @@
 /** The audit fields every run event shares: who the engine is, and the run's ids. Never instance data. */
 import { serviceActor } from '../identity';
-import type { RunContext } from '../runs';
+import type { RunContext } from '../contracts';
 
 /** Model calls and run transitions are made by the daemon's engine on the requester's behalf. */
 export const ENGINE_ACTOR = serviceActor('engine');

@@ -2,50 +2,18 @@
  * The audit event a caller hands to the trail. Only ids, rule names, hashes and byte counts: never a
  * prompt, a completion, a note or an instance key (which may itself be an identifier).
  */
+import { AUDIT_EVENT_TYPES, type AuditEventType, type AuditOutcome } from '../contracts';
 import type { Queryable } from '../db';
 import type { Actor } from '../identity';
 import type { ErrorCode } from '../errors';
 import type { RuleId } from '../policy';
 import type { Tier } from '../tiers';
 
-export const AUDIT_EVENT_TYPES = [
-  'daemon.start',
-  'daemon.stop',
-  'config.load',
-  'policy.change',
-  'run.request',
-  'run.approve',
-  'run.start',
-  'run.complete',
-  'run.fail',
-  'run.cancel',
-  'run.halt',
-  'instance.blocked',
-  'instance.read',
-  'endpoint.call',
-  'approval.create',
-  'approval.grant',
-  'approval.suspend',
-  'approval.close',
-  'export.request',
-  'export.release',
-  'export.deny',
-  'audit.read',
-  'audit.verify',
-  'audit.checkpoint',
-  'audit.loss-accepted',
-  'audit.import',
-  'pki.issue',
-  'pki.revoke',
-  'access.denied',
-  'breakglass.start',
-  'breakglass.end',
-] as const;
-export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
+// The event types are read by the metrics too (observability, below the audit trail): src/contracts.
+export { AUDIT_EVENT_TYPES, type AuditEventType, type AuditOutcome };
 
 /** C/R/U/D/E as in DICOM / FHIR AuditEvent.action. */
 export type AuditAction = 'C' | 'R' | 'U' | 'D' | 'E';
-export type AuditOutcome = 'success' | 'denied' | 'failed';
 
 export interface AuditSubject {
   runId?: string;

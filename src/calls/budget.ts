@@ -15,11 +15,10 @@
 import { randomUUID } from 'node:crypto';
 import type { PriceEntry } from '../config';
 import type { Database, Queryable } from '../db';
-import type { Endpoint } from '../egress';
+import { costUsd, type Decision, type Endpoint, type PricedEndpoint, priceFor, type RunContext } from '../contracts';
 import type { Completion } from '../models';
 import { approvalBudget } from '../access';
-import type { Decision, RunContext } from '../runs';
-import { costUsd, type PricedEndpoint, priceFor, promptTokenBound } from './cost';
+import { promptTokenBound } from './cost';
 
 /** A hold on an approval's budget for one call's worst-case cost. */
 export interface BudgetHold {

@@ -3,7 +3,8 @@
  * endpoint, on that endpoint's egress-guarded transport, shared by the model under test, judges and
  * probes. The boundary test fails on a transport or client built anywhere else in src/.
  */
-import { createEndpointTransport, type EgressEvent, type Endpoint, type EndpointTransport, type Resolver } from '../egress';
+import type { Endpoint } from '../contracts';
+import { createEndpointTransport, type EgressEvent, type EndpointTransport, type Resolver } from '../egress';
 import { type CallHooks, type ChatRequest, type Completion, ModelClient } from '../models';
 
 export interface ClientOptions {

@@ -17,12 +17,12 @@
  */
 import type { AuditEventInput, AuditTrail } from '../audit';
 import { sha256Hex } from '../canonical';
-import type { EgressEvent, Endpoint, EndpointPolicy, ReasoningEffort } from '../egress';
+import type { AccessStage, Endpoint, ReasoningEffort, RunContext } from '../contracts';
+import type { EgressEvent, EndpointPolicy } from '../egress';
 import { PolicyDenied, UserError } from '../errors';
 import type { Actor } from '../identity';
 import type { Completion } from '../models';
 import { type Decision, isRule, type RuleId } from '../policy';
-import type { AccessStage, RunContext } from '../runs';
 import { auditBase, ENGINE_ACTOR } from '../audit';
 import type { BudgetHold, BudgetStage } from './budget';
 import { chargedUsage, promptTokenBound } from './cost';

@@ -8,5 +8,7 @@ export { deidentifiedPrompt, plainPrompt, SendablePrompt } from '../prompt';
 export { ApprovalBudgets, unpricedUnderBudget, type BudgetDecision, type ModelTokens, type TokenSum, type BudgetHold, type BudgetRequest, type BudgetStage } from './budget';
 export { EndpointCapacities, EndpointCapacity } from './capacity';
 export { SharedSlots } from './slots';
-export { chargedUsage, costUsd, priceFor, promptTokenBound, type Price, type PricedEndpoint, type UsageProblem } from './cost';
+export { chargedUsage, promptTokenBound, type UsageProblem } from './cost';
+// operations and the tests price calls through the gateway's room; the prices live in src/contracts.
+export { costUsd, priceFor, type Price, type PricedEndpoint } from '../contracts';
 export { ModelCallError, withoutReasoning, type Completion } from '../models';

@@ -5,7 +5,8 @@
  * (`awaiting approval`, `starting`, `planning`), then the counts and an ETA. Counts only, never data.
  */
 import { Format, type Options, type Params, SingleBar } from 'cli-progress';
-import { runPhase, type RunProgress } from '../runs';
+import { runPhase } from '../contracts';
+import type { RunProgress } from '../runs';
 import { type Io, processIo } from './output';
 
 /** Outside a terminal, a line at most this often while the run moves (EHRBENCH_PROGRESS_SECONDS). */

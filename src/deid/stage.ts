@@ -13,7 +13,7 @@
 import type { Instance } from '../catalog';
 import { type ChatMessage, deidentifiedPrompt, isConversation, plainPrompt, type PromptContent } from '../prompt';
 import type { RuleId } from '../policy';
-import type { DeidPlanning, DeidStage, RunContext } from '../runs';
+import type { DeidPlanning, DeidStage, RunContext } from '../contracts';
 import { Deidentifier } from './deidentifier';
 import { EvidenceCollector, HashedEvidence, type SealedEvidence } from './evidence';
 import { type DeidSettings, loadSecret, settingsVersion } from './settings';

@@ -12,6 +12,7 @@ import type { Tier } from '../tiers';
 import { addressAllowed, type Cidr, coveredAddresses, parseConfigAddress, parseConfigCidr } from './addresses';
 import { readSecretFile, refuseSecret, type SecretPlaces, secretFileProblem, secretVariableProblem } from './secrets';
 import { parseCanonicalUrl } from './url';
+import type { Endpoint, EndpointDefinition } from '../contracts';
 
 /** Longest endpoint URL a policy may hold (the schema says the same). */
 const MAX_ENDPOINT_URL_LENGTH = 2048;
@@ -30,53 +31,6 @@ export interface PolicyLoadOptions {
   allowlistWidth?: { ipv4: number; ipv6: number };
   /** Whether the TLS files named must exist (default true); false only to read an example policy of another host. */
   checkFiles?: boolean;
-}
-
-export type ReasoningEffort = 'low' | 'medium' | 'high';
-
-export interface EndpointDefinition {
-  id: string;
-  description?: string;
-  /** A test endpoint (init --test-endpoints): the loopback stand-in, printed as TEST; loopback only. */
-  test?: boolean;
-  provider: 'azure-openai' | 'openai-compatible';
-  url: string;
-  deployment?: string;
-  apiVersion?: string;
-  model?: string;
-  addresses?: string[];
-  allowedCidrs: string[];
-  tls?: { caFile?: string; spkiSha256?: string[]; clientCertFile?: string; clientKeyFile?: string };
-  auth: {
-    type: 'api-key' | 'apim-key' | 'entra-id' | 'none';
-    env?: string;
-    file?: string;
-    scope?: string;
-    tenantId?: string;
-    clientId?: string;
-    /** entra-id: the token authority, allowlisted like an endpoint (its traffic passes the same guard). */
-    authority?: AuthorityDefinition;
-  };
-  classification: { inVpc: boolean; baa: boolean; maxTier: Tier; development?: boolean };
-  limits?: { concurrency?: number; maxResponseBytes?: number; timeoutMs?: number };
-  /** The model's family (jury judges of the evaluated model's own family are left out). */
-  family?: string;
-  /** A reasoning model: its token parameter, default effort and output length (schemas/endpoints.schema.json). */
-  reasoning?: { tokenParameter?: 'max_tokens' | 'max_completion_tokens'; effort?: ReasoningEffort; maxOutputTokens?: number };
-}
-
-export interface AuthorityDefinition {
-  url: string;
-  addresses?: string[];
-  allowedCidrs: string[];
-  tls?: { caFile?: string; spkiSha256?: string[]; clientCertFile?: string; clientKeyFile?: string };
-}
-
-/** An endpoint with file references resolved against the policy file's folder. */
-export interface Endpoint extends EndpointDefinition {
-  policyFile: string;
-  /** The places its auth.file was checked against at load, checked again at read; without them none is read. */
-  secretPlaces?: SecretPlaces;
 }
 
 export interface EndpointPolicy {

@@ -12,7 +12,8 @@
 import { createHttpHeaders, type HttpClient, type PipelineRequest, type PipelineResponse } from '@azure/core-rest-pipeline';
 import { ClientSecretCredential, getBearerTokenProvider } from '@azure/identity';
 import { UserError } from '../errors';
-import { type Endpoint, readSecretReference } from './endpoints';
+import type { Endpoint } from '../contracts';
+import { readSecretReference } from './endpoints';
 import { EgressAborted, EgressDenied } from './errors';
 import type { EndpointTransport } from './guard';
 

@@ -23,7 +23,7 @@ import tls from 'node:tls';
 import { Agent, type Dispatcher, Response as UndiciResponse, buildConnector } from 'undici';
 import { UserError } from '../errors';
 import { canonicalAddress } from './addresses';
-import type { Endpoint } from './endpoints';
+import type { Endpoint } from '../contracts';
 import { EgressAborted, EgressDenied } from './errors';
 import { observeEgressEvent } from '../observability';
 import { type CheckedAddress, DEFAULT_DNS_TIMEOUT_MS, type EndpointOrigin, type Resolver, endpointOrigin, resolveChecked, systemResolver } from './resolve';

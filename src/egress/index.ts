@@ -1,6 +1,8 @@
 export { loadEndpointPolicy, readSecretReference } from './endpoints';
 export { summarizeEndpoints } from './policy-summary';
-export type { Endpoint, EndpointDefinition, EndpointPolicy, PolicyLoadOptions, ReasoningEffort } from './endpoints';
+export type { EndpointPolicy, PolicyLoadOptions } from './endpoints';
+// Tests name endpoints through the guard's room; src/ reads the description from src/contracts.
+export type { Endpoint, EndpointDefinition, ReasoningEffort } from '../contracts';
 export type { SecretPlaces } from './secrets';
 export { EgressAborted, EgressDenied } from './errors';
 export { addressAllowed, parseConfigAddress, parseConfigCidr } from './addresses';

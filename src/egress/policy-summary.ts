@@ -5,7 +5,8 @@
  * classification. No key, secret or file content.
  */
 import { canonicalHash } from '../canonical';
-import type { Endpoint, EndpointPolicy } from './endpoints';
+import type { Endpoint } from '../contracts';
+import type { EndpointPolicy } from './endpoints';
 
 type Entry = { fields: Record<string, string>; facts: Record<string, string> };
 

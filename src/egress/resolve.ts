@@ -7,7 +7,7 @@
  */
 import { promises as dns } from 'node:dns';
 import { canonicalAddress, matchingCidr } from './addresses';
-import type { Endpoint } from './endpoints';
+import type { Endpoint } from '../contracts';
 import { EgressDenied } from './errors';
 import { parseCanonicalUrl, pathPrefix } from './url';
 

@@ -7,7 +7,7 @@
 import type { Approval } from '../access';
 import type { Catalog } from '../catalog';
 import type { PriceEntry } from '../config';
-import { costUsd, priceFor } from '../calls';
+import { costUsd, priceFor } from '../contracts';
 import type { RunRow, RunStore } from '../runs';
 import { TIERS, type Tier } from '../tiers';
 import { type CellStatus, complement, type DisclosureSettings, metricCell, releasedCount, subgroupCells, suppressPartition } from './disclosure';

@@ -7,8 +7,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import OpenAI, { AzureOpenAI } from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
-import type { Endpoint, EndpointTransport } from '../egress';
-import { EgressAborted, EgressDenied, type ReasoningEffort } from '../egress';
+import type { Endpoint, ReasoningEffort } from '../contracts';
+import type { EndpointTransport } from '../egress';
+import { EgressAborted, EgressDenied } from '../egress';
 import { type ErrorCode, UserError } from '../errors';
 import { resolveApiKey } from './credentials';
 

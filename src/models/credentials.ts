@@ -1,5 +1,6 @@
 /** Endpoint secrets by reference: an environment variable or a file, never inline in a policy. */
-import { type Endpoint, readSecretReference } from '../egress';
+import type { Endpoint } from '../contracts';
+import { readSecretReference } from '../egress';
 
 export function resolveApiKey(endpoint: Endpoint, env: NodeJS.ProcessEnv = process.env): string | undefined {
   const auth = endpoint.auth;

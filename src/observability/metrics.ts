@@ -4,7 +4,7 @@
  * prompt, a completion or any other text from a dataset (labels.ts enforces it). A hook never throws:
  * a metric must not change what the code it observes does.
  */
-import { AUDIT_EVENT_TYPES, type AuditEventInput } from '../audit';
+import { AUDIT_EVENT_TYPES, type AuditEventType, type AuditOutcome } from '../contracts';
 import { TIERS } from '../tiers';
 import { DAEMON_VERSION } from '../version';
 import { closed, idOf, rule } from './labels';
@@ -157,7 +157,7 @@ export function observeEgressEvent(event: { type: string; endpointId: string; ru
 }
 
 /** Every audit event passes here before it is written; denials are counted by rule. */
-export function observeAuditEvent(event: Pick<AuditEventInput, 'type' | 'outcome' | 'rule'>): void {
+export function observeAuditEvent(event: { type: AuditEventType; outcome: AuditOutcome; rule?: string }): void {
   // A blocked prompt is a de-identification outcome, counted by observeInstance, not an access denial.
   if (event.outcome === 'denied' && event.type !== 'instance.blocked') {
     safely(() => accessDenials.inc({ event: event.type, rule: event.rule ?? 'access.unnamed-rule' }));

@@ -3,7 +3,7 @@
  * pending), the status in words and every count. A caller from whom policy/visibility withholds the
  * run's figures gets the picture of the rule, never a number.
  */
-import { runPhase } from '../runs';
+import { runPhase } from '../contracts';
 import { PROGRESS_STATES, type RunCounts } from './progress-states';
 import { INK, MUTED, noDataSvg, num, svgDocument, text, textWidth, xmlEscape } from './svg';
 

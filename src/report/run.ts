@@ -6,7 +6,8 @@
  */
 import type { RunView } from '../operations';
 import { runProgressSvg } from '../pictures';
-import { juryPolicyText, runPhase } from '../runs';
+import { runPhase } from '../contracts';
+import { juryPolicyText } from '../runs';
 import { esc, facts, figure, page, score, table } from './html';
 
 export interface RunReportOptions {

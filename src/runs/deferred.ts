@@ -9,7 +9,7 @@ import type { JudgePort } from '../annotate';
 import { PolicyDenied } from '../errors';
 import { type AnnotatorName, scoreInstance } from '../metrics';
 import type { Engine } from './engine';
-import type { RunContext } from './stages';
+import type { RunContext } from '../contracts';
 
 const PAGE = 50;
 

@@ -5,7 +5,8 @@
  * the file is; the daemon's log names the file and the field (src/server/faults.ts).
  */
 import type { Benchmark, Catalog } from '../catalog';
-import type { Endpoint, EndpointPolicy } from '../egress';
+import type { Endpoint } from '../contracts';
+import type { EndpointPolicy } from '../egress';
 import { SITE_FAULTS, siteFaultFor, UserError } from '../errors';
 
 /** An id as the requester sent it, safe to repeat in an answer. */

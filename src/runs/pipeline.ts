@@ -14,7 +14,7 @@ import { metricsToStore, scoreInstance } from '../metrics';
 import { observeModelCall } from '../observability';
 import { auditBase, ENGINE_ACTOR } from '../audit';
 import type { Engine } from './engine';
-import type { RunContext } from './stages';
+import type { RunContext } from '../contracts';
 import type { ClaimedItem, ItemResult } from './store';
 
 export type InstanceOutcome =

@@ -9,7 +9,7 @@
 import { type Instance, pinnedToRevision, type SkipCounts, streamInstances, verifyDataset } from '../catalog';
 import { UserError } from '../errors';
 import type { Engine } from './engine';
-import type { RunContext } from './stages';
+import type { RunContext } from '../contracts';
 import type { RunRow } from './store';
 
 /**

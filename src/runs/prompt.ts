@@ -1,5 +1,5 @@
 import { renderTemplate } from '../catalog';
-import type { PromptStage } from './stages';
+import type { PromptStage } from '../contracts';
 
 /**
  * Prompt build: the benchmark's template filled from the instance; an instance that is a conversation

@@ -5,7 +5,7 @@
 import type { Database, Queryable } from '../db';
 import { GroupCommit } from '../db';
 import type { DataRevision, Instance } from '../catalog';
-import type { JuryPolicy } from '../annotate';
+import type { JuryPolicy } from '../contracts';
 import { getMetric, withClippedStats } from '../metrics';
 import type { RunPreset } from './preset';
 import type { Tier } from '../tiers';

@@ -10,7 +10,7 @@ import { observeInstance, observeModelCallFailure } from '../observability';
 import type { Engine, ExecuteOptions } from './engine';
 import { processInstance } from './pipeline';
 import type { Planning } from './planner';
-import type { RunContext } from './stages';
+import type { RunContext } from '../contracts';
 import type { ClaimedItem } from './store';
 import { RunWatch } from './watch';
 

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { App } from '../app';
 import { type ApprovalChange, type ApprovalInput, endpointDecision } from '../access';
-import type { Endpoint } from '../egress';
+import type { Endpoint } from '../contracts';
 import { TIERS, type Tier } from '../tiers';
 import { chainOf, lastProbes, loadCheckpoints, loadMacKeysIfPresent, loadWitnesses, type RecordFilter, streamRecords, tailRecords, trustedKeys, verifyAudit, type AuditRecord } from '../audit';
 import type { InstancesQuery, Operations, RunRequestInput } from '../operations';

@@ -8,7 +8,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { countsText, formatEta, ProgressDisplay } from '../../src/cli/progress';
-import { runPhase } from '../../src/runs';
+import { runPhase } from '../../src/contracts';
 import { startModelServer } from '../../src/demo/model-server';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';

@@ -20,7 +20,7 @@ import {
   runProgressSvg,
   xmlEscape,
 } from '../../src/pictures';
-import { runPhase } from '../../src/runs';
+import { runPhase } from '../../src/contracts';
 import { ROOT } from '../helpers/paths';
 
 const HOSTILE = `<script>alert("x")</script> & 'co' ]]> \u0001\u0007\u001b end`;

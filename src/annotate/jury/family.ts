@@ -3,7 +3,7 @@
  * grading its own kind is the bias MedHELM's leaderboard avoided). The endpoint's `family` wins;
  * else the family is read from its model or deployment name.
  */
-import type { Endpoint } from '../../egress';
+import type { Endpoint } from '../../contracts';
 
 const FAMILIES: [string, RegExp][] = [
   ['gpt', /(?:^|[^a-z])(?:gpt|o[1-9](?:-|$)|openai|chatgpt)/i],

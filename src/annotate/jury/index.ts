@@ -22,6 +22,7 @@ import { commandPrefix } from '../../command-prefix';
 import { fillJuryTemplate, renderTemplate } from '../../catalog';
 import type { Benchmark, Instance } from '../../catalog';
 import { type Completion, ModelCallError, type SendablePrompt } from '../../calls';
+import type { JuryPolicy } from '../../contracts';
 import { UserError } from '../../errors';
 import { JURY_METRICS, MAX_JUDGES, type ScoringMode } from '../../metrics';
 import { judgeScores, type Scale } from './parse';
@@ -74,24 +75,7 @@ export function isRefusal(prediction: string): boolean {
   return declineOf(prediction) === 'refusal';
 }
 
-/**
- * Whom the jury asks and what it floors, for a run's scoring mode: recorded in the run's spec, and
- * the one rule annotateWithJury follows. `helm` mode is HELM's jury: every judge of the benchmark
- * whatever its family or the site's `jury.sameFamily`, and no floor but the empty answer. `corrected`
- * mode leaves out judges of the evaluated model's own family (unless the site allows them) and floors
- * an answer that is a refusal and nothing else.
- */
-export interface JuryPolicy {
-  /** Endpoint ids asked, in the benchmark's order. */
-  judgesAsked: string[];
-  /** Endpoint ids left out as of the evaluated model's family. */
-  judgesLeftOut: string[];
-  /** exclude: same-family judges left out; allow: the site lets them judge; helm-asks-all: helm mode asks every judge. */
-  sameFamily: 'exclude' | 'allow' | 'helm-asks-all';
-  /** What scores the floor without a judge being asked. */
-  floor: 'empty-answer' | 'empty-answer-or-refusal';
-}
-
+/** Whom the jury asks and what it floors (the recorded policy's shape is the engine's contract, src/contracts). */
 export function juryPolicy(mode: ScoringMode, b: Pick<Benchmark, 'judges' | 'jurySameFamily'>, isSameFamily: (endpointId: string) => boolean): JuryPolicy {
   const listed = b.judges ?? [];
   const sameFamily = mode === 'helm' ? 'helm-asks-all' : (b.jurySameFamily ?? 'exclude');

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { CommandModule } from 'yargs';
 import { loadConfig } from '../../config';
 import { serveInForeground } from '../../demo';
-import type { Endpoint } from '../../egress';
+import type { Endpoint } from '../../contracts';
 import { UserError } from '../../errors';
 import { DEFAULT_DEMO_PORT, DEMO_ENDPOINT_ID } from '../../setup';
 import type { GlobalArgs } from '../context';

@@ -5,13 +5,30 @@
  * and, once every instance is finished, aggregation. The pipeline knows nothing of their insides.
  */
 import type { PromptContent, SendablePrompt } from '../prompt';
-import type { JuryPolicy } from '../annotate';
 import type { Benchmark, Instance } from '../catalog';
-import type { Endpoint, ReasoningEffort } from '../egress';
+import type { Endpoint, ReasoningEffort } from './endpoint';
 import type { Actor } from '../identity';
 import type { ScoringMode } from '../metrics';
 import type { Decision, RuleId } from '../policy';
 import type { Tier } from '../tiers';
+
+/**
+ * Whom the jury asks and what it floors, for a run's scoring mode: recorded in the run's spec, and
+ * the one rule annotateWithJury follows. `helm` mode is HELM's jury: every judge of the benchmark
+ * whatever its family or the site's `jury.sameFamily`, and no floor but the empty answer. `corrected`
+ * mode leaves out judges of the evaluated model's own family (unless the site allows them) and floors
+ * an answer that is a refusal and nothing else.
+ */
+export interface JuryPolicy {
+  /** Endpoint ids asked, in the benchmark's order. */
+  judgesAsked: string[];
+  /** Endpoint ids left out as of the evaluated model's family. */
+  judgesLeftOut: string[];
+  /** exclude: same-family judges left out; allow: the site lets them judge; helm-asks-all: helm mode asks every judge. */
+  sameFamily: 'exclude' | 'allow' | 'helm-asks-all';
+  /** What scores the floor without a judge being asked. */
+  floor: 'empty-answer' | 'empty-answer-or-refusal';
+}
 
 /** Everything stages may know about the run an instance belongs to. No instance data. */
 export interface RunContext {
