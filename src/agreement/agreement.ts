@@ -179,7 +179,14 @@ function compare(values: ItemValues, clinicians: Map<string, number>, sel: Selec
   if (z.value === null) return { items: items.length, icc: z, spearman: z };
   const ours = items.map((i) => clinicians.get(i) as number);
   const theirs = z.value;
-  return { items: items.length, icc: icc3k(ours.map((c, i) => [c, theirs[i] as number]), sel.alpha), spearman: spearman(ours, theirs) };
+  return {
+    items: items.length,
+    icc: icc3k(
+      ours.map((c, i) => [c, theirs[i] as number]),
+      sel.alpha,
+    ),
+    spearman: spearman(ours, theirs),
+  };
 }
 
 /** The two clinicians with the most items in common (ties: the first pair in name order), and their ICC. */
@@ -197,13 +204,29 @@ function clinicianPair(scored: readonly Scored[], sel: Selection): SelectionAgre
     }
   if (!best) return { pair: null, items: 0, icc: { value: null, reason: 'fewer than 2 clinicians' } };
   const [x, y] = best.pair.map((r) => byRater.get(r) as Map<string, number>) as [Map<string, number>, Map<string, number>];
-  return { pair: best.pair, items: best.items.length, icc: icc3k(best.items.map((i) => [x.get(i) as number, y.get(i) as number]), sel.alpha) };
+  return {
+    pair: best.pair,
+    items: best.items.length,
+    icc: icc3k(
+      best.items.map((i) => [x.get(i) as number, y.get(i) as number]),
+      sel.alpha,
+    ),
+  };
 }
 
 function judgeComparisons(input: AgreementInput, clinicians: Map<string, number>, sel: Selection): Record<string, Comparison> {
   const judges = [...new Set((input.judges ?? []).map((j) => j.judge))].sort();
   const out: Record<string, Comparison> = {};
-  for (const judge of judges) out[judge] = compare(juryComposites((input.judges ?? []).filter((j) => j.judge === judge), input.criteria, sel), clinicians, sel);
+  for (const judge of judges)
+    out[judge] = compare(
+      juryComposites(
+        (input.judges ?? []).filter((j) => j.judge === judge),
+        input.criteria,
+        sel,
+      ),
+      clinicians,
+      sel,
+    );
   return out;
 }
 

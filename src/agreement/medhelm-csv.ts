@@ -42,8 +42,7 @@ function checkHeader(file: string, header: readonly string[]): Map<string, numbe
   const at = new Map<string, number>();
   header.forEach((h, i) => {
     const name = h.trim();
-    if (!MEDHELM_COLUMNS.includes(name))
-      fail(file, `line 1, ${headerName(h, i)}`, `not a column of the MedHELM ratings file; remove it (the file must have exactly ${MEDHELM_COLUMNS.join(', ')})`);
+    if (!MEDHELM_COLUMNS.includes(name)) fail(file, `line 1, ${headerName(h, i)}`, `not a column of the MedHELM ratings file; remove it (the file must have exactly ${MEDHELM_COLUMNS.join(', ')})`);
     if (at.has(name)) fail(file, `line 1, column ${i + 1} (${name})`, 'appears twice; keep one');
     at.set(name, i);
   });
@@ -121,8 +120,7 @@ export function parseMedhelmRatings(file: string, content: string): AgreementInp
     rated.add(JSON.stringify([rater, dataset, item]));
     const before = jury.get(itemKey);
     const differs = before && MEDHELM_CRITERIA.find((c) => before.scores[c] !== juryScores[c]);
-    if (differs)
-      fail(file, `line ${r.line}, column llm_${differs}`, `the jury's score of this item differs from line ${before.line}; the jury's scores must be the same on every row of an item`);
+    if (differs) fail(file, `line ${r.line}, column llm_${differs}`, `the jury's score of this item differs from line ${before.line}; the jury's scores must be the same on every row of an item`);
     if (!before) jury.set(itemKey, { dataset, item, scores: juryScores, line: r.line });
     ratings.push({ rater, dataset, item, scores });
   }

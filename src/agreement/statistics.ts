@@ -100,7 +100,7 @@ export function icc3k(matrix: readonly (readonly number[])[], alpha = 0.05): May
 export function averageRanks(values: readonly number[]): number[] {
   const order = values.map((v, i) => [v, i] as const).sort((a, b) => a[0] - b[0]);
   const ranks = new Array<number>(values.length);
-  for (let start = 0; start < order.length; ) {
+  for (let start = 0; start < order.length;) {
     let end = start;
     while (end + 1 < order.length && (order[end + 1] as readonly [number, number])[0] === (order[start] as readonly [number, number])[0]) end++;
     const rank = (start + end) / 2 + 1;
