@@ -35,6 +35,7 @@ const COMMANDS: Record<string, () => CommandFactory[]> = {
   deid: () => [require('./commands/deid').deidCommand],
   export: () => [require('./commands/export').exportCommand],
   report: () => [require('./commands/report').reportCommand],
+  ratings: () => [require('./commands/ratings').ratingsCommand],
 };
 
 /** The first word that is not an option: the command asked for. */
