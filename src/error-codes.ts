@@ -62,6 +62,21 @@ export const ERRORS = {
   'leaderboard.run-not-completed': e(409, 'only completed runs go on a leaderboard'),
   'init.site-id-differs': e(409, 'init --site-id names another id than the existing config.json holds; edit site.id there, or pass --force to rewrite it'),
 
+  // Rating studies (src/ratings).
+  'rating.study-not-found': e(404, 'no such rating study'),
+  'rating.item-not-found': e(404, 'the rating study has no such item'),
+  'rating.study-closed': e(409, 'the rating study is closed: its ratings can no longer be given or changed'),
+  'rating.item-covered': e(409, "enough clinicians already rated this item (the study's raters per item); ask for the next item"),
+  'rating.runs-unsuitable': e(
+    409,
+    'the runs cannot form one rating study: each must exist and be completed, all of one benchmark with an LLM jury, one tier and one approval, its prompt template unchanged, with answered instances',
+  ),
+  'rating.prompt-unavailable': e(
+    409,
+    "an EHR tier's item cannot be shown: the prompt the model received was de-identified and is not stored, and no de-identification was given to rebuild it (or it still carries an identifier)",
+  ),
+  'rating.invalid': e(400, 'a rating study or a rating does not match its schema, names an unknown criterion, misses one, or gives a score outside the scale'),
+
   // Input that is well-formed but wrong.
   'approval.invalid': e(400, 'the IRB approval is incomplete or inconsistent (it must cover a benchmark or a tier; expiresAt after startsAt)'),
   'export.no-runs': e(400, 'an export names at least one run'),

@@ -117,7 +117,10 @@ BEGIN
     ['judge_spend', 'SELECT, INSERT'],
     ['issued_certificates', 'SELECT, INSERT'],
     ['run_deid_evidence', 'SELECT, INSERT, UPDATE'],
-    ['policy_versions', 'SELECT, INSERT']
+    ['policy_versions', 'SELECT, INSERT'],
+    ['rating_studies', 'SELECT, INSERT, UPDATE'],
+    ['rating_items', 'SELECT, INSERT'],
+    ['ratings', 'SELECT, INSERT, UPDATE']
   ] LOOP
     IF to_regclass(g[1]) IS NOT NULL THEN
       EXECUTE format('REVOKE ALL ON %I FROM %I', g[1], app_role);

@@ -525,6 +525,25 @@ export class RunStore {
     );
   }
 
+  /** The keys of a run's answered instances, in ordinal order: the population a rating study samples. */
+  async answeredKeys(runId: string): Promise<string[]> {
+    const rows = await this.db.query<{ item_key: string }>(`SELECT item_key FROM run_items WHERE run_id = $1::uuid AND state = 'done' AND prediction IS NOT NULL ORDER BY ordinal`, [runId]);
+    return rows.map((r) => r.item_key);
+  }
+
+  /**
+   * Answered instances of a run by key, with what a rating study shows and compares (the instance as
+   * planned, the prediction, the scores). Patient text for an EHR tier: the caller never logs it.
+   */
+  async answeredByKeys(runId: string, keys: string[]): Promise<{ item_key: string; ordinal: number; payload: Instance; prediction: string; scores: Record<string, number | null> | null }[]> {
+    if (keys.length === 0) return [];
+    return this.db.query(
+      `SELECT item_key, ordinal, payload, prediction, scores FROM run_items
+        WHERE run_id = $1::uuid AND item_key = ANY($2::text[]) AND state = 'done' AND prediction IS NOT NULL`,
+      [runId, keys],
+    );
+  }
+
   /**
    * A page of the instances of a run that failed or were blocked, by position, state and code only:
    * no payload, prediction or score is read, so none can reach a reader of an EHR tier's run.

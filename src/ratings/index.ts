@@ -1,0 +1,26 @@
+/** The folder's public surface: other folders import from here only. */
+export { RatingStudies, type RatingStudiesOptions } from './studies';
+export { criteriaOf, type Criterion } from './criteria';
+export {
+  FLAG_REASONS,
+  type ClinicianRating,
+  type FlagReason,
+  type ItemToRate,
+  type JudgeItemScores,
+  type JuryItemScores,
+  type NextItem,
+  type RaterProgress,
+  type RatingEventDetail,
+  type RatingRecorder,
+  type RatingRow,
+  type RatingState,
+  type RougeItemScore,
+  type SentPrompt,
+  type Study,
+  type StudyEventDetail,
+  type StudyProgress,
+  type StudyRatings,
+  type StudyRecorder,
+  type StudySpec,
+  type StudyStatus,
+} from './types';
