@@ -28,7 +28,8 @@ import { createLogger, type Logger } from './log';
 import { AccessPolicy, ApprovalStore, completeApprovalLedgers, latestApprovalChanges, loadPrincipals, type PrincipalDirectory, STATUS_OF, STOPPED, summarizePrincipals } from './access';
 import { createAnnotators, SqlExecutor } from './annotate';
 import { ApprovalBudgets, EndpointCapacities, EndpointClients, Gateway } from './calls';
-import { type Engine, templatePrompt, tokensUnderApproval } from './runs';
+import { type Engine, sentPromptOf, templatePrompt, tokensUnderApproval } from './runs';
+import { RatingStudies } from './ratings';
 import { RunStore } from './runs';
 import { DAEMON_VERSION } from './version';
 import { completeLedgers, type LedgerEntry, missingFromLedger, missingFromStore, readLedgers, Revocations, serviceActor } from './identity';
@@ -47,6 +48,8 @@ export interface App {
   audit: AuditLog;
   engine: Engine;
   approvals: ApprovalStore;
+  /** Rating studies: clinicians' blinded ratings of a jury benchmark's answers (an EHR run's prompts as its model received them). */
+  ratings: RatingStudies;
   /** The principal directory, re-read when its file changes (hospital IT edits it). */
   principals(): PrincipalDirectory;
   /** Re-reads the principals file now (recorded first, as on any reload): after this process wrote it. */
@@ -335,6 +338,7 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     audit,
     engine,
     approvals,
+    ratings: new RatingStudies(db, engine.store, catalog, { sentPrompt: (runId, instance, prompt) => sentPromptOf(engine, runId, instance, prompt) }),
     principals,
     refreshPrincipals: () => livePrincipals.refresh(),
     async refreshPolicies() {

@@ -24,7 +24,10 @@ import {
   type RunRequestInput,
   type RunView,
   type StoppedRunView,
+  type StudyDetail,
+  type StudyView,
 } from '../operations';
+import type { StudySpec } from '../ratings';
 
 export { localCaller };
 import type { GlobalArgs } from './context';
@@ -66,6 +69,10 @@ export interface Client {
   showRun(id: string): Promise<RunView>;
   listInstances(id: string, query: InstancesQuery): Promise<RunInstances>;
   metaEvaluation(id: string): Promise<RunMetaEvaluation>;
+  openStudy(spec: StudySpec): Promise<StudyDetail>;
+  listStudies(): Promise<StudyView[]>;
+  showStudy(id: string): Promise<StudyDetail>;
+  closeStudy(id: string): Promise<StudyView>;
   createApproval(input: ApprovalInput): Promise<Approval>;
   listApprovals(): Promise<Approval[]>;
   showApproval(id: string): Promise<ApprovalDetail>;
@@ -95,6 +102,10 @@ class LocalClient implements Client {
   showRun = (id: string) => this.ops.showRun(this.caller, id);
   listInstances = (id: string, query: InstancesQuery) => this.ops.listInstances(this.caller, id, query);
   metaEvaluation = (id: string) => this.ops.metaEvaluation(this.caller, id);
+  openStudy = (spec: StudySpec) => this.ops.studies.open(this.caller, spec);
+  listStudies = () => this.ops.studies.list(this.caller);
+  showStudy = (id: string) => this.ops.studies.detail(this.caller, id);
+  closeStudy = (id: string) => this.ops.studies.close(this.caller, id);
   createApproval = (input: ApprovalInput) => this.ops.createApproval(this.caller, input);
   listApprovals = () => this.ops.listApprovals(this.caller);
   showApproval = (id: string) => this.ops.showApproval(this.caller, id);
@@ -219,6 +230,10 @@ class RemoteClient implements Client, AuditReviewClient {
   showRun = (id: string) => this.call<RunView>('GET', `/v1/runs/${encodeURIComponent(id)}`);
   listInstances = (id: string, query: InstancesQuery) => this.call<RunInstances>('GET', `/v1/runs/${encodeURIComponent(id)}/instances${queryString(query)}`);
   metaEvaluation = (id: string) => this.call<RunMetaEvaluation>('GET', `/v1/runs/${encodeURIComponent(id)}/meta-evaluation`);
+  openStudy = (spec: StudySpec) => this.call<StudyDetail>('POST', '/v1/studies', spec);
+  listStudies = () => this.call<StudyView[]>('GET', '/v1/studies');
+  showStudy = (id: string) => this.call<StudyDetail>('GET', `/v1/studies/${encodeURIComponent(id)}`);
+  closeStudy = (id: string) => this.call<StudyView>('POST', `/v1/studies/${encodeURIComponent(id)}/close`, {});
   createApproval = (input: ApprovalInput) => this.call<Approval>('POST', '/v1/approvals', input);
   listApprovals = () => this.call<Approval[]>('GET', '/v1/approvals');
   showApproval = (id: string) => this.call<ApprovalDetail>('GET', `/v1/approvals/${encodeURIComponent(id)}`);

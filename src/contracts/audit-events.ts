@@ -34,6 +34,9 @@ export const AUDIT_EVENT_TYPES = [
   'access.denied',
   'breakglass.start',
   'breakglass.end',
+  'study.open',
+  'study.close',
+  'study.rate',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

@@ -12,7 +12,20 @@ import type { RunRow, RunStore } from '../runs';
 import { TIERS, type Tier } from '../tiers';
 import { type CellStatus, complement, type DisclosureSettings, metricCell, releasedCount, subgroupCells, suppressPartition } from './disclosure';
 import { type CohortRef, type ExportStore, OTHER_LABEL } from './store';
-import { CI_METHOD, DIFFERENCING_RULE, type DisclosurePolicy, type ExportContent, type ExportResult, type MetricCell, type Subgroup, type Usage, VALUE_RESOLUTION } from './types';
+import {
+  CI_METHOD,
+  DIFFERENCING_RULE,
+  type DisclosurePolicy,
+  type ExportContent,
+  type ExportResult,
+  type JuryValidation,
+  type MetricCell,
+  type StudyValidationFigures,
+  type Subgroup,
+  type Usage,
+  VALUE_RESOLUTION,
+  type ValidationFigure,
+} from './types';
 
 export interface ContentDeps {
   exports: ExportStore;
@@ -20,6 +33,8 @@ export interface ContentDeps {
   catalog: Catalog;
   prices: readonly PriceEntry[];
   settings: DisclosureSettings;
+  /** The latest closed rating study of a benchmark, its pooled agreement (src/ratings); none: not validated at the site. */
+  juryValidation?: (benchmarkId: string) => Promise<StudyValidationFigures | undefined>;
 }
 
 export interface ContentInput {
@@ -117,6 +132,29 @@ async function runResult(deps: ContentDeps, run: RunRow, cohorts: ReleasedCohort
     metrics: metrics.map((m): MetricCell => (released ? metricCell(overall.metrics.get(m), m, s) : { name: m, suppressed: '<k' })),
     subgroups,
     usage: released ? await usageOf(deps, run) : null,
+    ...(run.spec.benchmark.mainMetric.startsWith('jury_score') ? { juryValidation: juryValidationOf(await deps.juryValidation?.(run.benchmark_id), s) } : {}),
+  };
+}
+
+/** A study's agreement as an export states it: counts as ranges, figures rounded outward, none under k items. */
+export function juryValidationOf(f: StudyValidationFigures | undefined, s: DisclosureSettings): JuryValidation {
+  if (!f) return { validated: false, reason: 'no closed rating study of this benchmark at the site: its jury was not checked against the site clinicians' };
+  const items = releasedCount(f.items, s);
+  if ('suppressed' in items) return { validated: false, reason: `the closed rating study ${f.studyId} rated fewer than k items: too few to state its agreement` };
+  const round2 = (v: number) => Math.round(v * 100) / 100;
+  const figure = (x: { value: number | null; ci95?: { low: number; high: number } | null }): ValidationFigure | null =>
+    x.value === null ? null : { value: round2(x.value), ci95: x.ci95 ? { low: Math.floor(x.ci95.low * 100) / 100, high: Math.ceil(x.ci95.high * 100) / 100 } : null };
+  return {
+    validated: true,
+    studyId: f.studyId,
+    closedOn: f.closedAt.slice(0, 10),
+    items,
+    clinicians: f.clinicians,
+    method: 'ICC(3,k) of the jury composite against the clinicians mean, each rater z-scored (MedHELM), 95% interval from the F distribution',
+    icc: figure(f.icc),
+    spearman: f.spearman.value === null ? null : round2(f.spearman.value),
+    weightedKappa: f.kappa.value === null ? null : round2(f.kappa.value),
+    clinicianClinicianIcc: figure(f.clinicianClinicianIcc),
   };
 }
 

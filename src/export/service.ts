@@ -18,6 +18,7 @@ import { formatSchemaErrors, validatorFor } from '../config';
 import { PolicyDenied, UserError } from '../errors';
 import type { Actor } from '../identity';
 import { decide, type RuleId } from '../policy';
+import { latestValidation } from '../ratings';
 import type { RunRow } from '../runs';
 import { DAEMON_VERSION } from '../version';
 import { signBundle } from './bundle';
@@ -156,7 +157,14 @@ export class ExportService {
       if (problem) return refusal('export.approval-inactive', `approval ${safeId(approval.protocolNumber)} of run ${run.run_id} is ${problem}; results under it cannot be released`);
     }
     const built = await buildContent(
-      { exports: this.store, runs: this.app.engine.store, catalog: this.app.catalog(), prices: this.app.config.export.prices, settings: this.settings },
+      {
+        exports: this.store,
+        runs: this.app.engine.store,
+        catalog: this.app.catalog(),
+        prices: this.app.config.export.prices,
+        settings: this.settings,
+        juryValidation: (benchmarkId) => latestValidation(this.app.ratings, this.app.engine.store, benchmarkId),
+      },
       { exportId, siteId: this.app.config.site.id, requestedBy, requestedOn, runs, approvals },
     );
     const { cohorts } = built;

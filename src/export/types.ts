@@ -3,6 +3,9 @@
  * least k instances, a marker saying it was suppressed, or provenance (ids, hashes, versions).
  */
 import type { Tier } from '../tiers';
+import type { StudyValidationFigures } from '../ratings';
+
+export type { StudyValidationFigures };
 
 /** A released instance count: a range [low, high] with low >= k, or exactly 0 ({0, 0}). */
 export interface CountRange {
@@ -72,7 +75,36 @@ export interface ExportResult {
   subgroups: Subgroup[];
   /** Null when the run's cohort is below k (its token totals are aggregates of fewer than k instances). */
   usage: Usage | null;
+  /** A jury benchmark's: whether clinicians at the site validated its jury (absent for other benchmarks). */
+  juryValidation?: JuryValidation;
 }
+
+/** A statistic of a validation with its 95% interval, rounded outward to two decimals. */
+export interface ValidationFigure {
+  value: number;
+  ci95: { low: number; high: number } | null;
+}
+
+/**
+ * Whether the jury of a jury benchmark was validated at the site: by the latest closed rating study of
+ * the benchmark, its agreement with the site's clinicians (ICC(3,k) of the jury against the clinicians'
+ * mean, MedHELM's figure, with its interval; Spearman; weighted kappa; the clinicians' own ICC). Counts
+ * are ranges and a study of fewer than k rated items states no figure. Never a rating.
+ */
+export type JuryValidation =
+  | { validated: false; reason: string }
+  | {
+      validated: true;
+      studyId: string;
+      closedOn: string;
+      items: Count;
+      clinicians: number;
+      method: string;
+      icc: ValidationFigure | null;
+      spearman: number | null;
+      weightedKappa: number | null;
+      clinicianClinicianIcc: ValidationFigure | null;
+    };
 
 /** v1: bundles released before values and intervals were made independent of the exact count (still verifiable). */
 export type DisclosurePolicy =

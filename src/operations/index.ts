@@ -20,6 +20,7 @@ import { costUsd, priceFor, unpricedUnderBudget } from '../calls';
 import { type ReturnedCertificate, signForCaller } from '../certificates';
 import { type InstancesQuery, readInstances, type RunInstances } from './instances';
 import { readMetaEvaluation, type RunMetaEvaluation } from './meta-eval';
+import { StudyOperations } from './studies';
 
 export interface Caller {
   principal: Principal;
@@ -160,15 +161,18 @@ export interface RunRequestInput {
 export { localCaller } from './local';
 export { INSTANCE_PAGE, INSTANCE_TEXT_MAX, type InstancesQuery, type InstanceView, type RunInstances } from './instances';
 export type { RunMetaEvaluation } from './meta-eval';
+export { StudyOperations, type RatingInput, type StudyDetail, type StudyView } from './studies';
 
 /** How a refusal is recorded when the act has an event of its own (approval.create denied, say); by default access.denied. */
 export type RefusalEvent = Partial<Pick<AuditEventInput, 'type' | 'action' | 'subject' | 'irbProtocol'>>;
 
 export class Operations {
   readonly exports: ExportService;
+  readonly studies: StudyOperations;
 
   constructor(readonly app: App) {
     this.exports = new ExportService(app);
+    this.studies = new StudyOperations(this, app.ratings);
   }
 
   /**

@@ -1,6 +1,7 @@
 /** The folder's public surface: other folders import from here only. */
 export { RatingStudies, type RatingStudiesOptions } from './studies';
 export { criteriaOf, type Criterion } from './criteria';
+export { agreementRows, type AgreementRow, latestValidation, type Stat, type StudyAgreement, studyAgreement, type StudyValidationFigures } from './study-agreement';
 export {
   FLAG_REASONS,
   type ClinicianRating,

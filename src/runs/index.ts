@@ -9,7 +9,7 @@ export type { RunSummary } from './engine';
 export { approveRun } from './engine';
 export { cancelRun, type StoppedRun } from './engine';
 export { requestRun } from './engine';
-export { summarize } from './engine';
+export { sentPromptOf, summarize } from './engine';
 export { tokensUnderApproval } from './store';
 export { readProgress, type RunProgress } from './progress';
 export { juryPolicyText } from './jury-text';

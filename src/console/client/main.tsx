@@ -11,6 +11,7 @@ import { ApprovalDetailPage, ApprovalsPage } from './pages/approvals';
 import { EndpointsPage, HealthPage, PrincipalsPage } from './pages/admin';
 import { ExportPage, ReleaseQueuePage } from './pages/exports';
 import { HomePage } from './pages/home';
+import { RatePage, StudiesPage, StudyPage } from './pages/studies';
 import { RequestRunPage, RunApprovalQueuePage, RunPage, RunsPage } from './pages/runs';
 import { may, Problem, visible } from './ui';
 
@@ -29,6 +30,7 @@ const MENU: MenuEntry[] = [
   { href: '#/queue/runs', label: 'Run approvals', action: 'run.approve' },
   { href: '#/queue/releases', label: 'Release queue', action: 'export.release' },
   { href: '#/audit', label: 'Audit review', action: 'audit.read' },
+  { href: '#/studies', label: 'Rating studies', action: 'study.list' },
   { href: '#/endpoints', label: 'Endpoints', action: 'endpoint.review' },
   { href: '#/principals', label: 'Principals and certificates', action: 'principal.list' },
   { href: '#/health', label: 'Health' },
@@ -74,6 +76,11 @@ function routeTo(path: string, s: Session) {
     case 'audit':
       if (parts[1] === 'run' && parts[2]) return guard('audit.read', <RunTimelinePage runId={parts[2]} />);
       return guard('audit.read', <AuditPage />);
+    case 'studies':
+      return guard('study.list', parts[1] ? <StudyPage id={parts[1]} session={s} /> : <StudiesPage session={s} />);
+    case 'rate':
+      if (parts[1]) return guard('study.rate', <RatePage id={parts[1]} />);
+      break;
     case 'endpoints':
       return guard('endpoint.review', <EndpointsPage />);
     case 'principals':
