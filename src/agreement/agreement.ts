@@ -146,7 +146,9 @@ function scoreClinicians(input: AgreementInput, jury: ItemValues, sel: Selection
     if (seen.has(once)) throw new UserError('ratings.invalid', `rater ${r.rater} rates item ${r.item} of dataset ${r.dataset} twice; keep one rating per rater and item`);
     seen.add(once);
     ratings++;
-    byRater.set(r.rater, [...(byRater.get(r.rater) ?? []), { item, raw }]);
+    const list = byRater.get(r.rater) ?? [];
+    list.push({ item, raw });
+    byRater.set(r.rater, list);
   }
   const scored: Scored[] = [];
   const excluded: { rater: string; reason: string }[] = [];
@@ -216,18 +218,9 @@ function clinicianPair(scored: readonly Scored[], sel: Selection): SelectionAgre
 
 function judgeComparisons(input: AgreementInput, clinicians: Map<string, number>, sel: Selection): Record<string, Comparison> {
   const judges = [...new Set((input.judges ?? []).map((j) => j.judge))].sort();
-  const out: Record<string, Comparison> = {};
-  for (const judge of judges)
-    out[judge] = compare(
-      juryComposites(
-        (input.judges ?? []).filter((j) => j.judge === judge),
-        input.criteria,
-        sel,
-      ),
-      clinicians,
-      sel,
-    );
-  return out;
+  const scoresOf = (judge: string) => (input.judges ?? []).filter((j) => j.judge === judge);
+  // fromEntries, not assignment: a judge or dataset named __proto__ stays an entry, not a prototype.
+  return Object.fromEntries(judges.map((judge) => [judge, compare(juryComposites(scoresOf(judge), input.criteria, sel), clinicians, sel)]));
 }
 
 function rougeComparison(input: AgreementInput, clinicians: Map<string, number>, sel: Selection): Comparison | null {
@@ -276,8 +269,7 @@ export function agreement(input: AgreementInput, options: AgreementOptions = {})
   if (unknown.length) throw new UserError('ratings.unknown-dataset', `no rating of dataset ${unknown.join(', ')}; the ratings cover ${present.join(', ') || 'no dataset'}`);
   const chosen = options.datasets?.length ? [...new Set(options.datasets)].sort() : present;
   const base = { ddof: options.ddof ?? 1, alpha: options.alpha ?? 0.05 } as const;
-  const byDataset: Record<string, SelectionAgreement> = {};
-  for (const d of chosen) byDataset[d] = selectionAgreement(input, { ...base, datasets: new Set([d]) });
+  const byDataset: Record<string, SelectionAgreement> = Object.fromEntries(chosen.map((d) => [d, selectionAgreement(input, { ...base, datasets: new Set([d]) })]));
   return {
     criteria: [...input.criteria],
     zScoreDdof: base.ddof,

@@ -216,7 +216,7 @@ export function quadraticKappa(a: readonly number[], b: readonly number[], label
  * scipy.stats.zscore's default is ddof 0. Null for fewer than 2 values or a constant series.
  */
 export function zScore(values: readonly number[], ddof: 0 | 1 = 1): Maybe<number[]> {
-  if (values.length < 2) return { value: null, reason: `${values.length} rating; a z-score needs at least 2` };
+  if (values.length < 2) return { value: null, reason: `only ${values.length} score${values.length === 1 ? '' : 's'}; a z-score needs at least 2` };
   const m = mean(values);
   const ss = values.reduce((s, v) => s + (v - m) ** 2, 0);
   const sd = Math.sqrt(ss / (values.length - ddof));

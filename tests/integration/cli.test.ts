@@ -34,6 +34,8 @@ const COMMANDS = [
   ['audit', 'tail'],
   ['audit', 'search'],
   ['leaderboard'],
+  ['ratings', 'agreement'],
+  ['ratings', 'plan'],
   ['whoami'],
   ['serve'],
   ['worker'],

@@ -188,6 +188,15 @@ describe('agreement when the data cannot give a figure', () => {
     expect(r.clinicians).toEqual({ pair: null, items: 0, icc: { value: null, reason: 'fewer than 2 clinicians' } });
     expect(numbersIn(r).filter((n) => !Number.isFinite(n))).toEqual([]);
   });
+  it('keeps a dataset or judge named __proto__ as an entry of its own', () => {
+    const ratings = [0, 1, 2, 3].flatMap((i) => ['a', 'b'].map((rater, r) => ({ rater, dataset: '__proto__', item: item(i), scores: { accuracy: ((i + r) % 4) + 1 } })));
+    const jury = [0, 1, 2, 3].map((i) => ({ dataset: '__proto__', item: item(i), scores: { accuracy: i + 1 } }));
+    const judges = jury.map((j) => ({ ...j, judge: '__proto__' }));
+    const r = agreement({ ratings, jury, judges, criteria });
+    expect(Object.keys(r.byDataset)).toEqual(['__proto__']);
+    expect(Object.keys(r.ALL.judges)).toEqual(['__proto__']);
+    expect(r.byDataset['__proto__']?.items).toBe(4);
+  });
   it('refuses one rater rating one item twice', () => {
     const ratings = [1, 2].map((s) => ({ rater: 'a', dataset: 'd', item: 'x', scores: { accuracy: s } }));
     expect(() => agreement({ ratings, jury: [{ dataset: 'd', item: 'x', scores: { accuracy: 3 } }], criteria })).toThrow(/rater a rates item x of dataset d twice/);
