@@ -127,7 +127,7 @@ describeBrowser('the console in Chromium', () => {
     await open(alice, '#/', /what needs my attention/i);
     await expect(alice.getByTestId('who').textContent()).resolves.toMatch(/alice.*researcher/);
     const menu = await alice.getByRole('navigation', { name: 'Pages' }).getByRole('link').allTextContents();
-    expect(menu).toEqual(['Home', 'My runs', 'Request a run', 'Health']);
+    expect(menu).toEqual(['Home', 'My runs', 'Request a run', 'Rating studies', 'Health']);
     await record(alice, 'home-researcher');
     await alice.goto(`${origin}/console/#/queue/releases`);
     await expect(alice.getByRole('alert').textContent()).resolves.toMatch(/not for your roles: the policy lets none of them do export\.release/);

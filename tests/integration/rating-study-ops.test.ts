@@ -41,7 +41,10 @@ async function start(backend: Backend): Promise<Setup> {
     behaviour: (_n, prompt) => {
       if (!isJudgePrompt(prompt)) return { kind: 'answer', text: `ASSESSMENT AND PLAN ${ANSWER_CANARY} answer ${++answers}: knee pain, ibuprofen.` };
       const s = (judged++ % 5) + 1;
-      return { kind: 'answer', text: `{"accuracy": {"score": ${s}, "explanation": "x"}, "completeness": {"score": ${s}, "explanation": "x"}, "clarity": {"score": ${Math.min(5, s + 1)}, "explanation": "x"}}` };
+      return {
+        kind: 'answer',
+        text: `{"accuracy": {"score": ${s}, "explanation": "x"}, "completeness": {"score": ${s}, "explanation": "x"}, "clarity": {"score": ${Math.min(5, s + 1)}, "explanation": "x"}}`,
+      };
     },
   });
   const policyFile = join(home.home, 'access-policies', 'endpoints.json');
@@ -76,7 +79,11 @@ function callerOf(app: App, id: string): Caller {
   return { principal, authMethod: 'mtls' };
 }
 
-const refusal = (p: Promise<unknown>) => p.then(() => 'allowed', (e: { rule?: string; code?: string }) => e.rule ?? e.code ?? 'thrown');
+const refusal = (p: Promise<unknown>) =>
+  p.then(
+    () => 'allowed',
+    (e: { rule?: string; code?: string }) => e.rule ?? e.code ?? 'thrown',
+  );
 
 describe.each(backends())('rating studies through the operations on %s', (backend) => {
   let t: Setup;

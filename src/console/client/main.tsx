@@ -13,7 +13,7 @@ import { ExportPage, ReleaseQueuePage } from './pages/exports';
 import { HomePage } from './pages/home';
 import { RatePage, StudiesPage, StudyPage } from './pages/studies';
 import { RequestRunPage, RunApprovalQueuePage, RunPage, RunsPage } from './pages/runs';
-import { may, Problem, visible } from './ui';
+import { may, Page, Problem, visible } from './ui';
 
 /** A menu entry, offered when the policy gate lets the viewer attempt its action (whoami's `may`). */
 interface MenuEntry {
@@ -48,9 +48,11 @@ function useRoute(): string {
 
 function NotYours({ action }: { action: string }) {
   return (
-    <div class="error" role="alert">
-      This page is not for your roles: the policy lets none of them do {action}.
-    </div>
+    <Page title="Not for your roles">
+      <div class="error" role="alert">
+        This page is not for your roles: the policy lets none of them do {action}.
+      </div>
+    </Page>
   );
 }
 

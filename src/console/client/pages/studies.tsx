@@ -174,7 +174,7 @@ function OpenStudy({ onOpened }: { onOpened: () => void }) {
   const submit = (e: Event) => {
     e.preventDefault();
     void act(async () => {
-      const s = await post<StudyView>('/v1/studies', {
+      const { study: s } = await post<{ study: StudyView }>('/v1/studies', {
         title: form.title,
         runIds: chosen,
         instancesPerRun: Number(form.instancesPerRun),
