@@ -16,7 +16,7 @@
 import type { Tier } from '../tiers';
 import { allow, type Decision, deny } from './decision';
 import { PRINCIPAL_ROLES, type PrincipalRole } from './roles';
-import type { RuleId } from './rules';
+import { RULES, type RuleId } from './rules';
 
 /** The caller, as far as a decision needs: who, and which roles they hold. */
 export interface GateCaller {
@@ -309,7 +309,7 @@ export function decide(caller: GateCaller, action: Action, resource: Resource = 
     if (role === undefined) continue;
     const failed = (row.when ?? []).find((w) => !(CONDITIONS[w.condition] as Condition).holds(caller, resource));
     if (!failed) return { ...allow(row.rule, `${entry.meaning}: ${describeRow(row)}`), action, role: role ?? null };
-    if (failed.otherwise && !refusal) refusal = { rule: failed.otherwise, reason: `${entry.meaning} needs that ${CONDITIONS[failed.condition].meaning}` };
+    if (failed.otherwise && !refusal) refusal = { rule: failed.otherwise, reason: RULES[failed.otherwise] };
   }
   if (refusal) return { ...deny(refusal.rule, refusal.reason), action, role: null };
   return { ...deny(entry.deny, `${entry.meaning} needs ${whoMay(entry)}; ${caller.id} holds ${caller.roles.join(', ') || 'no role'}`), action, role: null };

@@ -31,7 +31,6 @@ import { refuseUnverifiedClients } from './handshake';
 import { identify, type IdentifyOptions } from './identity';
 import { apiSchema, servedOpenApi } from './openapi';
 import { registerRoutes } from './routes';
-import { registerStudyRoutes } from './study-routes';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -243,7 +242,6 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
   let listening = 0;
   await registerBrowserSecurity(server, app, { pages: cfg.console, serverCertPem: readPem(cfg.certFile, 'server certificate'), port: () => listening });
   registerRoutes(server, app, ops, scheduler, apiSchema);
-  registerStudyRoutes(server, ops.studies, apiSchema);
   // Prometheus metrics for operators and auditors (a scraper gets a client certificate of its own).
   // Not audited when served: a scrape every few seconds would drown the trail, and metrics hold no
   // patient data; a refusal is audited like any other (access.denied).

@@ -9,6 +9,7 @@ import type { InstancesQuery, Operations, RunRequestInput } from '../operations'
 import type { RunScheduler } from '../runs';
 import { type AuditSearchQuery, readDetail, registerAuditReviewRoutes, searchFilter } from './audit-routes';
 import { registerConsoleApiRoutes } from './console-routes';
+import { registerStudyRoutes } from './study-routes';
 
 type Schema = (name: string) => Record<string, unknown>;
 
@@ -228,4 +229,5 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     },
     async (req) => ops.revokePrincipal(caller(req), req.params.principal, req.body.reason),
   );
+  registerStudyRoutes(server, ops, schema);
 }

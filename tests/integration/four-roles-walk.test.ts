@@ -212,7 +212,7 @@ describe('four roles on the daemon, through the real binary', () => {
     expect(ownApproval.code).toBe(3);
     expect(JSON.parse(ownApproval.stderr)).toEqual({
       error: 'policy.denied',
-      message: 'denied by rule sod.approver-is-requester: approver must differ from requester',
+      message: 'denied by rule sod.approver-is-requester: the requester of a run may not approve it',
       rule: 'sod.approver-is-requester',
     });
 

@@ -432,13 +432,13 @@ function RateItem({ item, onDone }: { item: Item; onDone: () => void }) {
       </p>
       <section aria-labelledby="rate-prompt">
         <h2 id="rate-prompt">What the model was asked</h2>
-        <pre class="text" data-testid="rate-prompt-text">
+        <pre class="text" tabIndex={0} aria-label="what the model was asked" data-testid="rate-prompt-text">
           {item.prompt}
         </pre>
       </section>
       <section aria-labelledby="rate-answer">
         <h2 id="rate-answer">The model's answer</h2>
-        <pre class="text" data-testid="rate-answer-text">
+        <pre class="text" tabIndex={0} aria-label="the model's answer" data-testid="rate-answer-text">
           {item.answer}
         </pre>
       </section>
