@@ -25,6 +25,10 @@ export const CONSOLE_TYPES: Record<string, string> = {
   AuditHealth: 'api/audit-health.schema.json',
   SignedCertificate: 'api/certificate.schema.json',
   PrincipalView: 'api/principal-view.schema.json',
+  StudyView: 'api/study.schema.json',
+  StudyDetail: 'api/study-detail.schema.json',
+  StudyNext: 'api/study-next.schema.json',
+  StudyPlan: 'api/study-plan.schema.json',
 };
 
 export const CONSOLE_TYPES_FILE = join(PACKAGE_ROOT, 'src', 'console', 'client', 'types.ts');

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import forge from 'node-forge';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { addJudges, juryBehaviour } from '../helpers/jury-app';
 import { ROOT } from '../helpers/paths';
 
 const CHROMIUM = process.env.EHRBENCH_CHROMIUM ?? '/usr/bin/chromium';
@@ -35,27 +36,11 @@ describeBrowser('a clinician rates in the console', () => {
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    let judged = 0;
     t = await startTestDaemon({
       rows: 6,
       workers: 1,
-      behaviour: (_n, prompt) => {
-        if (!prompt.includes('<gold_response>')) return { kind: 'answer', text: `ASSESSMENT AND PLAN ${ANSWER_CANARY}: knee pain, ibuprofen.` };
-        const s = (judged++ % 5) + 1;
-        return { kind: 'answer', text: `{"accuracy": {"score": ${s}, "explanation": "x"}, "completeness": {"score": ${s}, "explanation": "x"}, "clarity": {"score": 3, "explanation": "x"}}` };
-      },
-      prepare: (home) => {
-        const policyFile = join(home.home, 'access-policies', 'endpoints.json');
-        const policy = JSON.parse(readFileSync(policyFile, 'utf8')) as { endpoints: Record<string, unknown>[] };
-        const { family: _family, ...demo } = policy.endpoints[0] as Record<string, unknown>;
-        for (const id of ['judge-gpt', 'judge-llama', 'judge-claude']) {
-          policy.endpoints.push({ ...demo, id, description: `judge ${id}`, model: id, classification: { inVpc: true, baa: true, maxTier: 'private' } });
-        }
-        writeFileSync(policyFile, JSON.stringify(policy, null, 2));
-        const siteFile = join(home.home, 'site-data.json');
-        const site = existsSync(siteFile) ? (JSON.parse(readFileSync(siteFile, 'utf8')) as Record<string, unknown>) : { benchmarks: {} };
-        writeFileSync(siteFile, JSON.stringify({ ...site, jury: { judges: ['judge-gpt', 'judge-llama', 'judge-claude'] } }, null, 2));
-      },
+      behaviour: juryBehaviour(() => `ASSESSMENT AND PLAN ${ANSWER_CANARY}: knee pain, ibuprofen.`),
+      prepare: (home) => addJudges(home.home),
     });
     origin = `https://localhost:${t.daemon.port}`;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });

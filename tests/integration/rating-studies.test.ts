@@ -4,10 +4,8 @@
  * the raters-per-item cap, validation of ratings, a closed study, the agreement inputs with the jury's
  * scores, and audit events without text. On PGlite and, when TEST_DATABASE_URL is set, PostgreSQL.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { type App, openApp } from '../../src/app';
-import { DEMO_MODEL_ID, type ModelServer, startModelServer } from '../../src/demo/model-server';
+import type { App } from '../../src/app';
+import { DEMO_MODEL_ID } from '../../src/demo/model-server';
 import type { Queryable } from '../../src/db';
 import { RatingStudies, type RatingEventDetail, type Study, type StudyEventDetail } from '../../src/ratings';
 import { raterOrder } from '../../src/ratings/order';
@@ -15,53 +13,27 @@ import { executeRun, requestRun } from '../../src/runs/engine';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
 import { researcher } from '../helpers/app';
 import { backends, type Backend } from '../helpers/db';
-import { makeHome, type TestHome } from '../helpers/home';
+import { type JuryApp, startJuryApp } from '../helpers/jury-app';
 
 jest.setTimeout(180_000);
 
 /** In every model answer: must never reach an audit event. */
 const ANSWER_CANARY = 'ANSWER-CANARY-31';
-const isJudgePrompt = (prompt: string) => prompt.includes('<gold_response>');
 
-interface StudyApp {
-  app: App;
-  server: ModelServer;
-  home: TestHome;
+interface StudyApp extends JuryApp {
   runIds: string[];
 }
 
 /** An app whose jury has three judges, and two completed ACI-Bench runs of six instances each. */
 async function startStudyApp(backend: Backend): Promise<StudyApp> {
-  const home = await makeHome(backend);
-  let answers = 0;
-  let judged = 0;
-  const server = await startModelServer({
-    certPem: readFileSync(join(home.home, 'keys', 'demo-model-server.pem'), 'utf8'),
-    keyPem: readFileSync(join(home.home, 'keys', 'demo-model-server.key.pem'), 'utf8'),
-    port: home.port,
-    record: true,
-    behaviour: (_n, prompt) => {
-      if (!isJudgePrompt(prompt)) return { kind: 'answer', text: `ASSESSMENT AND PLAN ${ANSWER_CANARY} answer ${++answers}: knee pain, ibuprofen.` };
-      const s = (judged++ % 5) + 1;
-      return { kind: 'answer', text: `{"accuracy": {"score": ${s}, "explanation": "x"}, "completeness": {"score": ${6 - s}, "explanation": "x"}, "clarity": {"score": 3, "explanation": "x"}}` };
-    },
-  });
-  const policyFile = join(home.home, 'access-policies', 'endpoints.json');
-  const policy = JSON.parse(readFileSync(policyFile, 'utf8')) as { endpoints: Record<string, unknown>[] };
-  const { family: _family, ...demo } = policy.endpoints[0] as Record<string, unknown>;
-  for (const id of ['judge-gpt', 'judge-llama', 'judge-claude']) {
-    policy.endpoints.push({ ...demo, id, description: `judge ${id}`, model: id, classification: { inVpc: true, baa: true, maxTier: 'private' } });
-  }
-  writeFileSync(policyFile, JSON.stringify(policy, null, 2));
-  writeFileSync(join(home.home, 'site-data.json'), JSON.stringify({ benchmarks: {}, jury: { judges: ['judge-gpt', 'judge-llama', 'judge-claude'] } }));
-  const app = await openApp({ file: home.configFile, env: home.env });
+  const jury = await startJuryApp(backend, (n) => `ASSESSMENT AND PLAN ${ANSWER_CANARY} answer ${n}: knee pain, ibuprofen.`);
   const runIds: string[] = [];
   for (let i = 0; i < 2; i++) {
-    const run = await requestRun(app.engine, { benchmarkId: 'aci_bench', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 6 });
-    expect((await executeRun(app.engine, run.run_id)).status).toBe('completed');
+    const run = await requestRun(jury.app.engine, { benchmarkId: 'aci_bench', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 6 });
+    expect((await executeRun(jury.app.engine, run.run_id)).status).toBe('completed');
     runIds.push(run.run_id);
   }
-  return { app, server, home, runIds };
+  return { ...jury, runIds };
 }
 
 const studies = (app: App) => new RatingStudies(app.db, app.engine.store, () => app.catalog());
@@ -114,9 +86,7 @@ describe.each(backends())('rating studies on %s', (backend) => {
     t = await startStudyApp(backend);
   });
   afterAll(async () => {
-    await t.app.close();
-    await t.server.close();
-    await t.home.cleanup();
+    await t.close();
   });
 
   it('opens a study on two completed jury runs: a seeded sample of each, its criteria from the jury prompt, one audit event without text', async () => {

@@ -5,72 +5,41 @@
  * store (aggregates only, no rater named), every act is audited without text, and an export of the
  * benchmark states the jury's validation by the closed study. PGlite and, with TEST_DATABASE_URL, PostgreSQL.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { type App, openApp } from '../../src/app';
-import { type ModelServer, startModelServer } from '../../src/demo/model-server';
+import type { App } from '../../src/app';
 import type { ExportContent } from '../../src/export';
 import { type Caller, Operations } from '../../src/operations';
 import { executeRun } from '../../src/runs/engine';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
 import { backends, type Backend } from '../helpers/db';
-import { makeHome, type TestHome } from '../helpers/home';
+import { type JuryApp, startJuryApp } from '../helpers/jury-app';
 
 jest.setTimeout(240_000);
 
 const ANSWER_CANARY = 'ANSWER-CANARY-OPS-31';
-const isJudgePrompt = (prompt: string) => prompt.includes('<gold_response>');
 
-interface Setup {
-  app: App;
+interface Setup extends JuryApp {
   ops: Operations;
-  server: ModelServer;
-  home: TestHome;
   runIds: string[];
 }
 
 async function start(backend: Backend): Promise<Setup> {
-  const home = await makeHome(backend);
-  let answers = 0;
-  let judged = 0;
-  const server = await startModelServer({
-    certPem: readFileSync(join(home.home, 'keys', 'demo-model-server.pem'), 'utf8'),
-    keyPem: readFileSync(join(home.home, 'keys', 'demo-model-server.key.pem'), 'utf8'),
-    port: home.port,
-    record: true,
-    behaviour: (_n, prompt) => {
-      if (!isJudgePrompt(prompt)) return { kind: 'answer', text: `ASSESSMENT AND PLAN ${ANSWER_CANARY} answer ${++answers}: knee pain, ibuprofen.` };
-      const s = (judged++ % 5) + 1;
-      return {
-        kind: 'answer',
-        text: `{"accuracy": {"score": ${s}, "explanation": "x"}, "completeness": {"score": ${s}, "explanation": "x"}, "clarity": {"score": ${Math.min(5, s + 1)}, "explanation": "x"}}`,
-      };
+  // Two clinicians, and the researcher of the runs a clinician too (she may not rate her own runs).
+  const jury = await startJuryApp(
+    backend,
+    (n) => `ASSESSMENT AND PLAN ${ANSWER_CANARY} answer ${n}: knee pain, ibuprofen.`,
+    (principals) => {
+      principals.push({ id: 'cleo', roles: ['clinician'], status: 'active' }, { id: 'cyd', roles: ['clinician'], status: 'active' });
+      (principals.find((p) => p.id === 'alice') as { roles: string[] }).roles = ['researcher', 'clinician'];
     },
-  });
-  const policyFile = join(home.home, 'access-policies', 'endpoints.json');
-  const policy = JSON.parse(readFileSync(policyFile, 'utf8')) as { endpoints: Record<string, unknown>[] };
-  const { family: _family, ...demo } = policy.endpoints[0] as Record<string, unknown>;
-  for (const id of ['judge-gpt', 'judge-llama', 'judge-claude']) {
-    policy.endpoints.push({ ...demo, id, description: `judge ${id}`, model: id, classification: { inVpc: true, baa: true, maxTier: 'private' } });
-  }
-  writeFileSync(policyFile, JSON.stringify(policy, null, 2));
-  writeFileSync(join(home.home, 'site-data.json'), JSON.stringify({ benchmarks: {}, jury: { judges: ['judge-gpt', 'judge-llama', 'judge-claude'] } }));
-  // Two clinicians, and a clinician who is also the researcher of the runs (she may not rate them).
-  const principalsFile = join(home.home, 'access-policies', 'principals.json');
-  const principals = JSON.parse(readFileSync(principalsFile, 'utf8')) as { principals: Record<string, unknown>[] };
-  principals.principals.push({ id: 'cleo', roles: ['clinician'], status: 'active' }, { id: 'cyd', roles: ['clinician'], status: 'active' });
-  const alice = principals.principals.find((p) => p.id === 'alice') as { roles: string[] };
-  alice.roles = ['researcher', 'clinician'];
-  writeFileSync(principalsFile, JSON.stringify(principals, null, 2));
-  const app = await openApp({ file: home.configFile, env: home.env });
-  const ops = new Operations(app);
+  );
+  const ops = new Operations(jury.app);
   const runIds: string[] = [];
   for (let i = 0; i < 2; i++) {
-    const view = await ops.requestRun(callerOf(app, 'alice'), { benchmarkId: 'aci_bench', endpointId: DEMO_ENDPOINT_ID, maxInstances: 6, sample: 'first' });
-    expect((await executeRun(app.engine, view.runId)).status).toBe('completed');
+    const view = await ops.requestRun(callerOf(jury.app, 'alice'), { benchmarkId: 'aci_bench', endpointId: DEMO_ENDPOINT_ID, maxInstances: 6, sample: 'first' });
+    expect((await executeRun(jury.app.engine, view.runId)).status).toBe('completed');
     runIds.push(view.runId);
   }
-  return { app, ops, server, home, runIds };
+  return { ...jury, ops, runIds };
 }
 
 function callerOf(app: App, id: string): Caller {
@@ -91,9 +60,7 @@ describe.each(backends())('rating studies through the operations on %s', (backen
     t = await start(backend);
   });
   afterAll(async () => {
-    await t.app.close();
-    await t.server.close();
-    await t.home.cleanup();
+    await t.close();
   });
 
   it('opens, rates blinded, refuses by rule, measures agreement, audits without text, and validates the jury in an export', async () => {

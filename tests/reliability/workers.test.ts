@@ -149,7 +149,7 @@ suite('three workers on one PostgreSQL under SIGKILLs, database restarts and end
 
   it('finishes every instance exactly once with the results of an undisturbed run', async () => {
     process.stdout.write(`reliability suite: RELIABILITY_SEED=${seed}\n`);
-    const requester = await new Operations(app).as(localCaller(app), 'researcher', 'benchmarking');
+    const requester = await new Operations(app).require(localCaller(app), 'run.request');
 
     // The reference: the same benchmark, undisturbed, in this process against a fault-free server.
     const reference = await requestRun(app.engine, { benchmarkId: BENCHMARK, endpointId: 'clean', requester, maxInstances: N });

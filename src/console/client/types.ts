@@ -253,9 +253,9 @@ export interface Approval {
   principalInvestigator: string;
   personnel: string[];
   /**
-   * Clinician raters of rating studies on this approval's runs
+   * Clinician raters of rating studies on this approval's runs (absent in the history of an approval recorded before raters existed)
    */
-  raters: string[];
+  raters?: string[];
   benchmarks: string[];
   tiers: string[];
   endpoints: string[];
@@ -487,6 +487,139 @@ export interface PrincipalView {
     notAfter: string;
     revoked: boolean;
   }[];
+}
+
+/** api/study.schema.json */
+export interface StudyView {
+  studyId: string;
+  title: string;
+  status: 'open' | 'closed';
+  criteria: {
+    name: string;
+    description?: string;
+    min: number;
+    max: number;
+  }[];
+  items: number;
+  ratersPerItem: number;
+  openedBy: string;
+  openedAt: string;
+  closedAt: string | null;
+  /**
+   * null to a clinician, who rates blinded
+   */
+  benchmarkId: string | null;
+  /**
+   * null to a clinician, who rates blinded
+   */
+  runIds: string[] | null;
+  tier: string | null;
+}
+
+/** api/study-detail.schema.json */
+export interface StudyDetail {
+  study: {
+    studyId: string;
+    title: string;
+    status: 'open' | 'closed';
+    criteria: {
+      name: string;
+      description?: string;
+      min: number;
+      max: number;
+    }[];
+    items: number;
+    ratersPerItem: number;
+    openedBy: string;
+    openedAt: string;
+    closedAt: string | null;
+    /**
+     * null to a clinician, who rates blinded
+     */
+    benchmarkId: string | null;
+    /**
+     * null to a clinician, who rates blinded
+     */
+    runIds: string[] | null;
+    tier: string | null;
+  };
+  progress: {
+    items: number;
+    itemsCovered: number;
+    raters: number;
+    rated: number;
+    skipped: number;
+    flagged: number;
+  };
+  agreement: {
+    criteria: string[];
+    rows: AgreementRow[];
+    rankStability: {
+      judge: string;
+      tau: number | null;
+      reason?: string;
+    }[];
+    note: string;
+  } | null;
+}
+export interface AgreementRow {
+  dataset: string;
+  items: number;
+  clinicians: number;
+  icc: AgreementStat;
+  spearman: AgreementStat;
+  kappa: AgreementStat;
+  clinicianClinicianIcc: AgreementStat;
+  judges: {
+    judge: string;
+    icc: AgreementStat;
+    spearman: AgreementStat;
+  }[];
+  rougeL: {
+    icc: AgreementStat;
+    spearman: AgreementStat;
+  } | null;
+}
+export interface AgreementStat {
+  value: number | null;
+  ci95?: {
+    low: number;
+    high: number;
+  } | null;
+  reason?: string;
+}
+
+/** api/study-next.schema.json */
+export interface StudyNext {
+  item: {
+    studyId: string;
+    itemId: string;
+    prompt: string;
+    answer: string;
+    criteria: {
+      name: string;
+      description?: string;
+      min: number;
+      max: number;
+    }[];
+    progress: {
+      done: number;
+      remaining: number;
+      total: number;
+    };
+  } | null;
+  progress?: {
+    done: number;
+    remaining: number;
+    total: number;
+  };
+}
+
+/** api/study-plan.schema.json */
+export interface StudyPlan {
+  instances: number;
+  corrected: number | null;
+  exact: number;
 }
 
 /** Instances per state of a run (its counts, when not withheld). */

@@ -7,71 +7,14 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { type Session, get, post, query } from '../api';
+import type { AgreementStat, StudyDetail, StudyNext, StudyPlan } from '../types';
 import { ConfirmAct, Done, Field, Loading, may, Page, Problem, score, Status, useAction, useLoad, visible, when } from '../ui';
 
-interface Criterion {
-  name: string;
-  description?: string;
-  min: number;
-  max: number;
-}
-interface StudyView {
-  studyId: string;
-  title: string;
-  status: 'open' | 'closed';
-  criteria: Criterion[];
-  items: number;
-  ratersPerItem: number;
-  openedBy: string;
-  openedAt: string;
-  closedAt: string | null;
-  /** Shown to those who may read the study (its opener, compliance, auditors); null to a clinician (blinded). */
-  benchmarkId: string | null;
-  runIds: string[] | null;
-  tier: string | null;
-}
-interface Progress {
-  done: number;
-  remaining: number;
-  total: number;
-}
-interface Item {
-  studyId: string;
-  itemId: string;
-  prompt: string;
-  answer: string;
-  criteria: Criterion[];
-  progress: Progress;
-}
-interface Interval {
-  low: number;
-  high: number;
-}
-interface Stat {
-  value: number | null;
-  ci95?: Interval | null;
-  reason?: string;
-}
-interface AgreementRow {
-  dataset: string;
-  items: number;
-  clinicians: number;
-  icc: Stat;
-  spearman: Stat;
-  kappa: Stat;
-  clinicianClinicianIcc: Stat;
-  judges?: { judge: string; icc: Stat; spearman: Stat }[];
-  rougeL?: { icc: Stat; spearman: Stat } | null;
-}
-interface StudyDetail {
-  study: StudyView;
-  progress: { items: number; itemsCovered: number; raters: number; rated: number; skipped: number; flagged: number };
-  agreement: { rows: AgreementRow[]; rankStability?: { judge: string; tau: number | null }[]; note?: string } | null;
-}
-interface Plan {
-  instances: number;
-  corrected: number | null;
-}
+type StudyView = StudyDetail['study'];
+type Criterion = StudyView['criteria'][number];
+type Item = NonNullable<StudyNext['item']>;
+type Stat = AgreementStat;
+type Plan = StudyPlan;
 interface RunLite {
   runId: string;
   benchmarkId: string;
@@ -377,7 +320,7 @@ function Agreement({ agreement }: { agreement: StudyDetail['agreement'] }) {
 
 /** The clinician's queue: one blinded item at a time. */
 export function RatePage({ id }: { id: string }) {
-  const next = useLoad(() => get<{ item: Item | null; progress: Progress }>(`/v1/studies/${encodeURIComponent(id)}/next`), [id]);
+  const next = useLoad(() => get<StudyNext>(`/v1/studies/${encodeURIComponent(id)}/next`), [id]);
   const item = next.data?.item ?? null;
   return (
     <Page title="Rate answers">
@@ -385,7 +328,7 @@ export function RatePage({ id }: { id: string }) {
       {!next.data ? (
         <Loading what="the next item" />
       ) : !item ? (
-        <p data-testid="rate-finished">Nothing left for you to rate in this study ({next.data.progress.done} done). Thank you.</p>
+        <p data-testid="rate-finished">Nothing left for you to rate in this study ({next.data.progress?.done ?? 0} done). Thank you.</p>
       ) : (
         <RateItem key={item.itemId} item={item} onDone={next.reload} />
       )}
