@@ -98,6 +98,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['identity'],
   ['db'],
   ['config'],
+  ['schema'],
   ['log'],
   ['policy'],
   ['prompt'],
