@@ -17,7 +17,7 @@ import type { Benchmark, Instance } from '../../src/catalog';
 import { executeRun, requestRun } from '../../src/runs/engine';
 import { judgesFor } from '../../src/runs/pipeline';
 import { juryPolicyText } from '../../src/runs';
-import type { RunContext } from '../../src/runs/stages';
+import type { RunContext } from '../../src/contracts';
 import type { Tier } from '../../src/tiers';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
 import { researcher } from '../helpers/app';

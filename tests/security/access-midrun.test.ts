@@ -6,7 +6,7 @@ import { deidentifiedPrompt } from '../../src/calls';
 import { main } from '../../src/cli/main';
 import type { Io } from '../../src/cli/output';
 import { executeRun } from '../../src/runs/engine';
-import type { DeidStage } from '../../src/runs/stages';
+import type { DeidStage } from '../../src/contracts';
 import { PIPELINE_DEPTH } from '../../src/runs/worker';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 

@@ -34,7 +34,7 @@ import { main } from '../../src/cli/main';
 import { describeError } from '../../src/errors';
 import { EXPORT_PUBLIC_KEY_FILE, loadExportPublicKey, verifyBundle } from '../../src/export';
 import type { Logger } from '../../src/log';
-import type { DeidStage } from '../../src/runs/stages';
+import type { DeidStage } from '../../src/contracts';
 import { backends } from '../helpers/db';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 

@@ -7,7 +7,7 @@ import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Benchmark, Instance } from '../../src/catalog';
 import { createDeidStage, Deidentifier, defaultSettings, type DeidSettings, loadSecret, RESIDUAL_RULE, settingsVersion, withinOneEdit } from '../../src/deid';
-import type { RunContext } from '../../src/runs/stages';
+import type { RunContext } from '../../src/contracts';
 import { keepsCalendarDay } from '../../src/deid/replace';
 import { tempDir } from '../helpers/db';
 
