@@ -12,7 +12,6 @@ import { type FilePlaces, filePlaces, type SecretPlaces, secretPlaces } from './
 import { type ServerTimeouts, type ServerTimeoutsFile, serverTimeouts } from './server-timeouts';
 import { readJsonFile, validateOrThrow } from '../schema';
 
-export { readJsonFile, validateOrThrow, formatSchemaErrors } from '../schema';
 export type { DaemonFile, FilePlaces, SecretPlaces } from './secrets';
 export { DEFAULT_DATABASE_URL_ENV } from './database';
 export { connectionsCheckingIntervalMs } from './server-timeouts';
@@ -256,7 +255,4 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
     },
   };
 }
-export { loadSchema, newAjv, schemaFiles } from '../schema';
 export { summarizeConfig } from './policy-summary';
-export { requestValidator } from '../schema';
-export { validatorFor } from '../schema';
