@@ -6,7 +6,7 @@
  */
 import { commandPrefix } from '../command-prefix';
 import { existsSync, writeFileSync, renameSync } from 'node:fs';
-import { readJsonFile, validateOrThrow } from '../config';
+import { readJsonFile, validateOrThrow } from '../schema';
 import { UserError } from '../errors';
 import type { Actor } from '../identity';
 import type { PrincipalRole } from '../policy';

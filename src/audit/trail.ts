@@ -13,7 +13,7 @@
  * its URL append a well-chained row; only the MAC key, which the database never sees, tells it apart.
  */
 import { type KeyObject, randomUUID } from 'node:crypto';
-import { validateOrThrow } from '../config';
+import { validateOrThrow } from '../schema';
 import type { Database, Queryable } from '../db';
 import { GroupCommit } from '../db';
 import { describeError, UserError } from '../errors';

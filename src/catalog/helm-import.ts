@@ -18,7 +18,8 @@ import { createReadStream, existsSync, mkdirSync, readFileSync, writeFileSync } 
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseCsv } from 'csv-parse';
 import { parse as parseYaml } from 'yaml';
-import { type FilePlaces, validateOrThrow } from '../config';
+import type { FilePlaces } from '../config';
+import { validateOrThrow } from '../schema';
 import { UserError } from '../errors';
 import type { Tier } from '../tiers';
 import { fileProblem, NO_PLACES, refuseFile } from './confine';

@@ -7,7 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
-import { readJsonFile, validateOrThrow } from '../config';
+import { readJsonFile, validateOrThrow } from '../schema';
 import { UserError } from '../errors';
 import type { TextEncodingName } from './sources/records';
 import type { KnownColumns } from './types';

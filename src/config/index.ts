@@ -10,9 +10,8 @@ import { dataHome } from '../paths';
 import { chooseDatabase, type DatabaseBackend, type DatabaseChoice } from './database';
 import { type FilePlaces, filePlaces, type SecretPlaces, secretPlaces } from './secrets';
 import { type ServerTimeouts, type ServerTimeoutsFile, serverTimeouts } from './server-timeouts';
-import { readJsonFile, validateOrThrow } from './validate';
+import { readJsonFile, validateOrThrow } from '../schema';
 
-export { readJsonFile, validateOrThrow, formatSchemaErrors } from './validate';
 export type { DaemonFile, FilePlaces, SecretPlaces } from './secrets';
 export { DEFAULT_DATABASE_URL_ENV } from './database';
 export { connectionsCheckingIntervalMs } from './server-timeouts';
@@ -256,7 +255,4 @@ export function resolveConfig(raw: ConfigFile, file: string, env: NodeJS.Process
     },
   };
 }
-export { loadSchema, newAjv, schemaFiles } from './validate';
 export { summarizeConfig } from './policy-summary';
-export { requestValidator } from './validate';
-export { validatorFor } from './validate';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { _ } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone';
 import { build } from 'esbuild';
-import { newAjv, loadSchema, schemaFiles } from '../config';
+import { newAjv, loadSchema, schemaFiles } from '../schema';
 import { PACKAGE_ROOT } from '../paths';
 
 const CLIENT = join(PACKAGE_ROOT, 'src', 'console', 'client');

@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { KnownIdentifiers } from '../catalog';
-import { validateOrThrow } from '../config';
+import { validateOrThrow } from '../schema';
 import { UserError } from '../errors';
 import type { GoldDocument, GoldSpan } from './evaluate';
 import { SPAN_TYPES } from './types';

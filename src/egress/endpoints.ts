@@ -5,7 +5,7 @@
 import { commandPrefix } from '../command-prefix';
 import { statSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
-import { readJsonFile, validateOrThrow } from '../config';
+import { readJsonFile, validateOrThrow } from '../schema';
 import { UserError } from '../errors';
 import type { RuleId } from '../policy';
 import type { Tier } from '../tiers';

@@ -7,7 +7,7 @@
  */
 import { sign, verify, type KeyObject } from 'node:crypto';
 import { canonicalJson } from '../canonical';
-import { formatSchemaErrors, validatorFor } from '../config';
+import { formatSchemaErrors, validatorFor } from '../schema';
 import { UserError } from '../errors';
 import { valueDenominator } from './disclosure';
 import { keyFingerprint, type ExportSigningKey } from './keys';

@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { type Approval, approvalStatusAt } from '../access';
 import type { App } from '../app';
 import { canonicalJson, sha256Hex } from '../canonical';
-import { formatSchemaErrors, validatorFor } from '../config';
+import { formatSchemaErrors, validatorFor } from '../schema';
 import { PolicyDenied, UserError } from '../errors';
 import type { Actor } from '../identity';
 import { decide, type RuleId } from '../policy';

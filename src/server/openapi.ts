@@ -8,7 +8,7 @@
  */
 import Fastify, { type RouteOptions } from 'fastify';
 import type { App } from '../app';
-import { loadSchema } from '../config';
+import { loadSchema } from '../schema';
 import type { Operations } from '../operations';
 import type { RunScheduler } from '../runs';
 import { DAEMON_VERSION } from '../version';

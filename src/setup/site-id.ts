@@ -5,7 +5,7 @@
  * --force, written into site.id alone (nothing else in the file, no key, is touched).
  */
 import { existsSync, renameSync, writeFileSync } from 'node:fs';
-import { readJsonFile } from '../config';
+import { readJsonFile } from '../schema';
 import { UserError } from '../errors';
 
 /** Returns whether config.json was rewritten. */

@@ -15,7 +15,7 @@
  */
 import { commandPrefix } from '../command-prefix';
 import { existsSync, renameSync, writeFileSync } from 'node:fs';
-import { readJsonFile } from '../config';
+import { readJsonFile } from '../schema';
 
 export const TEST_ENDPOINT_DESCRIPTION = 'TEST ENDPOINT: loopback stand-in, never real data';
 export const TEST_ENDPOINT_IDS = ['test-public', 'test-approval-required', 'test-private'] as const;

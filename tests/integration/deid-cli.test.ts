@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { validatorFor } from '../../src/config/validate';
+import { validatorFor } from '../../src/schema/validate';
 import { initHome } from '../../src/setup/init';
 import { tempDir } from '../helpers/db';
 import { ROOT } from '../helpers/paths';

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
-import { validatorFor } from '../../src/config/validate';
+import { validatorFor } from '../../src/schema/validate';
 import { assertSafeEgressEnvironment, loadEndpointPolicy } from '../../src/egress';
 import { UserError } from '../../src/errors';
 import { tempDir } from '../helpers/db';

@@ -100,6 +100,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['identity'],
   ['db'],
   ['config'],
+  ['schema'],
   ['log'],
   ['policy'],
   ['prompt'],

@@ -19,7 +19,7 @@ import {
 } from '../../src/catalog';
 import { BUILTIN_BENCHMARK_DIR } from '../../src/paths';
 import { ROOT } from '../helpers/paths';
-import { loadSchema } from '../../src/config/validate';
+import { loadSchema } from '../../src/schema/validate';
 import { tempDir } from '../helpers/db';
 import { catalog, countInstances } from '../helpers/instances';
 import { failure } from '../helpers/errors';

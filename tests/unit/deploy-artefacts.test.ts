@@ -10,7 +10,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
-import { validateOrThrow } from '../../src/config/validate';
+import { validateOrThrow } from '../../src/schema/validate';
 import { assertSafeEgressEnvironment } from '../../src/egress';
 import { registry, startLocalListener } from '../../src/observability';
 import { tempDir } from '../helpers/db';

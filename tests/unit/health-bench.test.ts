@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { conversationText, criteriaMet, GRADER_TEMPLATE, graderPrompt, instanceScores, rubricItemText, rubricScore } from '../../src/annotate';
 import { healthBenchInstance } from '../../src/catalog';
 import { promptTokenBound } from '../../src/calls';
-import { validatorFor } from '../../src/config';
+import { validatorFor } from '../../src/schema';
 import { metricCell } from '../../src/export';
 import { bootstrapStd, clippedMean, withClippedStats } from '../../src/metrics';
 import { deidentifiedPrompt, plainPrompt, promptPayload } from '../../src/prompt';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { SaxesParser } from 'saxes';
 import { main } from '../../src/cli/main';
 import type { Io } from '../../src/cli/output';
-import { formatSchemaErrors, validatorFor } from '../../src/config/validate';
+import { formatSchemaErrors, validatorFor } from '../../src/schema/validate';
 import { heatmapSvg, leaderboardOf, OUTPUT_SCHEMA, toScoreTable, type Leaderboard, type LeaderboardInput } from '../../src/export/leaderboard';
 import { tempDir } from '../helpers/db';
 import { ROOT } from '../helpers/paths';

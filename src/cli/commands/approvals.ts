@@ -1,6 +1,6 @@
 import type { CommandModule } from 'yargs';
 import { type ApprovalChange, type ApprovalInput, approvalStatusAt, coverageText } from '../../access';
-import { validateOrThrow } from '../../config';
+import { validateOrThrow } from '../../schema';
 import type { Tier } from '../../tiers';
 import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';
 import type { GlobalArgs } from '../context';

@@ -21,7 +21,8 @@ import { resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { loadConfig, validateOrThrow } from '../../config';
+import { loadConfig } from '../../config';
+import { validateOrThrow } from '../../schema';
 import {
   Deidentifier,
   type Evaluation,

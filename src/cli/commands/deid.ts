@@ -21,7 +21,8 @@ import { createReadStream, createWriteStream, type ReadStream, renameSync, rmSyn
 import { basename, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { CommandModule } from 'yargs';
-import { loadConfig, validateOrThrow } from '../../config';
+import { loadConfig } from '../../config';
+import { validateOrThrow } from '../../schema';
 import { Deidentifier, type DeidOutput, EvidenceCollector, loadSecret, type PackedDetections, RESIDUAL_RULE, type ReplacementMode, settingsFrom, type SpanType } from '../../deid';
 import type { KnownIdentifiers } from '../../catalog';
 import { UserError } from '../../errors';

@@ -8,7 +8,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CommandModule } from 'yargs';
 import { UserError } from '../../errors';
-import { formatSchemaErrors, validatorFor } from '../../config';
+import { formatSchemaErrors, validatorFor } from '../../schema';
 import { type ExportContent, type ExportResult, type MetricCell, type Count, helmFileProblems, loadExportPublicKey, verifyBundle, writeExportFiles } from '../../export';
 import type { ExportDownload, ExportView } from '../../operations';
 import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
-import { readJsonFile } from '../../config';
+import { readJsonFile } from '../../schema';
 import { UserError } from '../../errors';
 import { dataRevisionReport, type DataRevisionReport, heatmapSvg, type Leaderboard, leaderboardOf, revisionsLine, type ScoreTable, toScoreTable, unrankedModels } from '../../export';
 import { scoresFromRuns, versionReport, versionsLine } from '../../export';

@@ -5,7 +5,7 @@
  * (model and benchmark names written by an operator), never score values.
  */
 import { UserError } from '../../errors';
-import { formatSchemaErrors, validatorFor } from '../../config';
+import { formatSchemaErrors, validatorFor } from '../../schema';
 import type { LeaderboardInput, ScoreTable, TableBenchmark } from './types';
 
 export const SCORES_SCHEMA = 'leaderboard-scores.schema.json';

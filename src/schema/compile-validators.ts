@@ -1,6 +1,6 @@
 /**
  * Part of `npm run build`: ajv's standalone code for every schema in schemas/, written to
- * dist/config/schema-validators.js, so a command validates its files without compiling schemas at
+ * dist/schema/schema-validators.js, so a command validates its files without compiling schemas at
  * start-up (a tenth of a second that `ehrbench deid` and every other command would pay each time). The
  * module records the sha256 of the schemas it was built from; validate.ts uses it only if they still
  * match, and compiles otherwise.
