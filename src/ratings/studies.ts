@@ -14,7 +14,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import type { Catalog, Instance } from '../catalog';
 import { renderTemplate } from '../catalog';
-import { validateOrThrow } from '../config';
+import { validateOrThrow } from '../schema';
 import type { Database, Queryable } from '../db';
 import { UserError } from '../errors';
 import { MAX_JUDGES, inProcessMetric } from '../metrics';
