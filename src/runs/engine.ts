@@ -109,7 +109,8 @@ export interface ExecuteOptions {
   signal?: AbortSignal;
 }
 
-function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' | 'endpoint_id' | 'tier' | 'spec' | 'approved_by' | 'created_at'>, requester: Actor): RunContext {
+/** A run's context as its worker builds it (also for rebuilding what one of its instances sent: sent-prompt.ts). */
+export function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' | 'endpoint_id' | 'tier' | 'spec' | 'approved_by' | 'created_at'>, requester: Actor): RunContext {
   const benchmark = benchmarkNamed(engine.catalog, run.benchmark_id);
   return {
     runId: run.run_id,

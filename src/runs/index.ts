@@ -20,3 +20,4 @@ export { juryPolicyText } from './jury-text';
 export { runOutcome, causeMeaning, OUTCOME_LABELS, type RunOutcome, type RunOutcomeKind, type RunCause } from './outcome';
 export { benchmarkNamed, benchmarkUnavailable, endpointNamed, shownId } from './named';
 export { applyPreset, MEDHELM_LEADERBOARD, RUN_PRESETS, type RunPreset } from './preset';
+export { sentPrompt } from './sent-prompt';
