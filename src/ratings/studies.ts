@@ -218,23 +218,31 @@ export class RatingStudies {
       .map((p) => byPosition.get(p))
       .find((i) => i !== undefined && offered(i));
     if (!pick) return { item: null, progress };
-    const { prompt, answer } = await this.shown(study, pick.run_id, pick.item_key);
+    const { prompt, answer } = await this.shown(study, pick.item_id, pick.run_id, pick.item_key);
     return { item: { studyId, itemId: pick.item_id, prompt, answer, criteria: study.criteria, progress } };
   }
 
   /** The prompt the model received and its answer, as stored; nothing else of the run. */
-  private async shown(study: Study, runId: string, itemKey: string): Promise<{ prompt: string; answer: string }> {
+  private async shown(study: Study, itemId: string, runId: string, itemKey: string): Promise<{ prompt: string; answer: string }> {
     const [run, rows] = await Promise.all([this.runs.getRun(runId), this.runs.answeredByKeys(runId, [itemKey])]);
     const row = rows[0];
     const benchmark = this.catalog().get(study.benchmarkId);
     if (!run || !row || run.template_hash !== benchmark.templateHash) {
       throw new UserError(
         'rating.prompt-unavailable',
-        `rating study ${study.studyId}: an item's prompt can no longer be rebuilt as its run built it (the benchmark's template changed); close the study`,
+        `rating study ${study.studyId}: item ${itemId}'s prompt can no longer be rebuilt as its run built it (the benchmark's template changed); close the study`,
       );
     }
-    const prompt = await sentPrompt(this.engine, run, row.payload);
-    if (prompt === undefined) throw new UserError('rating.prompt-unavailable', `rating study ${study.studyId}: an item's prompt no longer passes de-identification; it is not shown (skip it)`);
+    // A refusal on the way (the run's endpoint left the allowlist...) would name the run's endpoint: the rater is told only of the item.
+    const prompt = await sentPrompt(this.engine, run, row.payload).catch((err: unknown) => {
+      if (err instanceof UserError) return undefined;
+      throw err;
+    });
+    if (prompt === undefined)
+      throw new UserError(
+        'rating.prompt-unavailable',
+        `rating study ${study.studyId}: item ${itemId}'s prompt cannot be rebuilt as its run sent it (it no longer passes de-identification, or the run's configuration is gone), so it is not shown; skip or flag that item`,
+      );
     return { prompt, answer: row.prediction };
   }
 

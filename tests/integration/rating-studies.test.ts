@@ -4,7 +4,7 @@
  * the raters-per-item cap, validation of ratings, a closed study, the agreement inputs with the jury's
  * scores, and audit events without text. On PGlite and, when TEST_DATABASE_URL is set, PostgreSQL.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type App, openApp } from '../../src/app';
 import { Catalog } from '../../src/catalog';
@@ -423,5 +423,31 @@ describe.each(backends())('a rating study of a private run on %s', (backend) => 
     // The store still holds the originals: what is shown is not read from them.
     const stored = await t.app.db.query<{ note: string }>("SELECT payload->'vars'->>'note' AS note FROM run_items WHERE run_id = $1::uuid", [runId]);
     expect(stored.map((x) => x.note).join(' ')).toContain('Hollis');
+  });
+
+  it('refuses to show an item once its prompt can no longer be rebuilt as sent, naming only the item', async () => {
+    const r = recorders();
+    const s = studies(t.app);
+    const study = await s.open({ title: 'Template change', runIds: [runId], instancesPerRun: 1, ratersPerItem: 1, seed: 8 }, 'alice', r.study);
+    const inForce = t.app.engine.catalog;
+    const changedDir = join(t.home.home, 'changed-benchmarks');
+    cpSync(join(t.home.home, 'site-benchmarks'), changedDir, { recursive: true });
+    writeFileSync(join(changedDir, 'site_course_jury', 'prompt.txt'), 'Summarise this note.\n\n{{note}}');
+    const changed = Catalog.load([changedDir]);
+    t.app.engine.catalog = () => changed;
+    try {
+      const err = (await s.next(study.studyId, 'dana').catch((e: unknown) => e)) as Error & { code: string };
+      expect(err.code).toBe('rating.prompt-unavailable');
+      const itemId = (await t.app.db.query<{ item_id: string }>('SELECT item_id::text AS item_id FROM rating_items WHERE study_id = $1::uuid', [study.studyId]))[0]?.item_id as string;
+      expect(err.message).toContain(itemId);
+      for (const hidden of [runId, 'site-private-loopback']) expect(err.message).not.toContain(hidden);
+      // The rater can still move on.
+      await s.skip(study.studyId, itemId, 'dana', r.rating);
+      expect((await s.next(study.studyId, 'dana')).item).toBeNull();
+      // And no new study is opened on a run whose prompts cannot be shown as sent.
+      await expect(s.open({ title: 'After the change', runIds: [runId], instancesPerRun: 1, ratersPerItem: 1 }, 'alice', r.study)).rejects.toMatchObject({ code: 'rating.runs-unsuitable' });
+    } finally {
+      t.app.engine.catalog = inForce;
+    }
   });
 });
