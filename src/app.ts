@@ -28,7 +28,7 @@ import { createLogger, type Logger } from './log';
 import { AccessPolicy, ApprovalStore, completeApprovalLedgers, latestApprovalChanges, loadPrincipals, type PrincipalDirectory, STATUS_OF, STOPPED, summarizePrincipals } from './access';
 import { createAnnotators, SqlExecutor } from './annotate';
 import { ApprovalBudgets, EndpointCapacities, EndpointClients, Gateway } from './calls';
-import { type Engine, sentPromptOf, templatePrompt, tokensUnderApproval } from './runs';
+import { type Engine, templatePrompt, tokensUnderApproval } from './runs';
 import { RatingStudies } from './ratings';
 import { RunStore } from './runs';
 import { DAEMON_VERSION } from './version';
@@ -338,7 +338,7 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     audit,
     engine,
     approvals,
-    ratings: new RatingStudies(db, engine.store, catalog, { sentPrompt: (runId, instance, prompt) => sentPromptOf(engine, runId, instance, prompt) }),
+    ratings: new RatingStudies(db, engine),
     principals,
     refreshPrincipals: () => livePrincipals.refresh(),
     async refreshPolicies() {

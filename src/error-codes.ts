@@ -73,7 +73,7 @@ export const ERRORS = {
   ),
   'rating.prompt-unavailable': e(
     409,
-    "an EHR tier's item cannot be shown: the prompt the model received was de-identified and is not stored, and no de-identification was given to rebuild it (or it still carries an identifier)",
+    "an item's prompt cannot be rebuilt as the model received it: the benchmark's prompt template changed since its run, or the rebuilt prompt no longer passes de-identification; skip the item",
   ),
   'rating.invalid': e(400, 'a rating study or a rating does not match its schema, names an unknown criterion, misses one, or gives a score outside the scale'),
 

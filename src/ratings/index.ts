@@ -1,5 +1,5 @@
 /** The folder's public surface: other folders import from here only. */
-export { RatingStudies, type RatingStudiesOptions } from './studies';
+export { RatingStudies } from './studies';
 export { criteriaOf, type Criterion } from './criteria';
 export { agreementRows, type AgreementRow, latestValidation, type Stat, type StudyAgreement, studyAgreement, type StudyValidationFigures } from './study-agreement';
 export {
@@ -16,7 +16,6 @@ export {
   type RatingRow,
   type RatingState,
   type RougeItemScore,
-  type SentPrompt,
   type Study,
   type StudyEventDetail,
   type StudyProgress,

@@ -6,19 +6,18 @@
  * Each change commits together with the caller's audit event (the `record` callbacks).
  *
  * What a rater reads: the run store keeps each instance as planned (the original text) and the
- * model's answer, not the prompt as sent. A public run's prompt is rebuilt from its template (as
- * `runs instances` shows it); an EHR tier's model received the de-identified prompt, so the rebuilt
- * prompt is passed through `sentPrompt` (the run's de-identification, wired by the caller) and a
- * study of such runs cannot be opened without it.
+ * model's answer, not the prompt as sent. The prompt is rebuilt as the run built it (runs/sent-prompt.ts):
+ * from the run's template (refused once the benchmark's template changed), and for a run that
+ * de-identified (every EHR tier) de-identified again under the same subject, evidence and site key,
+ * so a clinician reads what the model received, never the original note. The answer is as stored:
+ * for an EHR tier it was written from the de-identified prompt (surrogate names and shifted dates).
  */
 import { randomInt, randomUUID } from 'node:crypto';
-import type { Catalog, Instance } from '../catalog';
-import { renderTemplate } from '../catalog';
 import { validateOrThrow } from '../schema';
 import type { Database, Queryable } from '../db';
 import { UserError } from '../errors';
 import { MAX_JUDGES, inProcessMetric } from '../metrics';
-import type { RunRow, RunStore } from '../runs';
+import { type Engine, type RunRow, sentPrompt } from '../runs';
 import type { Tier } from '../tiers';
 import { criteriaOf, type Criterion } from './criteria';
 import { raterOrder, sampleRun } from './order';
@@ -31,7 +30,6 @@ import {
   type RatingRecorder,
   type RatingRow,
   type RatingState,
-  type SentPrompt,
   type Study,
   type StudyEventDetail,
   type StudyProgress,
@@ -89,18 +87,20 @@ function fromRow(r: StudyRow): Study {
 
 const unsuitable = (why: string) => new UserError('rating.runs-unsuitable', `rating study: ${why}`);
 
-export interface RatingStudiesOptions {
-  /** The run's de-identification of a rebuilt prompt; without it, EHR-tier runs cannot be studied. */
-  sentPrompt?: SentPrompt;
-}
-
 export class RatingStudies {
+  /** `engine`: the app's run engine (its store, catalog, prompt and de-identification stages). */
   constructor(
     private readonly db: Database,
-    private readonly runs: RunStore,
-    private readonly catalog: () => Catalog,
-    private readonly opts: RatingStudiesOptions = {},
+    private readonly engine: Engine,
   ) {}
+
+  private get runs() {
+    return this.engine.store;
+  }
+
+  private catalog() {
+    return this.engine.catalog();
+  }
 
   /** Opens a study over completed runs of one jury benchmark, its sample and its audit event in one transaction. */
   async open(spec: StudySpec, openedBy: string, record: StudyRecorder): Promise<Study> {
@@ -161,12 +161,6 @@ export class RatingStudies {
     if (!benchmark.definition.jury) throw unsuitable(`benchmark ${first.benchmark_id} has no LLM jury: there is nothing to compare clinicians with`);
     const changed = runs.find((r) => r.template_hash !== benchmark.templateHash);
     if (changed) throw unsuitable(`the prompt template of ${first.benchmark_id} changed since run ${changed.run_id}: its prompts cannot be shown as the model received them`);
-    if (runs.some((r) => r.spec.deidentify) && !this.opts.sentPrompt) {
-      throw new UserError(
-        'rating.prompt-unavailable',
-        `rating study: the runs are ${first.tier} and were de-identified; this service was given no de-identification to rebuild what the model received`,
-      );
-    }
     return runs;
   }
 
@@ -224,26 +218,32 @@ export class RatingStudies {
       .map((p) => byPosition.get(p))
       .find((i) => i !== undefined && offered(i));
     if (!pick) return { item: null, progress };
-    const { prompt, answer } = await this.shown(study, pick.run_id, pick.item_key);
+    const { prompt, answer } = await this.shown(study, pick.item_id, pick.run_id, pick.item_key);
     return { item: { studyId, itemId: pick.item_id, prompt, answer, criteria: study.criteria, progress } };
   }
 
   /** The prompt the model received and its answer, as stored; nothing else of the run. */
-  private async shown(study: Study, runId: string, itemKey: string): Promise<{ prompt: string; answer: string }> {
+  private async shown(study: Study, itemId: string, runId: string, itemKey: string): Promise<{ prompt: string; answer: string }> {
     const [run, rows] = await Promise.all([this.runs.getRun(runId), this.runs.answeredByKeys(runId, [itemKey])]);
     const row = rows[0];
     const benchmark = this.catalog().get(study.benchmarkId);
     if (!run || !row || run.template_hash !== benchmark.templateHash) {
       throw new UserError(
         'rating.prompt-unavailable',
-        `rating study ${study.studyId}: an item's prompt can no longer be rebuilt as its run built it (the benchmark's template changed); close the study`,
+        `rating study ${study.studyId}: item ${itemId}'s prompt can no longer be rebuilt as its run built it (the benchmark's template changed); close the study`,
       );
     }
-    const rebuilt = promptOf(row.payload, benchmark.template, study.benchmarkId);
-    if (!run.spec.deidentify) return { prompt: rebuilt, answer: row.prediction };
-    const sent = this.opts.sentPrompt ? await this.opts.sentPrompt(runId, row.payload, rebuilt) : undefined;
-    if (sent === undefined) throw new UserError('rating.prompt-unavailable', `rating study ${study.studyId}: an item's de-identified prompt could not be rebuilt; it is not shown`);
-    return { prompt: sent, answer: row.prediction };
+    // A refusal on the way (the run's endpoint left the allowlist...) would name the run's endpoint: the rater is told only of the item.
+    const prompt = await sentPrompt(this.engine, run, row.payload).catch((err: unknown) => {
+      if (err instanceof UserError) return undefined;
+      throw err;
+    });
+    if (prompt === undefined)
+      throw new UserError(
+        'rating.prompt-unavailable',
+        `rating study ${study.studyId}: item ${itemId}'s prompt cannot be rebuilt as its run sent it (it no longer passes de-identification, or the run's configuration is gone), so it is not shown; skip or flag that item`,
+      );
+    return { prompt, answer: row.prediction };
   }
 
   /** A rating: every criterion of the study, a whole number on its scale; a rater may change theirs while the study is open. */
@@ -469,10 +469,4 @@ async function refuseCovered(tx: Queryable, study: Study, itemId: string, rater:
     rater,
   ]);
   if ((rows[0]?.n ?? 0) >= study.ratersPerItem) throw new UserError('rating.item-covered', `rating study ${study.studyId}: item ${itemId} already has ${study.ratersPerItem} ratings`);
-}
-
-/** The prompt as the run built it: a conversation's turns, or the template over the instance. */
-function promptOf(instance: Instance, template: string, benchmarkId: string): string {
-  if (instance.messages) return instance.messages.map((m) => `${m.role}: ${m.content}`).join('\n\n');
-  return renderTemplate(template, instance, `benchmark ${benchmarkId}`);
 }

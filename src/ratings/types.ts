@@ -1,6 +1,5 @@
 /** The public types of rating studies (src/ratings). */
 import type { Queryable } from '../db';
-import type { Instance } from '../catalog';
 import type { Tier } from '../tiers';
 import type { Criterion } from './criteria';
 
@@ -90,12 +89,6 @@ export interface RatingEventDetail {
 /** The caller's audit event, recorded in the same transaction as the change (app.audit.recordIn). */
 export type StudyRecorder = (tx: Queryable, study: Study, detail: StudyEventDetail) => Promise<void>;
 export type RatingRecorder = (tx: Queryable, detail: RatingEventDetail) => Promise<void>;
-
-/**
- * The prompt an EHR tier's model received: the stored instance's prompt de-identified again as the run
- * did it (the run store keeps only the original text). Undefined: still carries an identifier.
- */
-export type SentPrompt = (runId: string, instance: Instance, prompt: string) => Promise<string | undefined>;
 
 export interface StudyProgress {
   studyId: string;

@@ -10,7 +10,7 @@ import { commandPrefix } from '../command-prefix';
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { AuditEventInput, AuditTrail } from '../audit';
-import { type Benchmark, type Catalog, type Instance, type CheckResult, checkBenchmark, dataRevision, dataStatus, HELM_SAMPLE_SEED, type SampleMethod } from '../catalog';
+import { type Benchmark, type Catalog, type CheckResult, checkBenchmark, dataRevision, dataStatus, HELM_SAMPLE_SEED, type SampleMethod } from '../catalog';
 import type { ReasoningEffort } from '../contracts';
 import type { EndpointPolicy } from '../egress';
 import { isStoreUnavailable } from '../db';
@@ -110,7 +110,8 @@ export interface ExecuteOptions {
   signal?: AbortSignal;
 }
 
-function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' | 'endpoint_id' | 'tier' | 'spec' | 'approved_by' | 'created_at'>, requester: Actor): RunContext {
+/** A run's context as its worker builds it (also for rebuilding what one of its instances sent: sent-prompt.ts). */
+export function contextOf(engine: Engine, run: Pick<RunRow, 'run_id' | 'benchmark_id' | 'endpoint_id' | 'tier' | 'spec' | 'approved_by' | 'created_at'>, requester: Actor): RunContext {
   const benchmark = benchmarkNamed(engine.catalog, run.benchmark_id);
   return {
     runId: run.run_id,
@@ -443,21 +444,6 @@ export async function cancelRun(engine: Engine, runId: string, actor: Actor, rea
   const stopped = await engine.store.transition(runId, ['requested', 'approved', 'running'], halt ? 'halted' : 'cancelled', rule);
   observeRunFinished(ctx, halt ? 'halted' : 'cancelled', stopped);
   return { run: (await engine.store.getRun(runId)) as RunRow, callsInFlight };
-}
-
-/**
- * What the model of a de-identified run received for one of its instances: the stored prompt passed
- * through the run's de-identification again (keyed per run and subject, so the same text), for the
- * clinicians who rate it. Undefined when the run no longer exists or the text would now be refused.
- * A run that did not de-identify sent the prompt as it is.
- */
-export async function sentPromptOf(engine: Engine, runId: string, instance: Instance, prompt: string): Promise<string | undefined> {
-  const run = await engine.store.getRun(runId);
-  if (!run) return undefined;
-  if (!run.spec.deidentify) return prompt;
-  const ctx = contextOf(engine, run, { principal: run.requested_by, role: 'researcher', authMethod: 'service' });
-  const out = await engine.deid.apply(ctx, instance, prompt);
-  return out.ok ? out.prompt.text : undefined;
 }
 
 /** The actor as the gate sees a caller: the daemon's own service actor holds no person's role. */

@@ -4,39 +4,68 @@
  * the raters-per-item cap, validation of ratings, a closed study, the agreement inputs with the jury's
  * scores, and audit events without text. On PGlite and, when TEST_DATABASE_URL is set, PostgreSQL.
  */
-import type { App } from '../../src/app';
-import { DEMO_MODEL_ID } from '../../src/demo/model-server';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type App, openApp } from '../../src/app';
+import { Catalog } from '../../src/catalog';
+import { DEMO_MODEL_ID, type ModelServer, startModelServer } from '../../src/demo/model-server';
 import type { Queryable } from '../../src/db';
 import { RatingStudies, type RatingEventDetail, type Study, type StudyEventDetail } from '../../src/ratings';
 import { raterOrder } from '../../src/ratings/order';
-import { executeRun, requestRun } from '../../src/runs/engine';
+import { approveRun, executeRun, requestRun } from '../../src/runs/engine';
 import { DEMO_ENDPOINT_ID } from '../../src/setup/init';
-import { researcher } from '../helpers/app';
+import { researcher, startTestApp, type TestApp } from '../helpers/app';
 import { backends, type Backend } from '../helpers/db';
-import { type JuryApp, startJuryApp } from '../helpers/jury-app';
+import { makeHome, type TestHome } from '../helpers/home';
 
 jest.setTimeout(180_000);
 
 /** In every model answer: must never reach an audit event. */
 const ANSWER_CANARY = 'ANSWER-CANARY-31';
+const isJudgePrompt = (prompt: string) => prompt.includes('<gold_response>');
 
-interface StudyApp extends JuryApp {
+interface StudyApp {
+  app: App;
+  server: ModelServer;
+  home: TestHome;
   runIds: string[];
 }
 
 /** An app whose jury has three judges, and two completed ACI-Bench runs of six instances each. */
 async function startStudyApp(backend: Backend): Promise<StudyApp> {
-  const jury = await startJuryApp(backend, (n) => `ASSESSMENT AND PLAN ${ANSWER_CANARY} answer ${n}: knee pain, ibuprofen.`);
+  const home = await makeHome(backend);
+  let answers = 0;
+  let judged = 0;
+  const server = await startModelServer({
+    certPem: readFileSync(join(home.home, 'keys', 'demo-model-server.pem'), 'utf8'),
+    keyPem: readFileSync(join(home.home, 'keys', 'demo-model-server.key.pem'), 'utf8'),
+    port: home.port,
+    record: true,
+    behaviour: (_n, prompt) => {
+      if (!isJudgePrompt(prompt)) return { kind: 'answer', text: `ASSESSMENT AND PLAN ${ANSWER_CANARY} answer ${++answers}: knee pain, ibuprofen.` };
+      const s = (judged++ % 5) + 1;
+      return { kind: 'answer', text: `{"accuracy": {"score": ${s}, "explanation": "x"}, "completeness": {"score": ${6 - s}, "explanation": "x"}, "clarity": {"score": 3, "explanation": "x"}}` };
+    },
+  });
+  const policyFile = join(home.home, 'access-policies', 'endpoints.json');
+  const policy = JSON.parse(readFileSync(policyFile, 'utf8')) as { endpoints: Record<string, unknown>[] };
+  const { family: _family, ...demo } = policy.endpoints[0] as Record<string, unknown>;
+  for (const id of ['judge-gpt', 'judge-llama', 'judge-claude']) {
+    policy.endpoints.push({ ...demo, id, description: `judge ${id}`, model: id, classification: { inVpc: true, baa: true, maxTier: 'private' } });
+  }
+  writeFileSync(policyFile, JSON.stringify(policy, null, 2));
+  writeFileSync(join(home.home, 'site-data.json'), JSON.stringify({ benchmarks: {}, jury: { judges: ['judge-gpt', 'judge-llama', 'judge-claude'] } }));
+  const app = await openApp({ file: home.configFile, env: home.env });
   const runIds: string[] = [];
   for (let i = 0; i < 2; i++) {
-    const run = await requestRun(jury.app.engine, { benchmarkId: 'aci_bench', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 6 });
-    expect((await executeRun(jury.app.engine, run.run_id)).status).toBe('completed');
+    const run = await requestRun(app.engine, { benchmarkId: 'aci_bench', endpointId: DEMO_ENDPOINT_ID, requester: researcher, maxInstances: 6 });
+    expect((await executeRun(app.engine, run.run_id)).status).toBe('completed');
     runIds.push(run.run_id);
   }
-  return { ...jury, runIds };
+  return { app, server, home, runIds };
 }
 
-const studies = (app: App) => new RatingStudies(app.db, app.engine.store, () => app.catalog());
+const studies = (app: App) => new RatingStudies(app.db, app.engine);
 
 /**
  * Audit callbacks that keep what they were given (the integrator's record an audit event with it, in
@@ -86,7 +115,9 @@ describe.each(backends())('rating studies on %s', (backend) => {
     t = await startStudyApp(backend);
   });
   afterAll(async () => {
-    await t.close();
+    await t.app.close();
+    await t.server.close();
+    await t.home.cleanup();
   });
 
   it('opens a study on two completed jury runs: a seeded sample of each, its criteria from the jury prompt, one audit event without text', async () => {
@@ -285,5 +316,138 @@ describe.each(backends())('rating studies on %s', (backend) => {
     expect(recorded).not.toContain('[doctor]');
     const keys = await t.app.db.query<{ item_key: string }>('SELECT item_key FROM rating_items WHERE study_id = $1::uuid', [study.studyId]);
     for (const k of keys) expect(recorded).not.toContain(k.item_key);
+  });
+});
+
+/** Synthetic notes (every value invented): the names and numbers a clinician must never read. */
+const NOTES = [
+  { id: 'n1', patient: 'p-1', name: 'Marguerite Hollis', mrn: '00384157', note: 'Mrs. Hollis (MRN 00384157) was admitted with CHF; diuresed, discharged home on furosemide.' },
+  { id: 'n2', patient: 'p-2', name: 'Kwame Okonkwo', mrn: 'K4471902', note: 'Mr. Okonkwo (MRN K4471902) was treated for urosepsis with ceftriaxone and improved.' },
+  { id: 'n3', patient: 'p-3', name: 'Imelda Sayre', mrn: 'S1182733', note: 'Ms. Sayre (MRN S1182733) had a hip fracture repaired; rehabilitation was arranged.' },
+];
+const PLANTED = ['Hollis', '00384157', 'Okonkwo', 'K4471902', 'Sayre', 'S1182733'];
+const JUDGES = ['judge-a', 'judge-b'];
+
+/** A private site benchmark judged by an LLM jury, over the notes above (the test's own catalog). */
+function writePrivateJuryBenchmark(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  const quote = (v: string) => `"${v.replace(/"/g, '""')}"`;
+  const cols = ['id', 'patient', 'name', 'mrn', 'note'] as const;
+  writeFileSync(
+    join(dir, 'notes.csv'),
+    [['id', 'patient', 'name', 'mrn', 'note', 'summary'].join(','), ...NOTES.map((n) => [...cols.map((c) => quote(n[c])), quote('A short hospital course.')].join(','))].join('\n') + '\n',
+  );
+  writeFileSync(join(dir, 'prompt.txt'), 'Write the brief hospital course of this note.\n\nNote:\n{{note}}\n\nCourse:');
+  writeFileSync(join(dir, 'jury.txt'), readFileSync(join(__dirname, '..', '..', 'benchmarks', 'aci_bench', 'jury.txt'), 'utf8'));
+  writeFileSync(
+    join(dir, 'benchmark.json'),
+    JSON.stringify({
+      id: 'site_course_jury',
+      version: '1.0.0',
+      displayName: 'Site hospital courses (synthetic)',
+      category: 'Clinical Note Generation',
+      subcategory: 'Documenting Patient Visits',
+      tier: 'private',
+      dataset: {
+        origin: 'shipped',
+        files: [{ path: 'notes.csv' }],
+        format: 'csv',
+        adapter: 'columns',
+        columns: { id: 'id', vars: { note: 'note' }, reference: 'summary', subject: 'patient', known: { names: ['name'], mrns: ['mrn'] } },
+      },
+      prompt: { templateFile: 'prompt.txt', maxTokens: 50 },
+      references: 'summary: a reference course',
+      metrics: { main: 'jury_score', secondary: ['jury_score_normalized'] },
+      jury: { promptFile: 'jury.txt', criteria: ['accuracy', 'completeness', 'clarity'], judges: JUDGES },
+      split: 'test',
+      lowerIsBetter: false,
+    }),
+  );
+}
+
+describe.each(backends())('a rating study of a private run on %s', (backend) => {
+  let t: TestApp;
+  let runId: string;
+  let approvalId: string;
+  beforeAll(async () => {
+    t = await startTestApp({
+      backend,
+      behaviour: (_n, prompt) =>
+        isJudgePrompt(prompt)
+          ? { kind: 'answer', text: '{"accuracy": {"score": 4, "explanation": "x"}, "completeness": {"score": 3, "explanation": "x"}, "clarity": {"score": 5, "explanation": "x"}}' }
+          : { kind: 'answer', text: `${ANSWER_CANARY}: admitted, treated, discharged.` },
+    });
+    const siteDir = join(t.home.home, 'site-benchmarks');
+    writePrivateJuryBenchmark(join(siteDir, 'site_course_jury'));
+    const catalog = Catalog.load([siteDir]);
+    t.app.engine.catalog = () => catalog;
+    const file = t.app.config.policies.endpoints;
+    const policy = JSON.parse(readFileSync(file, 'utf8')) as { endpoints: Record<string, unknown>[] };
+    const { family: _family, ...demo } = policy.endpoints[0] as Record<string, unknown>;
+    const classification = { inVpc: true, baa: true, maxTier: 'private', development: false };
+    for (const id of ['site-private-loopback', ...JUDGES]) policy.endpoints.push({ ...demo, id, description: `private ${id}`, model: id, classification });
+    writeFileSync(file, JSON.stringify(policy, null, 2));
+    await t.app.refreshPolicies();
+    const approval = await t.app.approvals.create(
+      { protocolNumber: 'IRB-RATE-1', principalInvestigator: researcher.principal, personnel: [researcher.principal], benchmarks: ['site_course_jury'], purpose: 'rating study test' },
+      'carol',
+    );
+    approvalId = approval.approvalId;
+    const run = await requestRun(t.app.engine, { benchmarkId: 'site_course_jury', endpointId: 'site-private-loopback', requester: researcher, approvalId });
+    await approveRun(t.app.engine, run.run_id, { principal: 'carol', role: 'compliance', authMethod: 'mtls' });
+    expect((await executeRun(t.app.engine, run.run_id)).status).toBe('completed');
+    runId = run.run_id;
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('shows the clinician the de-identified prompt the model received, never the stored original', async () => {
+    const r = recorders();
+    const s = studies(t.app);
+    const study = await s.open({ title: 'Private courses', runIds: [runId], instancesPerRun: 3, ratersPerItem: 1, seed: 4 }, 'alice', r.study);
+    expect(study).toMatchObject({ tier: 'private', approvalId, benchmarkId: 'site_course_jury', items: 3 });
+    const sentToModel = t.server.received.map((x) => x.prompt).filter((p) => !isJudgePrompt(p));
+    expect(sentToModel).toHaveLength(3);
+    const shown: string[] = [];
+    for (;;) {
+      const next = await s.next(study.studyId, 'dana');
+      if (!next.item) break;
+      shown.push(next.item.prompt);
+      for (const id of PLANTED) expect(next.item.prompt).not.toContain(id);
+      expect(next.item.answer).toContain(ANSWER_CANARY);
+      await s.skip(study.studyId, next.item.itemId, 'dana', r.rating);
+    }
+    // Byte for byte what the model server received: rebuilt and de-identified again as the run did.
+    expect(shown.sort()).toEqual([...sentToModel].sort());
+    // The store still holds the originals: what is shown is not read from them.
+    const stored = await t.app.db.query<{ note: string }>("SELECT payload->'vars'->>'note' AS note FROM run_items WHERE run_id = $1::uuid", [runId]);
+    expect(stored.map((x) => x.note).join(' ')).toContain('Hollis');
+  });
+
+  it('refuses to show an item once its prompt can no longer be rebuilt as sent, naming only the item', async () => {
+    const r = recorders();
+    const s = studies(t.app);
+    const study = await s.open({ title: 'Template change', runIds: [runId], instancesPerRun: 1, ratersPerItem: 1, seed: 8 }, 'alice', r.study);
+    const inForce = t.app.engine.catalog;
+    const changedDir = join(t.home.home, 'changed-benchmarks');
+    cpSync(join(t.home.home, 'site-benchmarks'), changedDir, { recursive: true });
+    writeFileSync(join(changedDir, 'site_course_jury', 'prompt.txt'), 'Summarise this note.\n\n{{note}}');
+    const changed = Catalog.load([changedDir]);
+    t.app.engine.catalog = () => changed;
+    try {
+      const err = (await s.next(study.studyId, 'dana').catch((e: unknown) => e)) as Error & { code: string };
+      expect(err.code).toBe('rating.prompt-unavailable');
+      const itemId = (await t.app.db.query<{ item_id: string }>('SELECT item_id::text AS item_id FROM rating_items WHERE study_id = $1::uuid', [study.studyId]))[0]?.item_id as string;
+      expect(err.message).toContain(itemId);
+      for (const hidden of [runId, 'site-private-loopback']) expect(err.message).not.toContain(hidden);
+      // The rater can still move on.
+      await s.skip(study.studyId, itemId, 'dana', r.rating);
+      expect((await s.next(study.studyId, 'dana')).item).toBeNull();
+      // And no new study is opened on a run whose prompts cannot be shown as sent.
+      await expect(s.open({ title: 'After the change', runIds: [runId], instancesPerRun: 1, ratersPerItem: 1 }, 'alice', r.study)).rejects.toMatchObject({ code: 'rating.runs-unsuitable' });
+    } finally {
+      t.app.engine.catalog = inForce;
+    }
   });
 });

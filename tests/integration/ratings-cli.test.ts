@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AGREEMENT_OUTPUT_SCHEMA, PLAN_OUTPUT_SCHEMA } from '../../src/cli/commands/ratings';
-import { formatSchemaErrors, validatorFor } from '../../src/config/validate';
+import { formatSchemaErrors, validatorFor } from '../../src/schema/validate';
 import type { AgreementReport } from '../../src/agreement';
 import { tempDir } from '../helpers/db';
 import { ROOT } from '../helpers/paths';
