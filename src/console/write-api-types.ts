@@ -6,7 +6,7 @@
  * tests/unit/console-api-types.test.ts fails when the file is stale.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { compile, type JSONSchema } from 'json-schema-to-typescript';
 import prettier from 'prettier';
 import { PACKAGE_ROOT, SCHEMA_DIR } from '../paths';
@@ -45,7 +45,7 @@ export async function consoleTypes(): Promise<string> {
   for (const [name, file] of Object.entries(CONSOLE_TYPES)) {
     const { $id: _id, $schema: _meta, title: _title, ...schema } = JSON.parse(readFileSync(join(SCHEMA_DIR, file), 'utf8')) as JSONSchema & { $schema?: string };
     out += `\n/** ${file} */\n`;
-    out += await compile({ ...schema, title: name }, name, { bannerComment: '', additionalProperties: false, format: false, strictIndexSignatures: true });
+    out += await compile({ ...schema, title: name }, name, { bannerComment: '', additionalProperties: false, format: false, strictIndexSignatures: true, cwd: dirname(join(SCHEMA_DIR, file)) });
   }
   out += `\n/** Instances per state of a run (its counts, when not withheld). */\nexport type Counts = NonNullable<Run['counts']>;\n`;
   const options = await prettier.resolveConfig(CONSOLE_TYPES_FILE);

@@ -8,3 +8,4 @@ export type { AuthorityDefinition, Endpoint, EndpointDefinition, ReasoningEffort
 export { costUsd, priceFor, type Price, type PricedEndpoint } from './prices';
 export { runPhase } from './phase';
 export { AUDIT_EVENT_TYPES, type AuditEventType, type AuditOutcome } from './audit-events';
+export { PIN_KINDS, PIN_MEANING, pinDifferenceLine, pinDifferences, type PinDifference, type PinKind, type RunPins } from './pins';

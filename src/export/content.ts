@@ -8,7 +8,7 @@ import type { Approval } from '../access';
 import type { Catalog } from '../catalog';
 import type { PriceEntry } from '../config';
 import { costUsd, priceFor } from '../contracts';
-import type { RunRow, RunStore } from '../runs';
+import { pinsOf, type RunRow, type RunStore } from '../runs';
 import { TIERS, type Tier } from '../tiers';
 import { type CellStatus, complement, type DisclosureSettings, metricCell, releasedCount, subgroupCells, suppressPartition } from './disclosure';
 import { type CohortRef, type ExportStore, OTHER_LABEL } from './store';
@@ -132,6 +132,7 @@ async function runResult(deps: ContentDeps, run: RunRow, cohorts: ReleasedCohort
     metrics: metrics.map((m): MetricCell => (released ? metricCell(overall.metrics.get(m), m, s) : { name: m, suppressed: '<k' })),
     subgroups,
     usage: released ? await usageOf(deps, run) : null,
+    pins: pinsOf(run.spec),
     ...(run.spec.benchmark.mainMetric.startsWith('jury_score') ? { juryValidation: juryValidationOf(await deps.juryValidation?.(run.benchmark_id), s) } : {}),
   };
 }

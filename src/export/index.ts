@@ -14,4 +14,4 @@ export { heatmapSvg } from './leaderboard/index';
 export type { Leaderboard, ScoreTable } from './leaderboard/index';
 export { leaderboardOf, unrankedModels } from './leaderboard/index';
 export { toScoreTable } from './leaderboard/index';
-export { dataRevisionReport, type DataRevisionReport, revisionsLine, scoresFromRuns, versionReport, versionsLine } from './run-scores';
+export { dataRevisionReport, type DataRevisionReport, pinReport, revisionsLine, scoresFromRuns, versionReport, versionsLine } from './run-scores';

@@ -11,6 +11,7 @@
 import { Catalog } from '../catalog';
 import { PolicyDenied, UserError } from '../errors';
 import { getMetric } from '../metrics';
+import { type PinDifference, pinDifferenceLine, pinDifferences, type RunPins } from '../contracts';
 import type { LeaderboardInput } from './leaderboard';
 
 export interface RunScore {
@@ -26,6 +27,13 @@ export interface RunScore {
   data?: { sha256: string } | null;
   /** The benchmark's version the run ran (its prompts and scoring); absent: not given. */
   benchmarkVersion?: string;
+  /** The run's pins (operations' RunView); absent: not given. */
+  pins?: RunPins;
+}
+
+/** Benchmarks whose runs differ in a pin (the runs without pins left out). */
+export function pinReport(runs: readonly Pick<RunScore, 'runId' | 'benchmarkId' | 'pins'>[]): PinDifference[] {
+  return pinDifferences(runs.flatMap((r) => (r.pins ? [{ runId: r.runId, benchmarkId: r.benchmarkId, pins: r.pins }] : [])));
 }
 
 /** Benchmarks whose runs ran different versions of it (other prompts or scoring under one name). */
@@ -86,7 +94,14 @@ function refuseMixedRevisions(runs: readonly RunScore[], allowMixedData: boolean
     );
   }
   const [first] = dataRevisionReport(runs).mixed;
-  if (!first) return;
+  if (!first) {
+    const [pinned] = pinReport(runs);
+    if (!pinned) return;
+    throw new UserError(
+      'leaderboard.pins-differ',
+      `${pinDifferenceLine(pinned)}: their scores are not comparable; compare runs with the same pins, or say --allow-mixed-data (API: allowMixedData) to compare them anyway, and the output says so`,
+    );
+  }
   throw new UserError(
     'leaderboard.data-revisions-differ',
     `runs of ${first.benchmarkId} read different data (${revisionsLine(first)}), so their scores are not comparable; compare runs of one data revision, or say --allow-mixed-data (API: allowMixedData) to compare them anyway, and the output says so`,

@@ -19,7 +19,8 @@ import { PolicyDenied, UserError } from '../errors';
 import type { Actor } from '../identity';
 import { decide, type RuleId } from '../policy';
 import { latestValidation } from '../ratings';
-import type { RunRow } from '../runs';
+import { pinsOf, type RunRow } from '../runs';
+import { pinDifferenceLine, pinDifferences } from '../contracts';
 import { DAEMON_VERSION } from '../version';
 import { signBundle } from './bundle';
 import { buildContent, safeId, type ReleasedCohort } from './content';
@@ -144,6 +145,14 @@ export class ExportService {
         `runs of ${versionsLine(older)} ran different versions of the benchmark (other prompts or scoring), so their results are not comparable; export runs of one version, or request again allowing mixed runs (--allow-mixed-data), and each result in the bundle names its version`,
       );
     }
+    // The other pins (template, scorer, judges, definition): the same rule, and the bundle says which differ.
+    const pins = pinDifferences(runs.map((r) => ({ runId: r.run_id, benchmarkId: r.benchmark_id, pins: pinsOf(r.spec) })));
+    if (pins.length > 0 && !allowMixedData) {
+      return refusal(
+        'export.pins-differ',
+        `${pins.map(pinDifferenceLine).join('; ')}: their results are not comparable; export runs with the same pins, or request again allowing mixed runs (--allow-mixed-data), and the bundle then lists what differs`,
+      );
+    }
     const approvals = new Map<string, Approval>();
     for (const run of runs) {
       if (!run.approval_id) {
@@ -168,7 +177,11 @@ export class ExportService {
       { exportId, siteId: this.app.config.site.id, requestedBy, requestedOn, runs, approvals },
     );
     const { cohorts } = built;
-    const content: ExportContent = mixed.length > 0 ? { ...built.content, mixedDataRevisions: mixed } : built.content;
+    const content: ExportContent = {
+      ...built.content,
+      ...(mixed.length > 0 ? { mixedDataRevisions: mixed } : {}),
+      ...(pins.length > 0 ? { mixedPins: pins.map((d) => ({ benchmarkId: d.benchmarkId, differs: d.differs })) } : {}),
+    };
     // What cannot go into a bundle (a model name with spaces, say) is refused now, not after a release is audited.
     const validate = validatorFor('api/export-preview.schema.json');
     if (!validate(content)) {

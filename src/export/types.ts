@@ -3,6 +3,7 @@
  * least k instances, a marker saying it was suppressed, or provenance (ids, hashes, versions).
  */
 import type { Tier } from '../tiers';
+import type { PinKind, RunPins } from '../contracts';
 import type { StudyValidationFigures } from '../ratings';
 
 export type { StudyValidationFigures };
@@ -77,6 +78,8 @@ export interface ExportResult {
   usage: Usage | null;
   /** A jury benchmark's: whether clinicians at the site validated its jury (absent for other benchmarks). */
   juryValidation?: JuryValidation;
+  /** The hashes of the run's data, definition, template, scorer and judge set (absent in bundles from before they were recorded). */
+  pins?: RunPins;
 }
 
 /** A statistic of a validation with its 95% interval, rounded outward to two decimals. */
@@ -152,6 +155,8 @@ export interface ExportContent {
    * benchmark with its runs' data revisions (sha256, or "unknown" for a run from before they were recorded).
    */
   mixedDataRevisions?: { benchmarkId: string; runs: { runId: string; revision: string }[] }[];
+  /** Present only when the requester allowed runs of one benchmark whose pins differ: which pins differ, per benchmark. */
+  mixedPins?: { benchmarkId: string; differs: PinKind[] }[];
 }
 
 export interface AuditCheckpointRef {

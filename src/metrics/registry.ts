@@ -13,6 +13,7 @@ import { sctExpertSetMembership, sctScoreMetric } from './sct';
 import { metaGraderCriteriaMet } from './grade-parse';
 import type { Annotations, AnnotatorName, Metric, MetricInfo, ScoringMode } from './types';
 import type { Instance } from '../catalog';
+import { sha256Hex } from '../canonical';
 
 export type Provider = { kind: 'metric'; metric: Metric } | { kind: 'annotation'; annotator: AnnotatorName };
 
@@ -38,7 +39,7 @@ for (const m of [
   // HealthBench's meta-evaluation: the grader's label of one criterion (the agreement figures: runs meta-eval).
   metaGraderCriteriaMet,
 ]) {
-  PROVIDERS.set(m.name, { info: { name: m.name, lowerIsBetter: m.lowerIsBetter }, provider: { kind: 'metric', metric: m } });
+  PROVIDERS.set(m.name, { info: { name: m.name, lowerIsBetter: m.lowerIsBetter, ...(m.scorerVersion ? { scorerVersion: m.scorerVersion } : {}) }, provider: { kind: 'metric', metric: m } });
 }
 for (const { annotator, metrics } of ANNOTATED_METRICS) {
   for (const info of metrics) PROVIDERS.set(info.name, { info, provider: { kind: 'annotation', annotator } });
@@ -52,6 +53,15 @@ export function getMetric(name: string): MetricInfo | undefined {
 export function inProcessMetric(name: string): Metric | undefined {
   const p = PROVIDERS.get(name)?.provider;
   return p?.kind === 'metric' ? p.metric : undefined;
+}
+
+/**
+ * The scorer pin of a run: sha256 over the scoring mode and each of its metrics with its scorer version
+ * (an unknown metric counts as version 0, so it still pins its name).
+ */
+export function scorerPin(metrics: readonly string[], mode: ScoringMode): string {
+  const versions = metrics.map((name) => `${name}@${PROVIDERS.has(name) ? (PROVIDERS.get(name)?.info.scorerVersion ?? 1) : 0}`);
+  return sha256Hex(['ehrbench.scorer.v1', mode, ...versions].join('\n'));
 }
 
 export function providerOf(name: string): Provider | undefined {

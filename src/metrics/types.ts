@@ -20,6 +20,12 @@ export interface MetricInfo {
    * with a bootstrap standard deviation beside it (`<name>_bootstrap_std`).
    */
   aggregate?: 'mean' | 'clipped-mean';
+  /**
+   * The scorer's version (default 1): raise it whenever a change makes the metric score any prediction
+   * differently, so that runs scored before and after carry different scorer pins (scorerPin) and are
+   * not compared without the caller saying so.
+   */
+  scorerVersion?: number;
 }
 
 /** A metric computed from the prediction and the instance alone, in process. */

@@ -11,9 +11,10 @@ import { compactList } from '../audit';
 import { type Actor, IssuedCertificates, Revocations } from '../identity';
 import { type Action, decide, type GateDecision, mayAttempt, type Resource, type RuleId, type RunFiguresRule, runFiguresVisibility } from '../policy';
 import type { AuditEventInput } from '../audit';
-import { approveRun, benchmarkNamed, cancelRun, endpointNamed, requestRun, summarize } from '../runs';
+import { approveRun, benchmarkNamed, cancelRun, endpointNamed, pinsOf, requestRun, summarize } from '../runs';
 import type { RunOutcome, RunPreset, RunRow, RunSpec } from '../runs';
 import type { DataRevision } from '../catalog';
+import type { RunPins } from '../contracts';
 import type { ScoringMode } from '../metrics';
 import { ExportService, type ExportFiles, type ExportFormat, type ExportRow, wilson } from '../export';
 import { costUsd, priceFor, unpricedUnderBudget } from '../calls';
@@ -63,6 +64,8 @@ export interface RunDetail {
   data: DataRevision | null;
   /** The preset the run was requested with, or null. */
   preset: RunPreset | null;
+  /** The hashes of its data, definition, template, scorer and judge set ("unknown" where a run from before them did not record one). */
+  pins: RunPins;
   /** Records the dataset left out when the run was planned, by rule. */
   skipped: Record<string, number>;
   counts: { pending: number; claimed: number; done: number; blocked: number; failed: number };
@@ -112,6 +115,7 @@ const RUN_METADATA = [
   'sample',
   'data',
   'preset',
+  'pins',
   'mainMetric',
 ] as const satisfies readonly (keyof RunDetail)[];
 
@@ -330,6 +334,7 @@ export class Operations {
       sample: run.spec.sample ?? null,
       data: run.spec.data ?? null,
       preset: run.spec.preset ?? null,
+      pins: pinsOf(run.spec),
       skipped: s.skipped,
       counts: s.counts,
       mainMetric: s.mainMetric,

@@ -29,6 +29,7 @@ import { annotateDeferred } from './deferred';
 import { runOutcome, type RunOutcome } from './outcome';
 import { benchmarkNamed, benchmarkUnavailable, endpointNamed } from './named';
 import { planningFor } from './planner';
+import { type PinnedJudge, pinsForRequest } from './pins';
 import { applyPreset, type RunPreset } from './preset';
 import { type MetricAggregate, type RunRow, type RunSpec, RunStore, type StateCounts } from './store';
 import { work } from './worker';
@@ -175,6 +176,14 @@ function juryPolicyOf(engine: Engine, benchmark: Benchmark, endpoint: EndpointPo
   });
 }
 
+/** The judges a run asks, as the judge-set pin records them (an unknown judge pins its id alone; it is refused later, by rule). */
+function judgesOf(engine: Engine, jury: RunSpec['jury']): PinnedJudge[] {
+  return (jury?.judgesAsked ?? []).map((id) => {
+    const e = engine.endpoints().endpoints.find((x) => x.id === id);
+    return { id, model: e?.model ?? null, deployment: e?.deployment ?? null };
+  });
+}
+
 /** Checks access and records a run. Throws PolicyDenied (after auditing the refusal) when denied. */
 export async function requestRun(engine: Engine, asked: RunRequest): Promise<RunRow> {
   const req = applyPreset(asked.preset, asked);
@@ -236,7 +245,7 @@ export async function requestRun(engine: Engine, asked: RunRequest): Promise<Run
   const irbProtocol = decision.approval?.protocolNumber ?? req.irbProtocol;
   // Which bytes the run reads: recorded now, held to them when it is planned (planner.ts).
   const data = await dataRevision(benchmark);
-  const spec: RunSpec = {
+  const unpinned: Omit<RunSpec, 'pins'> = {
     benchmark: {
       id: d.id,
       version: d.version,
@@ -260,6 +269,7 @@ export async function requestRun(engine: Engine, asked: RunRequest): Promise<Run
     ...(data ? { data } : {}),
     ...(req.preset ? { preset: req.preset } : {}),
   };
+  const spec: RunSpec = { ...unpinned, pins: pinsForRequest(unpinned, judgesOf(engine, unpinned.jury)) };
   const row = {
     run_id: runId,
     benchmark_id: d.id,

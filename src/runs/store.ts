@@ -5,7 +5,7 @@
 import type { Database, Queryable } from '../db';
 import { GroupCommit } from '../db';
 import type { DataRevision, Instance } from '../catalog';
-import type { JuryPolicy } from '../contracts';
+import type { JuryPolicy, RunPins } from '../contracts';
 import { getMetric, withClippedStats } from '../metrics';
 import type { RunPreset } from './preset';
 import type { Tier } from '../tiers';
@@ -61,6 +61,8 @@ export interface RunSpec {
   data?: DataRevision;
   /** The preset the run was requested with (`medhelm-leaderboard`: HELM's leaderboard settings). */
   preset?: RunPreset;
+  /** The hashes of its data, definition, template, scorer and judge set (runs/pins.ts); absent: a run from before they were recorded. */
+  pins?: RunPins;
 }
 
 /**

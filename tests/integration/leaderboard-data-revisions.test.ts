@@ -125,6 +125,31 @@ describe('data revisions in runs show and leaderboard --runs', () => {
       `Compared across benchmark versions (--allow-mixed-data): these runs of one benchmark ran other prompts or scoring\n  site_followup: run ${b} version 1.0.0, run ${c} version 1.1.0\n`,
     );
 
+    // The same version and data with another prompt template (a site edited prompt.txt in place): the
+    // template pin differs, and the refusal names it.
+    writeFileSync(join(home.home, 'site-benchmarks', 'site_followup', 'prompt.txt'), '{{note}}\nDoes this patient need follow-up?\n{{choices}}\nAnswer:');
+    const fourth = await cli(['run', '--config', home.configFile, '--benchmark', 'site_followup', '--endpoint', 'demo-two', '--json']);
+    expect(fourth.code).toBe(0);
+    const d = JSON.parse(fourth.stdout).runId as string;
+    const pinsOf = async (id: string) => {
+      const shownRun = await cli(['runs', 'show', id, '--config', home.configFile]);
+      const pin = (kind: string) => new RegExp(`\n {4}${kind}: ([0-9a-f]{64}|unknown|none \\(no jury\\))\n`).exec(shownRun.stdout)?.[1];
+      return { dataset: pin('dataset'), definition: pin('definition'), template: pin('template'), scorer: pin('scorer'), judges: pin('judges') };
+    };
+    const [pinsC, pinsD] = [await pinsOf(c), await pinsOf(d)];
+    expect(pinsC.template).toMatch(/^[0-9a-f]{64}$/);
+    expect(pinsD.template).not.toBe(pinsC.template);
+    expect({ ...pinsD, template: '' }).toEqual({ ...pinsC, template: '' });
+    expect(pinsC.judges).toBe('none (no jury)');
+    const templates = await cli(['leaderboard', '--runs', `${c},${d}`, '--config', home.configFile]);
+    expect(templates.code).toBe(1);
+    expect(templates.stderr).toContain(
+      `ehrbench: site_followup: runs that used different prompt templates: template (run ${c} ${pinsC.template?.slice(0, 12)}, run ${d} ${pinsD.template?.slice(0, 12)}): their scores are not comparable`,
+    );
+    const templatesAllowed = await cli(['leaderboard', '--runs', `${c},${d}`, '--allow-mixed-data', '--json', '--config', home.configFile]);
+    expect(templatesAllowed.code).toBe(0);
+    expect(JSON.parse(templatesAllowed.stdout).mixedPins).toEqual([{ benchmarkId: 'site_followup', differs: ['template'] }]);
+
     const contradicted = await cli(['run', '--config', home.configFile, '--benchmark', 'medcalc_bench', '--endpoint', DEMO_ENDPOINT_ID, '--preset', 'medhelm-leaderboard', '--scoring', 'corrected']);
     expect(contradicted.code).toBe(1);
     expect(contradicted.stderr).toContain('--preset medhelm-leaderboard sets --scoring (scoring) to helm, and the request asks for corrected; leave --scoring out, or drop the preset');

@@ -146,6 +146,24 @@ describe.each(backends())('data revisions and the leaderboard preset on %s', (ba
     expect(allowed.state).toBe('requested');
   });
 
+  it("refuses an export of runs scored by another scorer version, naming the pin; allowed, the bundle carries each run's pins and what differs", async () => {
+    const alice = callerOf(t.app, 'alice');
+    const older = await completedRun(t.app, ops);
+    const newer = await completedRun(t.app, ops);
+    const pins = (await ops.showRun(alice, newer)).pins;
+    expect(pins.scorer).toMatch(/^[0-9a-f]{64}$/);
+    // As a release whose exact-match scorer changed recorded its run.
+    const oldScorer = '0'.repeat(64);
+    await t.app.db.query(`UPDATE runs SET spec = jsonb_set(spec, '{pins,scorer}', to_jsonb($2::text)) WHERE run_id = $1`, [older, oldScorer]);
+    const refused = await failure(ops.requestExport(alice, [older, newer]));
+    expect(refused.code).toBe('export.pins-differ');
+    expect(refused.message).toContain(`site_followup: runs that were scored by different scorer versions: scorer (run ${older} 000000000000, run ${newer} ${pins.scorer.slice(0, 12)})`);
+    const allowed = await ops.requestExport(alice, [older, newer], { allowMixedData: true });
+    const content = JSON.parse(allowed.preview) as ExportContent;
+    expect(content.mixedPins).toEqual([{ benchmarkId: 'site_followup', differs: ['scorer'] }]);
+    expect(content.results.map((r) => r.pins)).toEqual([{ ...pins, scorer: oldScorer }, pins]);
+  });
+
   it('refuses an export of runs of one benchmark that read different data, unless allowed; the bundle then lists both revisions', async () => {
     const alice = callerOf(t.app, 'alice');
     const before = await completedRun(t.app, ops);

@@ -36,6 +36,7 @@ const RUN: RunView = {
   sample: null,
   data: null,
   preset: null,
+  pins: { dataset: 'unknown', definition: 'a'.repeat(64), template: 'b'.repeat(64), scorer: 'c'.repeat(64), judges: null },
   skipped: { [HOSTILE]: 2 },
   counts: { pending: 0, claimed: 0, done: 37, blocked: 2, failed: 1 },
   mainMetric: HOSTILE,

@@ -95,9 +95,13 @@ function writeCopy(out: string | undefined, files: ExportDownload): string | und
 
 /** What an export says of runs of one benchmark that read different data (allowed by its requester). */
 function mixedDataLines(view: ExportView): string[] {
-  const mixed = (JSON.parse(view.preview) as Partial<ExportContent>).mixedDataRevisions ?? [];
-  if (mixed.length === 0) return [];
+  const content = JSON.parse(view.preview) as Partial<ExportContent>;
+  const mixed = content.mixedDataRevisions ?? [];
+  const pins = (content.mixedPins ?? []).map((b) => `  ${b.benchmarkId}: runs that differ in ${b.differs.join(', ')} (each result carries its pins)`);
+  const pinLines = pins.length ? ['compared across different pins (--allow-mixed-data):', ...pins] : [];
+  if (mixed.length === 0) return pinLines;
   return [
+    ...pinLines,
     'compared across data revisions (--allow-mixed-data): these runs of one benchmark read different data',
     ...mixed.map((b) => `  ${b.benchmarkId}: ${b.runs.map((r) => `run ${r.runId} data ${r.revision === 'unknown' ? 'unknown' : r.revision.slice(0, 12)}`).join(', ')}`),
   ];
@@ -116,7 +120,8 @@ export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           builder: (b) =>
             b.option('runs', { type: 'string', array: true, demandOption: true, describe: 'Run ids (comma-separated or repeated)' }).option('allow-mixed-data', {
               type: 'boolean',
-              describe: 'Allow runs of one benchmark that read different data (their data revisions differ); refused without it, and listed in the bundle with it',
+              describe:
+                'Allow runs of one benchmark that differ in data, version or another pin (template, scorer, judges); refused without it, and the bundle says what differs with it',
             }),
           handler: async (args) => {
             const opts = args['allow-mixed-data'] ? { allowMixedData: true } : {};

@@ -3,7 +3,8 @@ import type { CommandModule } from 'yargs';
 import { readJsonFile } from '../../schema';
 import { UserError } from '../../errors';
 import { dataRevisionReport, type DataRevisionReport, heatmapSvg, type Leaderboard, leaderboardOf, revisionsLine, type ScoreTable, toScoreTable, unrankedModels } from '../../export';
-import { scoresFromRuns, versionReport, versionsLine } from '../../export';
+import { pinReport, scoresFromRuns, versionReport, versionsLine } from '../../export';
+import { type PinDifference, pinDifferenceLine } from '../../contracts';
 import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';
 import type { GlobalArgs } from '../context';
 import { formatScore, formatTable, type Io, printJson } from '../output';
@@ -16,8 +17,9 @@ interface LeaderboardArgs extends ClientArgs {
 }
 
 /** What the output says about the runs' data: runs of one benchmark compared across revisions (allowed), runs whose revision is unknown. */
-function revisionNotes(report: DataRevisionReport, versions: ReturnType<typeof versionReport>): string {
+function revisionNotes(report: DataRevisionReport, versions: ReturnType<typeof versionReport>, pins: PinDifference[]): string {
   const lines = [
+    ...(pins.length ? ['Compared across different pins (--allow-mixed-data): these runs of one benchmark differ in what made their scores', ...pins.map((d) => `  ${pinDifferenceLine(d)}`)] : []),
     ...(versions.length ? ['Compared across benchmark versions (--allow-mixed-data): these runs of one benchmark ran other prompts or scoring', ...versions.map((b) => `  ${versionsLine(b)}`)] : []),
     ...(report.mixed.length ? ['Compared across data revisions (--allow-mixed-data): these runs of one benchmark read different data', ...report.mixed.map((b) => `  ${revisionsLine(b)}`)] : []),
     ...(report.unknown.length ? [`Data revision unknown (recorded before revisions were): ${report.unknown.map((r) => `run ${r.runId} (${r.benchmarkId})`).join(', ')}`] : []),
@@ -105,9 +107,17 @@ export function leaderboardCommand(io: Io): CommandModule<GlobalArgs, Leaderboar
         io.stderr(`wrote heat map to ${args.svg}\n`);
       }
       const versions = versionReport(runs);
+      const pins = pinReport(runs);
       const mentioned = revisions.mixed.length > 0 || revisions.unknown.length > 0;
-      if (args.json) return printJson(io, { ...board, ...(mentioned ? { dataRevisions: revisions } : {}), ...(versions.length ? { benchmarkVersions: versions } : {}) });
-      io.stdout(summaryTable(board) + revisionNotes(revisions, versions));
+      if (args.json) {
+        return printJson(io, {
+          ...board,
+          ...(mentioned ? { dataRevisions: revisions } : {}),
+          ...(versions.length ? { benchmarkVersions: versions } : {}),
+          ...(pins.length ? { mixedPins: pins.map((d) => ({ benchmarkId: d.benchmarkId, differs: d.differs })) } : {}),
+        });
+      }
+      io.stdout(summaryTable(board) + revisionNotes(revisions, versions, pins));
     },
   };
 }

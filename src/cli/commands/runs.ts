@@ -8,6 +8,7 @@ import { executeRun, juryPolicyText, readProgress, type RunOutcome, type RunProg
 import { followLocal, ProgressDisplay } from '../progress';
 import { CLIENT_OPTIONS, type ClientArgs, localCaller, withClient } from '../client';
 import { type GlobalArgs, withApp } from '../context';
+import { PIN_KINDS } from '../../contracts';
 import { formatScore, formatTable, type Io, printJson } from '../output';
 import { Operations } from '../../operations';
 import { TEST_ENDPOINT_DESCRIPTION } from '../../setup';
@@ -76,6 +77,15 @@ function dataLines(run: RunView): string[] {
   return [`  data: revision ${d.sha256}`, ...parts.map((p) => `    ${p}`)];
 }
 
+/** The run's pins, for `runs show`: runs whose pins differ are compared only when the caller says so. */
+function pinLines(run: RunView): string[] {
+  const p = run.pins;
+  return [
+    '  pins (runs are comparable when all are the same):',
+    ...PIN_KINDS.map((kind) => `    ${kind}: ${p[kind] ?? 'none (no jury)'}`),
+  ];
+}
+
 /** The records the dataset left out, one line per rule, so none is left out silently. */
 function skippedLines(run: RunView): string[] {
   return Object.entries(run.skipped ?? {}).map(([rule, n]) => `  skipped: ${n} record${n === 1 ? '' : 's'} (${rule})`);
@@ -119,6 +129,7 @@ function printRun(io: Io, run: RunView): void {
       `  ${run.irbProtocol ? `IRB protocol ${run.irbProtocol}; ` : ''}scoring ${run.scoring}${run.preset ? `; preset ${run.preset}` : ''}`,
       ...(run.jury ? [`  jury: ${juryPolicyText(run.jury)}`] : []),
       ...dataLines(run),
+      ...pinLines(run),
       ...(run.counts
         ? [
             `  instances: ${run.instanceCount ?? '?'} planned${sampled(run)}, ${run.counts.done} done, ${run.counts.blocked} blocked, ${run.counts.failed} failed`,

@@ -75,6 +75,16 @@ export interface Run {
    */
   preset: 'medhelm-leaderboard' | null;
   /**
+   * The hashes of what made the run's scores (schemas/run-pins.schema.json): runs whose pins differ are compared only with --allow-mixed-data; unknown: a run from before the pin was recorded
+   */
+  pins: {
+    dataset: string;
+    definition: string;
+    template: string;
+    scorer: string;
+    judges: string | null;
+  };
+  /**
    * How a capped run picked its instances: HELM's seeded sample (seed recorded) or the first N; null without a cap
    */
   sample: {
