@@ -120,8 +120,7 @@ export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           builder: (b) =>
             b.option('runs', { type: 'string', array: true, demandOption: true, describe: 'Run ids (comma-separated or repeated)' }).option('allow-mixed-data', {
               type: 'boolean',
-              describe:
-                'Allow runs of one benchmark that differ in data, version or another pin (template, scorer, judges); refused without it, and the bundle says what differs with it',
+              describe: 'Allow runs of one benchmark that differ in data, version or another pin (template, scorer, judges); refused without it, and the bundle says what differs with it',
             }),
           handler: async (args) => {
             const opts = args['allow-mixed-data'] ? { allowMixedData: true } : {};

@@ -80,10 +80,7 @@ function dataLines(run: RunView): string[] {
 /** The run's pins, for `runs show`: runs whose pins differ are compared only when the caller says so. */
 function pinLines(run: RunView): string[] {
   const p = run.pins;
-  return [
-    '  pins (runs are comparable when all are the same):',
-    ...PIN_KINDS.map((kind) => `    ${kind}: ${p[kind] ?? 'none (no jury)'}`),
-  ];
+  return ['  pins (runs are comparable when all are the same):', ...PIN_KINDS.map((kind) => `    ${kind}: ${p[kind] ?? 'none (no jury)'}`)];
 }
 
 /** The records the dataset left out, one line per rule, so none is left out silently. */
