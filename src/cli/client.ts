@@ -23,6 +23,7 @@ import {
   type RunMetaEvaluation,
   type RunRequestInput,
   type RunView,
+  type StabilityView,
   type StoppedRunView,
   type StudyDetail,
   type StudyView,
@@ -69,6 +70,7 @@ export interface Client {
   showRun(id: string): Promise<RunView>;
   listInstances(id: string, query: InstancesQuery): Promise<RunInstances>;
   metaEvaluation(id: string): Promise<RunMetaEvaluation>;
+  stability(id: string): Promise<StabilityView>;
   openStudy(spec: StudySpec): Promise<StudyDetail>;
   listStudies(): Promise<StudyView[]>;
   showStudy(id: string): Promise<StudyDetail>;
@@ -102,6 +104,7 @@ class LocalClient implements Client {
   showRun = (id: string) => this.ops.showRun(this.caller, id);
   listInstances = (id: string, query: InstancesQuery) => this.ops.listInstances(this.caller, id, query);
   metaEvaluation = (id: string) => this.ops.metaEvaluation(this.caller, id);
+  stability = (id: string) => this.ops.stability(this.caller, id);
   openStudy = (spec: StudySpec) => this.ops.studies.open(this.caller, spec);
   listStudies = () => this.ops.studies.list(this.caller);
   showStudy = (id: string) => this.ops.studies.detail(this.caller, id);
@@ -230,6 +233,7 @@ class RemoteClient implements Client, AuditReviewClient {
   showRun = (id: string) => this.call<RunView>('GET', `/v1/runs/${encodeURIComponent(id)}`);
   listInstances = (id: string, query: InstancesQuery) => this.call<RunInstances>('GET', `/v1/runs/${encodeURIComponent(id)}/instances${queryString(query)}`);
   metaEvaluation = (id: string) => this.call<RunMetaEvaluation>('GET', `/v1/runs/${encodeURIComponent(id)}/meta-evaluation`);
+  stability = (id: string) => this.call<StabilityView>('GET', `/v1/runs/${encodeURIComponent(id)}/stability`);
   openStudy = (spec: StudySpec) => this.call<StudyDetail>('POST', '/v1/studies', spec);
   listStudies = () => this.call<StudyView[]>('GET', '/v1/studies');
   showStudy = (id: string) => this.call<StudyDetail>('GET', `/v1/studies/${encodeURIComponent(id)}`);

@@ -71,6 +71,9 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     async (req) => ops.listInstances(caller(req), req.params.id, req.query),
   );
   // HealthBench's meta-evaluation of a completed run: figures only, to whoever may see the run's figures.
+  server.get<{ Params: { id: string } }>('/v1/runs/:id/stability', { schema: { params: UUID_PARAM, response: responses(schema('api/run-stability.schema.json')) } }, async (req) =>
+    ops.stability(caller(req), req.params.id),
+  );
   server.get<{ Params: { id: string } }>('/v1/runs/:id/meta-evaluation', { schema: { params: UUID_PARAM, response: responses(schema('api/run-meta-evaluation.schema.json')) } }, async (req) =>
     ops.metaEvaluation(caller(req), req.params.id),
   );
