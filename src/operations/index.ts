@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { App } from '../app';
 import { actAs, appendApprovalChange, type Approval, coverageOf, type ApprovalChange, type ApprovalInput, type Principal, type PrincipalRole } from '../access';
 import { PolicyDenied, UserError } from '../errors';
-import { compactList } from '../audit';
+import { compactList, tailRecords } from '../audit';
 import { type Actor, IssuedCertificates, Revocations } from '../identity';
 import { type Action, decide, type GateDecision, mayAttempt, type Resource, type RuleId, type RunFiguresRule, runFiguresVisibility } from '../policy';
 import type { AuditEventInput } from '../audit';
@@ -167,6 +167,18 @@ export interface RunRequestInput {
   preset?: RunPreset;
   /** K runs of the same sample on the same endpoint, for output stability (2..10). */
   repeat?: number;
+}
+
+/** The figures of a de-identification sign-off as the audit trail keeps them: numbers and ids only. */
+export interface DeidSignOff {
+  deidVersion: string;
+  goldSha256: string;
+  documents: number;
+  goldSpans: number;
+  recall: number | null;
+  precision: number | null;
+  withKnown: boolean;
+  heldOut: boolean;
 }
 
 export { localCaller } from './local';
@@ -330,6 +342,20 @@ export class Operations {
    * HealthBench's meta-evaluation of a completed run (operations/meta-eval.ts): figures only, to whoever
    * may see the run's figures (policy/visibility), as for runs show.
    */
+  /**
+   * Records the privacy office's de-identification sign-off (`deid eval --record`): the figures of an
+   * evaluation on the site's annotated notes, as an audit event of ids and numbers only, which evidence
+   * packets cite by its sequence number. Compliance only.
+   */
+  async recordDeidSignOff(caller: Caller, figures: DeidSignOff): Promise<{ seq: number }> {
+    const actor = await this.require(caller, 'deid.sign-off');
+    // A figure the gold could not give (no spans, no predictions) is left out: the trail holds no nulls.
+    const detail = Object.fromEntries(Object.entries(figures).filter(([, v]) => v !== null)) as Record<string, string | number | boolean>;
+    await this.app.audit.record({ type: 'deid.signoff', action: 'C', outcome: 'success', rule: 'rbac.role-held', actor, detail });
+    const [latest] = await tailRecords(this.app.db, 1, { type: 'deid.signoff', actor: actor.principal });
+    return { seq: latest?.seq ?? 0 };
+  }
+
   async metaEvaluation(caller: Caller, runId: string): Promise<RunMetaEvaluation> {
     const run = await this.visibleRun(caller, runId);
     const shown = runFiguresVisibility(caller.principal, { requestedBy: run.requested_by, tier: run.tier });
