@@ -29,6 +29,7 @@ import {
   type StudyView,
 } from '../operations';
 import type { StudySpec } from '../ratings';
+import type { ExportRequestOptions } from '../export';
 
 export { localCaller };
 import type { GlobalArgs } from './context';
@@ -80,7 +81,7 @@ export interface Client {
   showApproval(id: string): Promise<ApprovalDetail>;
   changeApproval(id: string, change: ApprovalChange, reason: string): Promise<Approval>;
   revokePrincipal(id: string, reason: string): Promise<{ principal: string; revoked: number }>;
-  requestExport(runIds: string[], opts?: { allowMixedData?: boolean }): Promise<ExportView>;
+  requestExport(runIds: string[], opts?: ExportRequestOptions): Promise<ExportView>;
   listExports(limit: number): Promise<ExportView[]>;
   showExport(id: string): Promise<ExportView>;
   releaseExport(id: string, format: 'bundle' | 'helm'): Promise<{ export: ExportView; files: ExportDownload }>;
@@ -114,7 +115,7 @@ class LocalClient implements Client {
   showApproval = (id: string) => this.ops.showApproval(this.caller, id);
   changeApproval = (id: string, change: ApprovalChange, reason: string) => this.ops.changeApproval(this.caller, id, change, reason);
   revokePrincipal = (id: string, reason: string) => this.ops.revokePrincipal(this.caller, id, reason);
-  requestExport = (runIds: string[], opts: { allowMixedData?: boolean } = {}) => this.ops.requestExport(this.caller, runIds, opts);
+  requestExport = (runIds: string[], opts: ExportRequestOptions = {}) => this.ops.requestExport(this.caller, runIds, opts);
   listExports = (limit: number) => this.ops.listExports(this.caller, limit);
   showExport = (id: string) => this.ops.showExport(this.caller, id);
   releaseExport = (id: string, format: 'bundle' | 'helm') => this.ops.releaseExport(this.caller, id, format);
@@ -243,7 +244,8 @@ class RemoteClient implements Client, AuditReviewClient {
   showApproval = (id: string) => this.call<ApprovalDetail>('GET', `/v1/approvals/${encodeURIComponent(id)}`);
   changeApproval = (id: string, change: ApprovalChange, reason: string) => this.call<Approval>('POST', `/v1/approvals/${encodeURIComponent(id)}/${change}`, { reason });
   revokePrincipal = (id: string, reason: string) => this.call<{ principal: string; revoked: number }>('POST', `/v1/principals/${encodeURIComponent(id)}/revoke`, { reason });
-  requestExport = (runIds: string[], opts: { allowMixedData?: boolean } = {}) => this.call<ExportView>('POST', '/v1/exports', { runIds, ...(opts.allowMixedData ? { allowMixedData: true } : {}) });
+  requestExport = (runIds: string[], opts: ExportRequestOptions = {}) =>
+    this.call<ExportView>('POST', '/v1/exports', { runIds, ...(opts.allowMixedData ? { allowMixedData: true } : {}), ...(opts.packet ? { packet: true } : {}) });
   listExports = (limit: number) => this.call<ExportView[]>('GET', `/v1/exports?limit=${limit}`);
   showExport = (id: string) => this.call<ExportView>('GET', `/v1/exports/${encodeURIComponent(id)}`);
   releaseExport = (id: string, format: 'bundle' | 'helm') => this.call<{ export: ExportView; files: ExportDownload }>('POST', `/v1/exports/${encodeURIComponent(id)}/release`, { format });

@@ -18,7 +18,7 @@ import { repeatCount, stabilityView, type StabilityView } from './stability';
 import type { DataRevision } from '../catalog';
 import type { RunPins } from '../contracts';
 import type { ScoringMode } from '../metrics';
-import { ExportService, type ExportFiles, type ExportFormat, type ExportRow, wilson } from '../export';
+import { ExportService, type ExportFiles, type ExportFormat, type ExportRequestOptions, type ExportRow, wilson } from '../export';
 import { costUsd, priceFor, unpricedUnderBudget } from '../calls';
 import { type ReturnedCertificate, signForCaller } from '../certificates';
 import { type InstancesQuery, readInstances, type RunInstances } from './instances';
@@ -428,7 +428,7 @@ export class Operations {
   }
 
   /** A researcher asks to release aggregates of their own completed runs; the preview is stored. */
-  async requestExport(caller: Caller, runIds: string[], opts: { allowMixedData?: boolean } = {}): Promise<ExportView> {
+  async requestExport(caller: Caller, runIds: string[], opts: ExportRequestOptions = {}): Promise<ExportView> {
     const actor = await this.require(caller, 'export.request');
     return exportView(await this.exports.request(actor, runIds, opts));
   }
