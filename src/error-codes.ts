@@ -102,6 +102,7 @@ export const ERRORS = {
   'run.not-repeated': e(400, 'the run was not requested with --repeat: it has no repeat group, so no output stability'),
   'leaderboard.no-overlap': e(400, 'a model shares no scored benchmark with any other model: a ranking compares models on the same benchmarks'),
   'report.exists': e(409, 'the report file already exists; pass --force to replace it'),
+  'report.no-packet': e(400, 'the export has no evidence packet, so no model card can be written; request one with export request --packet'),
   'picture.range-invalid': e(400, 'the time range or bucket size of a picture is not valid, or gives too many buckets'),
   'ratings.file-invalid': e(400, 'the clinician ratings file is not a valid MedHELM ratings CSV (the message names the line and column)'),
   'ratings.file-unreadable': e(400, 'the clinician ratings file cannot be read'),
@@ -220,6 +221,7 @@ export const ERRORS = {
   'db.migrations-pending': e(503, 'the store has migrations pending and this command only reads: the owner runs "ehrbench db migrate" first'),
   'leaderboard.svg': e(500, 'the heat map cannot be written'),
   'report.write-failed': e(500, 'the report file cannot be written; no partial file was left'),
+  'report.model-card-invalid': e(500, "the model card ehrbench made does not validate against CHAI's schema (the message names the element); nothing was written"),
 
   // Failures while acting: the disk, the store, the audit trail, upstream services.
   'export.write-failed': e(500, 'the released files could not be written; nothing partial was left, the export is kept'),

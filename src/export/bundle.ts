@@ -11,6 +11,7 @@ import { formatSchemaErrors, validatorFor } from '../schema';
 import { UserError } from '../errors';
 import { valueDenominator } from './disclosure';
 import { keyFingerprint, type ExportSigningKey } from './keys';
+import { packetProblems } from './packet';
 import type { Bundle, CountRange, ExportResult, MetricCell, UnsignedBundle } from './types';
 
 export const BUNDLE_SCHEMA = 'export-bundle.schema.json';
@@ -82,9 +83,9 @@ export function verifyBundle(text: string, publicKey: KeyObject): VerifyReport {
 /**
  * What the schema cannot express: counts are 0 or ranges at or above k, values no finer than their
  * range allows (policy v2), no partition has exactly one hidden non-empty cell, the releaser is not
- * the requester, the checkpoint covers the release event.
+ * the requester, the checkpoint covers the release event; an evidence packet's own rules (packet.ts).
  */
-export function disclosureProblems(b: Pick<Bundle, 'disclosure' | 'results' | 'requestedBy' | 'releasedBy' | 'auditCheckpoint'>): string[] {
+export function disclosureProblems(b: Pick<Bundle, 'disclosure' | 'results' | 'requestedBy' | 'releasedBy' | 'auditCheckpoint' | 'irbProtocol' | 'packet'>): string[] {
   const k = b.disclosure.k;
   const problems: string[] = [];
   const checkRange = (r: CountRange, where: string) => {
@@ -124,5 +125,7 @@ export function disclosureProblems(b: Pick<Bundle, 'disclosure' | 'results' | 'r
   });
   if (b.releasedBy === b.requestedBy) problems.push('approval: released by its requester');
   if (b.auditCheckpoint.seq < b.auditCheckpoint.releaseEventSeq) problems.push('audit: the checkpoint does not cover the export.release event');
+  // The packet's counts and values pass the same rules, and its pointers must name figures of this bundle.
+  if (b.packet) problems.push(...packetProblems(b.packet, b));
   return problems;
 }

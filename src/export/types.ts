@@ -5,6 +5,7 @@
 import type { Tier } from '../tiers';
 import type { PinKind, RunPins } from '../contracts';
 import type { StudyValidationFigures } from '../ratings';
+import type { CommitteeField } from './packet';
 
 export type { StudyValidationFigures };
 
@@ -157,6 +158,79 @@ export interface ExportContent {
   mixedDataRevisions?: { benchmarkId: string; runs: { runId: string; revision: string }[] }[];
   /** Present only when the requester allowed runs of one benchmark whose pins differ: which pins differ, per benchmark. */
   mixedPins?: { benchmarkId: string; differs: PinKind[] }[];
+  /** The evidence packet for an AI committee (`export request --packet`): one model under one approval. */
+  packet?: EvidencePacket;
+}
+
+/**
+ * What an AI committee asks about one model under one approval that the results do not say
+ * (schemas/evidence-packet.schema.json; packet.ts checks the rest). Scores, subgroups, jury validation,
+ * cost and tiers stay in the bundle's results and totals: the packet points to them (`evidence`).
+ * Counts are ranges or suppressed, values at the resolution of their range, days not times; the only
+ * free text is `approval.intendedUse`, the approval's purpose as compliance wrote it.
+ */
+export interface EvidencePacket {
+  kind: 'ehrbench.evidence-packet.v1';
+  model: { endpointId: string; provider: string; deployment: string | null; model: string | null };
+  approval: {
+    approvalId: string;
+    /** The approval's IRB protocol id (the bundle's irbProtocol when it has one). */
+    protocol: string;
+    intendedUse: string;
+    startsOn: string;
+    expiresOn: string | null;
+    tiers: Tier[];
+    benchmarks: string[];
+  };
+  stability: PacketStability[];
+  deid: { gold: PacketDeidGold | null; residualBlocked: Count } | null;
+  fingerprints: PacketFingerprint[];
+  drift: PacketDriftCheck[];
+  evidence: { figure: string; auditSeq: number }[];
+  committeeFields: CommitteeField[];
+}
+
+/** `--repeat K` on one benchmark: how often the K answers agreed exactly, and how far the K run means spread. */
+export interface PacketStability {
+  benchmarkId: string;
+  /** The metric whose run means spread (the main metric). */
+  metric: string;
+  repeats: number;
+  instances: Count;
+  exactAgreement: { value: number; ci95: { low: number; high: number } } | Suppressed;
+  scoreSpread: { sd: number; min: number; max: number } | Suppressed;
+}
+
+export interface PacketDeidGold {
+  evaluatedOn: string;
+  recall: number;
+  precision: number;
+  phiInstances: CountRange;
+}
+
+export interface PacketFingerprint {
+  endpointId: string;
+  model: string | null;
+  systemFingerprint: string | null;
+  firstSeenOn: string;
+  lastSeenOn: string;
+}
+
+/** One canary comparison under the approval; figures are null when its count is suppressed. */
+export interface PacketDriftCheck {
+  on: string;
+  benchmarkId: string;
+  metric: string;
+  test: 'exact-mcnemar' | 'wilcoxon-signed-rank' | 'paired-t';
+  instances: Count;
+  baseline: number | null;
+  canary: number | null;
+  /** Rounded to 3 decimals (packet.ts P_VALUE_DECIMALS). */
+  pValue: number | null;
+  threshold: number;
+  minDifference: number | null;
+  outcome: 'no-change' | 'changed';
+  reviewedOn: string | null;
 }
 
 export interface AuditCheckpointRef {

@@ -3,13 +3,15 @@
  * first (form, schema, Ed25519 signature, disclosure invariants; src/export's verifyBundle, as `export
  * verify` does) and an unverified one is refused; then every figure and every picture comes from the
  * bundle alone: released values, count ranges, intervals, suppression markers, usage. Nothing is read
- * from the run store. The heat map, per-category and cost pictures need several results.
+ * from the run store. The heat map, per-category and cost pictures need several results. A bundle with
+ * an evidence packet gets its sections too (packet.ts).
  */
 import type { KeyObject } from 'node:crypto';
 import { UserError } from '../errors';
 import { type Bundle, type Count, type ExportResult, heatmapSvg, leaderboardOf, type MetricCell, scoresFromRuns, toScoreTable, verifyBundle } from '../export';
 import { categoryScoresSvg, costPerModel, costWinRatePoints, costWinRateSvg } from '../pictures';
 import { esc, facts, figure, page, score, table } from './html';
+import { packetSections } from './packet';
 
 /** Verifies `text` with `publicKey`; the bundle, or a one-line refusal naming the first problems. */
 export function verifiedBundle(text: string, publicKey: KeyObject, exportId: string): Bundle {
@@ -145,6 +147,7 @@ export function exportReportHtml(b: Bundle): string {
     ),
     `<p>Totals of the released usage: tokens about ${esc(String(b.totals.promptTokens))} in, ${esc(String(b.totals.completionTokens))} out; estimated cost ${esc(money(b.totals.estimatedCostUsd))}.</p>`,
     ...pictures(b),
+    ...packetSections(b),
     '<h2>Each result</h2>',
     ...b.results.flatMap(resultSection),
   ];
