@@ -99,6 +99,7 @@ export const ERRORS = {
     409,
     'runs of one benchmark differ in a pin (prompt template, scorer version, judge set or definition hash); compare runs with the same pins, or allow it explicitly (--allow-mixed-data) and the output says so',
   ),
+  'run.not-repeated': e(400, 'the run was not requested with --repeat: it has no repeat group, so no output stability'),
   'leaderboard.no-overlap': e(400, 'a model shares no scored benchmark with any other model: a ranking compares models on the same benchmarks'),
   'report.exists': e(409, 'the report file already exists; pass --force to replace it'),
   'report.no-packet': e(400, 'the export has no evidence packet, so no model card can be written; request one with export request --packet'),

@@ -7,7 +7,7 @@ export { verifyAudit } from './verify';
 export type { Finding, VerifyReport, StoredCheckpoint } from './verify';
 export { chainOf } from './verify-parallel';
 export type { ParallelChain } from './verify-parallel';
-export { streamChain, streamRecords, streamRecordPages, tailRecords, loadCheckpoints, toSignedCheckpoint } from './store';
+export { latestSeqWithDetail, streamChain, streamRecords, streamRecordPages, tailRecords, loadCheckpoints, toSignedCheckpoint } from './store';
 export type { RecordFilter } from './store';
 export type { SignedCheckpoint } from './checkpoint';
 export { LEGACY_WITNESS_FILE, loadWitnesses, readWitness, readWitnessHistory, WITNESS_FILE } from './witness';

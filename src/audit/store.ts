@@ -178,6 +178,18 @@ export async function tailRecords(db: Queryable, n: number, filter: RecordFilter
   return rows.reverse();
 }
 
+/**
+ * The seq of the latest successful event of a type whose detail holds `key` = `value` (the rating
+ * study an event closed, say), or undefined: what an evidence packet cites a figure by.
+ */
+export async function latestSeqWithDetail(db: Queryable, type: string, key: string, value: string): Promise<number | undefined> {
+  const [row] = await db.query<{ seq: number }>(
+    `SELECT seq FROM audit_events WHERE event_type = $1 AND outcome = 'success' AND detail->>$2 = $3 ORDER BY seq DESC LIMIT 1`,
+    [type, key, value],
+  );
+  return row ? Number(row.seq) : undefined;
+}
+
 export async function loadCheckpoints(db: Queryable): Promise<StoredCheckpoint[]> {
   const rows = await db.query<{ checkpoint_id: number; seq: number; head_hash: string; statement: string; signature: string }>(
     'SELECT checkpoint_id, seq, head_hash, statement, signature FROM audit_checkpoints ORDER BY checkpoint_id',

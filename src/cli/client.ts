@@ -23,11 +23,13 @@ import {
   type RunMetaEvaluation,
   type RunRequestInput,
   type RunView,
+  type StabilityView,
   type StoppedRunView,
   type StudyDetail,
   type StudyView,
 } from '../operations';
 import type { StudySpec } from '../ratings';
+import type { ExportRequestOptions } from '../export';
 
 export { localCaller };
 import type { GlobalArgs } from './context';
@@ -69,6 +71,7 @@ export interface Client {
   showRun(id: string): Promise<RunView>;
   listInstances(id: string, query: InstancesQuery): Promise<RunInstances>;
   metaEvaluation(id: string): Promise<RunMetaEvaluation>;
+  stability(id: string): Promise<StabilityView>;
   openStudy(spec: StudySpec): Promise<StudyDetail>;
   listStudies(): Promise<StudyView[]>;
   showStudy(id: string): Promise<StudyDetail>;
@@ -78,7 +81,7 @@ export interface Client {
   showApproval(id: string): Promise<ApprovalDetail>;
   changeApproval(id: string, change: ApprovalChange, reason: string): Promise<Approval>;
   revokePrincipal(id: string, reason: string): Promise<{ principal: string; revoked: number }>;
-  requestExport(runIds: string[], opts?: { allowMixedData?: boolean }): Promise<ExportView>;
+  requestExport(runIds: string[], opts?: ExportRequestOptions): Promise<ExportView>;
   listExports(limit: number): Promise<ExportView[]>;
   showExport(id: string): Promise<ExportView>;
   releaseExport(id: string, format: 'bundle' | 'helm'): Promise<{ export: ExportView; files: ExportDownload }>;
@@ -102,6 +105,7 @@ class LocalClient implements Client {
   showRun = (id: string) => this.ops.showRun(this.caller, id);
   listInstances = (id: string, query: InstancesQuery) => this.ops.listInstances(this.caller, id, query);
   metaEvaluation = (id: string) => this.ops.metaEvaluation(this.caller, id);
+  stability = (id: string) => this.ops.stability(this.caller, id);
   openStudy = (spec: StudySpec) => this.ops.studies.open(this.caller, spec);
   listStudies = () => this.ops.studies.list(this.caller);
   showStudy = (id: string) => this.ops.studies.detail(this.caller, id);
@@ -111,7 +115,7 @@ class LocalClient implements Client {
   showApproval = (id: string) => this.ops.showApproval(this.caller, id);
   changeApproval = (id: string, change: ApprovalChange, reason: string) => this.ops.changeApproval(this.caller, id, change, reason);
   revokePrincipal = (id: string, reason: string) => this.ops.revokePrincipal(this.caller, id, reason);
-  requestExport = (runIds: string[], opts: { allowMixedData?: boolean } = {}) => this.ops.requestExport(this.caller, runIds, opts);
+  requestExport = (runIds: string[], opts: ExportRequestOptions = {}) => this.ops.requestExport(this.caller, runIds, opts);
   listExports = (limit: number) => this.ops.listExports(this.caller, limit);
   showExport = (id: string) => this.ops.showExport(this.caller, id);
   releaseExport = (id: string, format: 'bundle' | 'helm') => this.ops.releaseExport(this.caller, id, format);
@@ -230,6 +234,7 @@ class RemoteClient implements Client, AuditReviewClient {
   showRun = (id: string) => this.call<RunView>('GET', `/v1/runs/${encodeURIComponent(id)}`);
   listInstances = (id: string, query: InstancesQuery) => this.call<RunInstances>('GET', `/v1/runs/${encodeURIComponent(id)}/instances${queryString(query)}`);
   metaEvaluation = (id: string) => this.call<RunMetaEvaluation>('GET', `/v1/runs/${encodeURIComponent(id)}/meta-evaluation`);
+  stability = (id: string) => this.call<StabilityView>('GET', `/v1/runs/${encodeURIComponent(id)}/stability`);
   openStudy = (spec: StudySpec) => this.call<StudyDetail>('POST', '/v1/studies', spec);
   listStudies = () => this.call<StudyView[]>('GET', '/v1/studies');
   showStudy = (id: string) => this.call<StudyDetail>('GET', `/v1/studies/${encodeURIComponent(id)}`);
@@ -239,7 +244,8 @@ class RemoteClient implements Client, AuditReviewClient {
   showApproval = (id: string) => this.call<ApprovalDetail>('GET', `/v1/approvals/${encodeURIComponent(id)}`);
   changeApproval = (id: string, change: ApprovalChange, reason: string) => this.call<Approval>('POST', `/v1/approvals/${encodeURIComponent(id)}/${change}`, { reason });
   revokePrincipal = (id: string, reason: string) => this.call<{ principal: string; revoked: number }>('POST', `/v1/principals/${encodeURIComponent(id)}/revoke`, { reason });
-  requestExport = (runIds: string[], opts: { allowMixedData?: boolean } = {}) => this.call<ExportView>('POST', '/v1/exports', { runIds, ...(opts.allowMixedData ? { allowMixedData: true } : {}) });
+  requestExport = (runIds: string[], opts: ExportRequestOptions = {}) =>
+    this.call<ExportView>('POST', '/v1/exports', { runIds, ...(opts.allowMixedData ? { allowMixedData: true } : {}), ...(opts.packet ? { packet: true } : {}) });
   listExports = (limit: number) => this.call<ExportView[]>('GET', `/v1/exports?limit=${limit}`);
   showExport = (id: string) => this.call<ExportView>('GET', `/v1/exports/${encodeURIComponent(id)}`);
   releaseExport = (id: string, format: 'bundle' | 'helm') => this.call<{ export: ExportView; files: ExportDownload }>('POST', `/v1/exports/${encodeURIComponent(id)}/release`, { format });

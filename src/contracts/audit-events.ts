@@ -37,6 +37,7 @@ export const AUDIT_EVENT_TYPES = [
   'study.open',
   'study.close',
   'study.rate',
+  'deid.signoff',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

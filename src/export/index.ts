@@ -2,7 +2,7 @@
  * The only door out of ehrbench: aggregate-only exports with disclosure control, released by a
  * compliance officer and signed; the MedHELM leaderboard maths lives in ./leaderboard.
  */
-export { ExportService, type ExportFormat, type ExportServiceOptions } from './service';
+export { ExportService, type ExportFormat, type RequestOptions as ExportRequestOptions, type ExportServiceOptions } from './service';
 export { verifyBundle, signBundle, BUNDLE_FILE, BUNDLE_SCHEMA, type VerifyReport } from './bundle';
 export { COMMITTEE_FIELDS, packetProblems, P_VALUE_DECIMALS, type CommitteeField } from './packet';
 export { loadExportPublicKey, loadExportSigningKey, keyFingerprint, EXPORT_PUBLIC_KEY_FILE, EXPORT_SIGNING_KEY_FILE } from './keys';

@@ -24,6 +24,7 @@ import { pinDifferenceLine, pinDifferences } from '../contracts';
 import { DAEMON_VERSION } from '../version';
 import { signBundle } from './bundle';
 import { buildContent, safeId, type ReleasedCohort } from './content';
+import { buildPacket } from './packet-content';
 import { dataRevisionReport, revisionsLine, versionReport, versionsLine } from './run-scores';
 import type { DisclosureSettings } from './disclosure';
 import { helmFilesFor } from './helm';
@@ -44,6 +45,12 @@ export interface ExportServiceOptions {
 const VALUE_DECIMALS = 3;
 
 const day = (d: Date) => d.toISOString().slice(0, 10);
+
+/** What a request may allow (runs whose pins differ) and ask for (the evidence packet). */
+export interface RequestOptions {
+  allowMixedData?: boolean;
+  packet?: boolean;
+}
 
 export class ExportService {
   readonly store: ExportStore;
@@ -77,8 +84,12 @@ export class ExportService {
     throw new PolicyDenied(rule, reason);
   }
 
-  /** `allowMixedData`: runs of one benchmark may have read different data; the content then lists them (mixedDataRevisions). */
-  async request(actor: Actor, runIds: string[], opts: { allowMixedData?: boolean } = {}): Promise<ExportRow> {
+  /**
+   * `allowMixedData`: runs of one benchmark may differ in data or another pin; the content then says so
+   * (mixedDataRevisions, mixedPins). `packet`: the bundle carries the evidence packet of its one model
+   * under its one approval (packet-content.ts).
+   */
+  async request(actor: Actor, runIds: string[], opts: RequestOptions = {}): Promise<ExportRow> {
     const exportId = randomUUID();
     const ids = [...new Set(runIds.map((id) => id.toLowerCase()))];
     if (ids.length === 0) throw new UserError('export.no-runs', 'name at least one run: --runs ID...');
@@ -91,7 +102,7 @@ export class ExportService {
       runs.push(run as RunRow);
     }
     const requestedAt = this.clock();
-    const checked = await this.checkedContent(runs, exportId, actor.principal, day(requestedAt), opts.allowMixedData === true);
+    const checked = await this.checkedContent(runs, exportId, actor.principal, day(requestedAt), { allowMixedData: opts.allowMixedData === true, packet: opts.packet === true });
     if (!checked.ok) return this.refuse(actor, checked.rule, checked.reason, exportId);
     const { content, cohorts } = checked;
     const text = canonicalJson(content);
@@ -115,7 +126,8 @@ export class ExportService {
    * requester, under at most one IRB protocol, each approval still active; then the content, and no
    * released cohort that differs from an earlier one (or another in this export) by 1..k-1 instances.
    */
-  private async checkedContent(runs: RunRow[], exportId: string, requestedBy: string, requestedOn: string, allowMixedData: boolean): Promise<Checked> {
+  private async checkedContent(runs: RunRow[], exportId: string, requestedBy: string, requestedOn: string, opts: { allowMixedData: boolean; packet: boolean }): Promise<Checked> {
+    const { allowMixedData } = opts;
     const refusal = (rule: RuleId, reason: string): Checked => ({ ok: false, rule, reason });
     for (const run of runs) {
       if (run.status !== 'completed') return refusal('export.run-not-completed', `run ${run.run_id} is ${run.status}; only completed runs can be exported`);
@@ -177,10 +189,15 @@ export class ExportService {
       { exportId, siteId: this.app.config.site.id, requestedBy, requestedOn, runs, approvals },
     );
     const { cohorts } = built;
+    const packet = opts.packet
+      ? await buildPacket({ db: this.app.db, runs: this.app.engine.store, exports: this.store, settings: this.settings }, runs, approvals, built.content.results)
+      : undefined;
+    if (packet && !packet.ok) return refusal(packet.rule, packet.reason);
     const content: ExportContent = {
       ...built.content,
       ...(mixed.length > 0 ? { mixedDataRevisions: mixed } : {}),
       ...(pins.length > 0 ? { mixedPins: pins.map((d) => ({ benchmarkId: d.benchmarkId, differs: d.differs })) } : {}),
+      ...(packet?.ok ? { packet: packet.packet } : {}),
     };
     // What cannot go into a bundle (a model name with spaces, say) is refused now, not after a release is audited.
     const validate = validatorFor('api/export-preview.schema.json');
@@ -248,9 +265,10 @@ export class ExportService {
       if (!run) await this.refuse(actor, 'export.run-missing', `run ${id} of export ${exportId} no longer exists`, exportId);
       runs.push(run as RunRow);
     }
-    // Allowed at request when the stored content lists mixed revisions: the same content is rebuilt and compared.
-    const allowedMixed = (JSON.parse(row.content) as Partial<ExportContent>).mixedDataRevisions !== undefined;
-    const checked = await this.checkedContent(runs, exportId, row.requested_by, day(row.requested_at), allowedMixed);
+    // What the request allowed and asked for is in its stored content: the same content is rebuilt and compared.
+    const stored = JSON.parse(row.content) as Partial<ExportContent>;
+    const allowedMixed = stored.mixedDataRevisions !== undefined || stored.mixedPins !== undefined;
+    const checked = await this.checkedContent(runs, exportId, row.requested_by, day(row.requested_at), { allowMixedData: allowedMixed, packet: stored.packet !== undefined });
     if (!checked.ok) return this.refuse(actor, checked.rule, checked.reason, exportId);
     const { content, cohorts } = checked;
     const text = canonicalJson(content);

@@ -176,6 +176,15 @@ export class ExportStore {
     return close.filter((c) => c.difference > 0 && c.difference < k);
   }
 
+  /** Instances of these runs that the residual scan stopped (an identifier left after de-identification): a count, no instance. */
+  async residualBlocked(runIds: readonly string[]): Promise<number> {
+    const [row] = await this.db.query<{ n: number }>(
+      `SELECT count(*)::integer AS n FROM run_items WHERE run_id = ANY($1::uuid[]) AND state = 'blocked' AND outcome_rule = 'deid.residual-identifier'`,
+      [runIds],
+    );
+    return Number(row?.n ?? 0);
+  }
+
   async recordCohort(q: Queryable, exportId: string, runId: string, benchmarkId: string, cell: CellRef): Promise<void> {
     await q.query(
       `INSERT INTO export_ledger (export_id, run_id, benchmark_id, cell, key_hash)

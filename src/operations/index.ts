@@ -4,19 +4,21 @@
  * establishes the role it needs (deny by default; a refusal is audited as access.denied and names its
  * rule), then acts; every side effect is audited before it happens.
  */
+import { randomUUID } from 'node:crypto';
 import type { App } from '../app';
 import { actAs, appendApprovalChange, type Approval, coverageOf, type ApprovalChange, type ApprovalInput, type Principal, type PrincipalRole } from '../access';
 import { PolicyDenied, UserError } from '../errors';
-import { compactList } from '../audit';
+import { compactList, tailRecords } from '../audit';
 import { type Actor, IssuedCertificates, Revocations } from '../identity';
 import { type Action, decide, type GateDecision, mayAttempt, type Resource, type RuleId, type RunFiguresRule, runFiguresVisibility } from '../policy';
 import type { AuditEventInput } from '../audit';
 import { approveRun, benchmarkNamed, cancelRun, endpointNamed, pinsOf, requestRun, summarize } from '../runs';
-import type { RunOutcome, RunPreset, RunRow, RunSpec } from '../runs';
+import type { RunOutcome, RunPreset, RunRepeat, RunRow, RunSpec } from '../runs';
+import { repeatCount, stabilityView, type StabilityView } from './stability';
 import type { DataRevision } from '../catalog';
 import type { RunPins } from '../contracts';
 import type { ScoringMode } from '../metrics';
-import { ExportService, type ExportFiles, type ExportFormat, type ExportRow, wilson } from '../export';
+import { ExportService, type ExportFiles, type ExportFormat, type ExportRequestOptions, type ExportRow, wilson } from '../export';
 import { costUsd, priceFor, unpricedUnderBudget } from '../calls';
 import { type ReturnedCertificate, signForCaller } from '../certificates';
 import { type InstancesQuery, readInstances, type RunInstances } from './instances';
@@ -66,6 +68,8 @@ export interface RunDetail {
   preset: RunPreset | null;
   /** The hashes of its data, definition, template, scorer and judge set ("unknown" where a run from before them did not record one). */
   pins: RunPins;
+  /** Its repeat group (`--repeat K`): which of K, and the group's runs in order; null for a run requested alone. */
+  repeat: (RunRepeat & { runIds: string[] }) | null;
   /** Records the dataset left out when the run was planned, by rule. */
   skipped: Record<string, number>;
   counts: { pending: number; claimed: number; done: number; blocked: number; failed: number };
@@ -116,6 +120,7 @@ const RUN_METADATA = [
   'data',
   'preset',
   'pins',
+  'repeat',
   'mainMetric',
 ] as const satisfies readonly (keyof RunDetail)[];
 
@@ -160,12 +165,27 @@ export interface RunRequestInput {
   sample?: 'helm' | 'first';
   /** Settings in one word: medhelm-leaderboard = HELM's leaderboard (1,000 instances, HELM's sample, HELM's scoring). */
   preset?: RunPreset;
+  /** K runs of the same sample on the same endpoint, for output stability (2..10). */
+  repeat?: number;
+}
+
+/** The figures of a de-identification sign-off as the audit trail keeps them: numbers and ids only. */
+export interface DeidSignOff {
+  deidVersion: string;
+  goldSha256: string;
+  documents: number;
+  goldSpans: number;
+  recall: number | null;
+  precision: number | null;
+  withKnown: boolean;
+  heldOut: boolean;
 }
 
 export { localCaller } from './local';
 export { INSTANCE_PAGE, INSTANCE_TEXT_MAX, type InstancesQuery, type InstanceView, type RunInstances } from './instances';
 export type { RunMetaEvaluation } from './meta-eval';
 export { StudyOperations, type RatingInput, type StudyDetail, type StudyView } from './studies';
+export { MAX_REPEATS, type StabilityView } from './stability';
 
 /** How a refusal is recorded when the act has an event of its own (approval.create denied, say); by default access.denied. */
 export type RefusalEvent = Partial<Pick<AuditEventInput, 'type' | 'action' | 'subject' | 'irbProtocol'>>;
@@ -213,7 +233,31 @@ export class Operations {
 
   async requestRun(caller: Caller, input: RunRequestInput): Promise<RunView> {
     const actor = await this.require(caller, 'run.request');
-    const run = await requestRun(this.app.engine, {
+    if (input.repeat !== undefined) return this.requestRepeated(caller, actor, input, repeatCount(input.repeat));
+    return this.view(caller, await this.requestOne(actor, input));
+  }
+
+  /**
+   * K runs of one sample on one endpoint (`--repeat K`), each requested, checked and audited like any
+   * run; the view is the first run's, whose `repeat` lists the group. If one is refused, the runs of the
+   * group requested before it are cancelled (audited), so no partial group is left to run.
+   */
+  private async requestRepeated(caller: Caller, actor: Actor, input: RunRequestInput, k: number): Promise<RunView> {
+    const groupId = randomUUID();
+    const made: RunRow[] = [];
+    for (let index = 1; index <= k; index++) {
+      try {
+        made.push(await this.requestOne(actor, input, { groupId, index, of: k }));
+      } catch (err) {
+        for (const run of made) await cancelRun(this.app.engine, run.run_id, actor, `repeat group ${groupId}: run ${index} of ${k} was refused`).catch(() => undefined);
+        throw err;
+      }
+    }
+    return this.view(caller, made[0] as RunRow);
+  }
+
+  private async requestOne(actor: Actor, input: RunRequestInput, repeat?: RunRepeat): Promise<RunRow> {
+    return requestRun(this.app.engine, {
       benchmarkId: input.benchmarkId,
       endpointId: input.endpointId,
       requester: actor,
@@ -225,8 +269,27 @@ export class Operations {
       ...(input.reasoningEffort ? { reasoningEffort: input.reasoningEffort } : {}),
       ...(input.sample ? { sample: input.sample } : {}),
       ...(input.preset ? { preset: input.preset } : {}),
+      ...(repeat ? { repeat } : {}),
     });
-    return this.view(caller, run);
+  }
+
+  /** The output stability of a run's repeat group, if the caller may see the figures of every run of it (operations/stability.ts). */
+  async stability(caller: Caller, runId: string): Promise<StabilityView> {
+    const run = await this.visibleRun(caller, runId);
+    const repeat = run.spec.repeat;
+    if (!repeat) throw new UserError('run.not-repeated', `run ${runId} was not requested with --repeat: it has no repeat group; request one with --repeat K`);
+    const runs: RunRow[] = [];
+    for (const id of await this.app.engine.store.repeatGroup(repeat.groupId)) {
+      const member = await this.visibleRun(caller, id);
+      const view = await this.view(caller, member);
+      if (view.withheld) throw new PolicyDenied(view.withheld, `run ${id} of the repeat group: its figures are withheld from you, so the group's stability is too`);
+      runs.push(member);
+    }
+    const figures = await this.app.engine.store.repeatStability(
+      runs.map((r) => r.run_id),
+      run.spec.benchmark.mainMetric,
+    );
+    return stabilityView(runs, figures);
   }
 
   async approveRun(caller: Caller, runId: string): Promise<RunView> {
@@ -279,6 +342,20 @@ export class Operations {
    * HealthBench's meta-evaluation of a completed run (operations/meta-eval.ts): figures only, to whoever
    * may see the run's figures (policy/visibility), as for runs show.
    */
+  /**
+   * Records the privacy office's de-identification sign-off (`deid eval --record`): the figures of an
+   * evaluation on the site's annotated notes, as an audit event of ids and numbers only, which evidence
+   * packets cite by its sequence number. Compliance only.
+   */
+  async recordDeidSignOff(caller: Caller, figures: DeidSignOff): Promise<{ seq: number }> {
+    const actor = await this.require(caller, 'deid.sign-off');
+    // A figure the gold could not give (no spans, no predictions) is left out: the trail holds no nulls.
+    const detail = Object.fromEntries(Object.entries(figures).filter(([, v]) => v !== null)) as Record<string, string | number | boolean>;
+    await this.app.audit.record({ type: 'deid.signoff', action: 'C', outcome: 'success', rule: 'rbac.role-held', actor, detail });
+    const [latest] = await tailRecords(this.app.db, 1, { type: 'deid.signoff', actor: actor.principal });
+    return { seq: latest?.seq ?? 0 };
+  }
+
   async metaEvaluation(caller: Caller, runId: string): Promise<RunMetaEvaluation> {
     const run = await this.visibleRun(caller, runId);
     const shown = runFiguresVisibility(caller.principal, { requestedBy: run.requested_by, tier: run.tier });
@@ -335,6 +412,7 @@ export class Operations {
       data: run.spec.data ?? null,
       preset: run.spec.preset ?? null,
       pins: pinsOf(run.spec),
+      repeat: run.spec.repeat ? { ...run.spec.repeat, runIds: await this.app.engine.store.repeatGroup(run.spec.repeat.groupId) } : null,
       skipped: s.skipped,
       counts: s.counts,
       mainMetric: s.mainMetric,
@@ -350,7 +428,7 @@ export class Operations {
   }
 
   /** A researcher asks to release aggregates of their own completed runs; the preview is stored. */
-  async requestExport(caller: Caller, runIds: string[], opts: { allowMixedData?: boolean } = {}): Promise<ExportView> {
+  async requestExport(caller: Caller, runIds: string[], opts: ExportRequestOptions = {}): Promise<ExportView> {
     const actor = await this.require(caller, 'export.request');
     return exportView(await this.exports.request(actor, runIds, opts));
   }

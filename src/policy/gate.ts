@@ -293,6 +293,13 @@ export const ACTIONS = {
     ],
     deny: 'rbac.clinician-required',
   },
+
+  // Governance evidence: the privacy office's de-identification sign-off, cited by evidence packets.
+  'deid.sign-off': {
+    meaning: "recording the privacy office's de-identification sign-off figures",
+    rows: [{ roles: ['compliance'], rule: 'rbac.role-held' }],
+    deny: 'rbac.compliance-required',
+  },
 } as const satisfies Record<string, ActionEntry>;
 
 export type Action = keyof typeof ACTIONS;

@@ -31,7 +31,7 @@ import { benchmarkNamed, benchmarkUnavailable, endpointNamed } from './named';
 import { planningFor } from './planner';
 import { type PinnedJudge, pinsForRequest } from './pins';
 import { applyPreset, type RunPreset } from './preset';
-import { type MetricAggregate, type RunRow, type RunSpec, RunStore, type StateCounts } from './store';
+import { type MetricAggregate, type RunRepeat, type RunRow, type RunSpec, RunStore, type StateCounts } from './store';
 import { work } from './worker';
 
 export interface EngineSettings {
@@ -82,6 +82,8 @@ export interface RunRequest {
   sample?: SampleMethod;
   /** Settings in one word (`medhelm-leaderboard`); a setting above that contradicts it is refused. */
   preset?: RunPreset;
+  /** One of K runs of the same sample on the same endpoint, for output stability (`--repeat K`). */
+  repeat?: RunRepeat;
 }
 
 export interface RunSummary {
@@ -268,6 +270,7 @@ export async function requestRun(engine: Engine, asked: RunRequest): Promise<Run
     ...(approvalId ? { approvalId } : {}),
     ...(data ? { data } : {}),
     ...(req.preset ? { preset: req.preset } : {}),
+    ...(req.repeat ? { repeat: req.repeat } : {}),
   };
   const spec: RunSpec = { ...unpinned, pins: pinsForRequest(unpinned, judgesOf(engine, unpinned.jury)) };
   const row = {

@@ -3,7 +3,7 @@ export type { Engine } from './engine';
 export { templatePrompt } from './prompt';
 export { RunStore } from './store';
 export { RunScheduler } from './scheduler';
-export type { InstanceCodeRow, InstancePageQuery, InstancePageRow, RunRow, RunSpec } from './store';
+export type { InstanceCodeRow, InstancePageQuery, InstancePageRow, RepeatStability, RunRepeat, RunRow, RunSpec } from './store';
 export { executeRun } from './engine';
 export type { RunSummary } from './engine';
 export { approveRun } from './engine';

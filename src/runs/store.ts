@@ -63,6 +63,28 @@ export interface RunSpec {
   preset?: RunPreset;
   /** The hashes of its data, definition, template, scorer and judge set (runs/pins.ts); absent: a run from before they were recorded. */
   pins?: RunPins;
+  /** One of K runs of one sample on one endpoint, requested together to measure output stability. */
+  repeat?: RunRepeat;
+}
+
+/** A run's place in a repeat group: `index` of `of` runs requested together under `groupId`. */
+export interface RunRepeat {
+  groupId: string;
+  index: number;
+  of: number;
+}
+
+/**
+ * Output stability of a repeat group, over the instances finished in every run of it: how many gave
+ * the same answer (byte for byte) and the same main score every time, and each run's main-metric mean
+ * over those common instances. Computed in SQL: no prediction leaves the store.
+ */
+export interface RepeatStability {
+  common: number;
+  sameAnswer: number;
+  sameScore: number;
+  /** The mean of the main metric of each run over the common instances, in the order of runIds (null when no instance has it). */
+  runMeans: (number | null)[];
 }
 
 /**
@@ -557,6 +579,47 @@ export class RunStore {
         ORDER BY ordinal LIMIT $3`,
       [runId, page.after, page.limit + 1],
     );
+  }
+
+  /** The runs of a repeat group, in their order (runs/engine.ts records the group in each run's spec). */
+  async repeatGroup(groupId: string): Promise<string[]> {
+    const rows = await this.db.query<{ run_id: string }>(`SELECT run_id::text AS run_id FROM runs WHERE spec->'repeat'->>'groupId' = $1 ORDER BY (spec->'repeat'->>'index')::integer, run_id`, [
+      groupId,
+    ]);
+    return rows.map((r) => r.run_id);
+  }
+
+  /**
+   * Output stability of a repeat group's runs (RepeatStability): the instances finished in all of them,
+   * and per instance whether the answers (compared by sha256 in SQL) and the main metric's values agree.
+   * A null score agrees only with null.
+   */
+  async repeatStability(runIds: readonly string[], mainMetric: string): Promise<RepeatStability> {
+    const items = `items AS (
+        SELECT i.item_key, i.run_id, sha256(convert_to(COALESCE(i.prediction, ''), 'UTF8')) AS h, (i.scores->>$2)::double precision AS s
+          FROM run_items i WHERE i.run_id = ANY($1::uuid[]) AND i.state = 'done'),
+      common AS (SELECT item_key FROM items GROUP BY item_key HAVING count(DISTINCT run_id) = $3)`;
+    const [agree] = await this.db.query<{ n: number; same_answer: number; same_score: number }>(
+      `WITH ${items}
+       SELECT count(*)::integer AS n,
+              count(*) FILTER (WHERE answers = 1)::integer AS same_answer,
+              count(*) FILTER (WHERE (nulls = 0 AND scores = 1) OR nulls = runs)::integer AS same_score
+         FROM (SELECT item_key, count(DISTINCT h) AS answers, count(DISTINCT s) AS scores, count(*) - count(s) AS nulls, count(*) AS runs
+                 FROM items WHERE item_key IN (SELECT item_key FROM common) GROUP BY item_key) x`,
+      [runIds, mainMetric, runIds.length],
+    );
+    const means = await this.db.query<{ run_id: string; mean: number | null }>(
+      `WITH ${items}
+       SELECT run_id::text AS run_id, avg(s)::double precision AS mean FROM items WHERE item_key IN (SELECT item_key FROM common) GROUP BY run_id`,
+      [runIds, mainMetric, runIds.length],
+    );
+    const byRun = new Map(means.map((m) => [m.run_id, m.mean === null ? null : Number(m.mean)]));
+    return {
+      common: Number(agree?.n ?? 0),
+      sameAnswer: Number(agree?.same_answer ?? 0),
+      sameScore: Number(agree?.same_score ?? 0),
+      runMeans: runIds.map((id) => byRun.get(id) ?? null),
+    };
   }
 
   /**

@@ -71,6 +71,9 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     async (req) => ops.listInstances(caller(req), req.params.id, req.query),
   );
   // HealthBench's meta-evaluation of a completed run: figures only, to whoever may see the run's figures.
+  server.get<{ Params: { id: string } }>('/v1/runs/:id/stability', { schema: { params: UUID_PARAM, response: responses(schema('api/run-stability.schema.json')) } }, async (req) =>
+    ops.stability(caller(req), req.params.id),
+  );
   server.get<{ Params: { id: string } }>('/v1/runs/:id/meta-evaluation', { schema: { params: UUID_PARAM, response: responses(schema('api/run-meta-evaluation.schema.json')) } }, async (req) =>
     ops.metaEvaluation(caller(req), req.params.id),
   );
@@ -177,8 +180,8 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     const { $id: _id, ...rest } = s;
     return rest;
   };
-  server.post<{ Body: { runIds: string[]; allowMixedData?: boolean } }>('/v1/exports', { schema: { body: body('api/export-request.schema.json'), response: responses(exportView) } }, async (req) =>
-    ops.requestExport(caller(req), req.body.runIds, req.body.allowMixedData === true ? { allowMixedData: true } : {}),
+  server.post<{ Body: { runIds: string[]; allowMixedData?: boolean; packet?: boolean } }>('/v1/exports', { schema: { body: body('api/export-request.schema.json'), response: responses(exportView) } }, async (req) =>
+    ops.requestExport(caller(req), req.body.runIds, { ...(req.body.allowMixedData === true ? { allowMixedData: true } : {}), ...(req.body.packet === true ? { packet: true } : {}) }),
   );
   server.get<{ Querystring: { limit?: number } }>('/v1/exports', { schema: { querystring: query('api/list-query.schema.json'), response: responses(list(exportView)) } }, async (req) =>
     ops.listExports(caller(req), req.query.limit ?? 50),

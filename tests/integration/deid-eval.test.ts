@@ -4,7 +4,8 @@
  * text in the output unless --show-text asks for it on the table, and one-line errors for bad gold.
  */
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { initHome } from '../../src/setup/init';
 import { tempDir } from '../helpers/db';
@@ -184,5 +185,54 @@ describe('ehrbench deid eval', () => {
     expect(r.stdout).toMatch(/--show-text[\s\S]*table only/);
     expect(r.stdout).not.toContain('--in ');
     expect(r.stdout).not.toContain('--on-residual');
+  });
+});
+
+describe('ehrbench deid eval --record', () => {
+  const audit = (args: string[]) => {
+    const r = spawnSync(process.execPath, [join(ROOT, 'bin', 'ehrbench.js'), 'audit', ...args], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, EHRBENCH_HOME: home },
+      timeout: 100_000,
+    });
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  };
+  const principalsFile = () => join(home, 'access-policies', 'principals.json');
+
+  it("records the sign-off's figures in the audit trail for compliance only, with no gold text", () => {
+    // init maps the operating-system account as a researcher and auditor: not the privacy office.
+    const refused = cli(home, ['--gold', jsonlGold(), '--record']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(
+      /^ehrbench: denied by rule rbac\.compliance-required: recording the privacy office's de-identification sign-off figures needs the compliance role; \S+ holds researcher, auditor\n$/,
+    );
+    const principals = JSON.parse(readFileSync(principalsFile(), 'utf8')) as { principals: { roles: string[] }[] };
+    principals.principals[0]?.roles.push('compliance');
+    writeFileSync(principalsFile(), JSON.stringify(principals, null, 2));
+
+    const gold = jsonlGold();
+    const recorded = cli(home, ['--gold', gold, '--record', '--json']);
+    expect(recorded.code).toBe(0);
+    expect(recorded.stderr).toMatch(/^sign-off recorded in the audit trail as event (\d+) \(deid\.signoff\)\n$/);
+    const seq = Number(/event (\d+)/.exec(recorded.stderr)?.[1]);
+    const found = audit(['search', '--type', 'deid.signoff', '--json']);
+    expect(found.code).toBe(0);
+    expectNoGoldText(found.stdout);
+    const events = JSON.parse(found.stdout) as { seq: number; outcome: string; detail: Record<string, unknown> }[];
+    const event = events.find((e) => e.seq === seq);
+    expect(event?.outcome).toBe('success');
+    expect(event?.detail).toEqual({
+      deidVersion: expect.any(String),
+      goldSha256: createHash('sha256').update(readFileSync(gold)).digest('hex'),
+      documents: 3,
+      goldSpans: 3,
+      recall: 0.6667,
+      precision: 0.6667,
+      withKnown: false,
+      heldOut: false,
+    });
+    // The refusal was audited too, as a refused request naming its rule.
+    const denied = JSON.parse(audit(['search', '--type', 'access.denied', '--json']).stdout) as { rule: string }[];
+    expect(denied.map((e) => e.rule)).toContain('rbac.compliance-required');
   });
 });

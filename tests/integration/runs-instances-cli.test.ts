@@ -153,7 +153,7 @@ describe('runs instances against the daemon', () => {
   it('refuses an auditor under the rule, and tells a researcher who is not the requester that the run is not his', async () => {
     const erin = await instances('erin', privateRun);
     expect(erin.code).toBe(3);
-    expect(erin.stderr).toMatch(/^ehrbench: denied by rule visibility\.instances\.withheld: private run of alice: its instances are shown to its requester and compliance officers only\n$/);
+    expect(erin.stderr).toMatch(/^ehrbench: denied by rule visibility\.instances\.withheld: seeing a run's instances one by one needs the compliance role \(ehr-tier\); erin holds auditor\n$/);
     const bob = await instances('bob', privateRun);
     expect(bob.code).toBe(1);
     expect(bob.stderr).toBe(`ehrbench: run ${privateRun} does not exist or is not yours (HTTP 404)\n`);

@@ -110,6 +110,8 @@ const CASES: Case[] = [
   ['principal.revoke', aud, {}, false, 'rbac.compliance-required', null],
   ['certificate.sign', adam, {}, true, 'pki.sign.api', 'admin'],
   ['certificate.sign', carol, {}, false, 'rbac.admin-required', null],
+  ['deid.sign-off', carol, {}, true, 'rbac.role-held', 'compliance'],
+  ['deid.sign-off', alice, {}, false, 'rbac.compliance-required', null],
   ['study.open', carol, { requestedBy: 'alice' }, true, 'rbac.role-held', 'compliance'],
   ['study.open', alice, { requestedBy: 'alice' }, true, 'study.opened-on-own-runs', 'researcher'],
   ['study.open', alice, { requestedBy: 'bob' }, false, 'study.runs-not-owned', null],

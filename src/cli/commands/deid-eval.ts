@@ -45,7 +45,8 @@ import {
   type TypeFigures,
 } from '../../deid';
 import { UserError } from '../../errors';
-import type { GlobalArgs } from '../context';
+import { type GlobalArgs, withApp } from '../context';
+import { type DeidSignOff, localCaller, Operations } from '../../operations';
 import { formatScore, formatTable, type Io, printJson } from '../output';
 
 interface EvalArgs extends GlobalArgs {
@@ -55,6 +56,7 @@ interface EvalArgs extends GlobalArgs {
   evidence: EvidenceScope;
   'holdout-by'?: 'subject';
   proposal?: string;
+  record?: boolean;
 }
 
 /** What a report was measured with: never a word of the lists or the evidence. */
@@ -307,6 +309,24 @@ function readGoldFile(file: string): GoldRecord[] {
   return docs;
 }
 
+/** `--record`: the report's headline figures as the sign-off event (the gold file by its sha256, never its text). */
+async function recordSignOff(args: EvalArgs, io: Io, file: string, report: EvalReport): Promise<void> {
+  const t = sumFigures(report.byType);
+  const round = (v: number | null) => (v === null ? null : Math.round(v * 10_000) / 10_000);
+  const figures: DeidSignOff = {
+    deidVersion: report.inForce.deidVersion,
+    goldSha256: createHash('sha256').update(readFileSync(file)).digest('hex'),
+    documents: report.documents,
+    goldSpans: t.gold,
+    recall: round(report.recall),
+    precision: round(report.precision),
+    withKnown: report.withKnown,
+    heldOut: report.inForce.holdout !== undefined,
+  };
+  const { seq } = await withApp(args, io, (app) => new Operations(app).recordDeidSignOff(localCaller(app), figures), { writes: true });
+  io.stderr(`sign-off recorded in the audit trail as event ${seq} (deid.signoff)\n`);
+}
+
 export function deidEvalCommand(io: Io): CommandModule<GlobalArgs, EvalArgs> {
   return {
     command: 'eval',
@@ -329,10 +349,14 @@ export function deidEvalCommand(io: Io): CommandModule<GlobalArgs, EvalArgs> {
         })
         .option('holdout-by', { choices: ['subject'] as const, describe: 'Score only the subjects that did not train the proposal named by --proposal' })
         .option('proposal', { type: 'string', describe: 'The proposal.json that deid lexicons propose wrote (with --holdout-by subject)' })
+        .option('record', {
+          type: 'boolean',
+          describe: "Record the figures as the privacy office's sign-off in the audit trail (compliance; numbers and ids only), where evidence packets (export request --packet) cite them",
+        })
         .epilog(
           'Without --show-text no text of the gold file is printed: misses and false positives are given by document id, type and offsets.\nExit codes: 0 the report was produced (whatever the figures); 1 the gold file is unreadable or invalid (the error names the line); 2 usage.',
         ),
-    handler: (args) => {
+    handler: async (args) => {
       if (args.json && args['show-text'])
         throw new UserError('cli.usage', '--json and --show-text cannot be combined: --show-text applies to the table only and --json never carries text; drop one of them');
       if (args['holdout-by'] && !args.proposal)
@@ -368,6 +392,7 @@ export function deidEvalCommand(io: Io): CommandModule<GlobalArgs, EvalArgs> {
         ...(scored ? { scored } : {}),
         inForce: { deidVersion: settingsVersion(settings), lexicons: lexiconsInForce(settings.siteLexicons), ...(holdout ? { holdout } : {}) },
       });
+      if (args.record) await recordSignOff(args, io, file, report);
       if (args.json) return printJson(io, report);
       const texts = new Map(docs.map((d) => [d.id, d.text]));
       io.stdout(formatReport(report, args.gold, args['show-text'] ? (id) => texts.get(id) ?? '' : undefined));

@@ -10,10 +10,11 @@ import { CLIENT_OPTIONS, type ClientArgs, localCaller, withClient } from '../cli
 import { type GlobalArgs, withApp } from '../context';
 import { PIN_KINDS } from '../../contracts';
 import { formatScore, formatTable, type Io, printJson } from '../output';
-import { Operations } from '../../operations';
+import { MAX_REPEATS, Operations } from '../../operations';
 import { TEST_ENDPOINT_DESCRIPTION } from '../../setup';
 import { instancesCommand } from './runs-instances';
 import { metaEvalCommand } from './runs-meta-eval';
+import { stabilityCommand, stabilityLines } from './runs-stability';
 
 interface RunArgs extends GlobalArgs {
   benchmark: string;
@@ -26,6 +27,7 @@ interface RunArgs extends GlobalArgs {
   'reasoning-effort'?: 'low' | 'medium' | 'high';
   sample?: 'helm' | 'first';
   preset?: 'medhelm-leaderboard';
+  repeat?: number;
 }
 
 /** A run summary, or a run view whose figures may be withheld (null) from the caller. */
@@ -80,10 +82,7 @@ function dataLines(run: RunView): string[] {
 /** The run's pins, for `runs show`: runs whose pins differ are compared only when the caller says so. */
 function pinLines(run: RunView): string[] {
   const p = run.pins;
-  return [
-    '  pins (runs are comparable when all are the same):',
-    ...PIN_KINDS.map((kind) => `    ${kind}: ${p[kind] ?? 'none (no jury)'}`),
-  ];
+  return ['  pins (runs are comparable when all are the same):', ...PIN_KINDS.map((kind) => `    ${kind}: ${p[kind] ?? 'none (no jury)'}`)];
 }
 
 /** The records the dataset left out, one line per rule, so none is left out silently. */
@@ -162,6 +161,7 @@ function runInput(args: Omit<RunArgs, keyof GlobalArgs>): RunRequestInput {
     ...(args['reasoning-effort'] ? { reasoningEffort: args['reasoning-effort'] } : {}),
     ...(args.sample ? { sample: args.sample } : {}),
     ...(args.preset ? { preset: args.preset } : {}),
+    ...(args.repeat !== undefined ? { repeat: args.repeat } : {}),
   };
 }
 
@@ -175,7 +175,16 @@ async function runHere(app: App, args: RunArgs, io: Io): Promise<RunSummary> {
       `run ${view.runId} waits for a compliance officer's approval ("${commandPrefix()} runs approve ${view.runId}"); then "${commandPrefix()} runs resume ${view.runId}"`,
     );
   }
-  return executeHere(app, view.runId, view.benchmarkId, args, io);
+  if (!view.repeat) return executeHere(app, view.runId, view.benchmarkId, args, io);
+  // A repeat group: its runs one after another, each as any run, then the group's stability.
+  const summaries: RunSummary[] = [];
+  for (const runId of view.repeat.runIds) {
+    const summary = await executeHere(app, runId, `${view.benchmarkId} ${summaries.length + 1}/${view.repeat.of}`, args, io);
+    summaries.push(summary);
+    if (summary.status !== 'completed') return summary;
+  }
+  if (!args.json) io.stderr(`${stabilityLines(await ops.stability(localCaller(app), view.runId))}\n`);
+  return summaries[summaries.length - 1] as RunSummary;
 }
 
 /** Executes a run in this process, stoppable with Ctrl-C, with its progress on stderr. */
@@ -213,6 +222,10 @@ const runOptions = {
   approval: { type: 'string', describe: 'IRB approval id to run under (default: any approval that covers the run)' },
   'max-output-tokens': { type: 'number', describe: "Output tokens per model call instead of the benchmark's max_tokens (reasoning models; MedHELM ran them with up to 4000)" },
   'reasoning-effort': { choices: ['low', 'medium', 'high'] as const, describe: 'reasoning_effort for reasoning models whose API takes it (default: the endpoint policy)' },
+  repeat: {
+    type: 'number',
+    describe: `K runs of the same sample on the same endpoint (2-${MAX_REPEATS}), each checked and audited like any run; "runs stability ID" then says how often the answers and scores agreed`,
+  },
 } as const;
 
 export function runCommand(io: Io): CommandModule<GlobalArgs, RunArgs> {
@@ -285,7 +298,10 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           handler: async (args) => {
             const run = await withClient(args, io, (c) => c.requestRun(runInput(args)), { writes: true });
             if (args.json) return printJson(io, run);
-            io.stdout(`run ${run.runId} ${run.status}${run.status === 'requested' ? `: waits for a compliance officer ("${commandPrefix()} runs approve ${run.runId}")` : ''}\n`);
+            for (const id of run.repeat?.runIds ?? [run.runId]) {
+              io.stdout(`run ${id} ${run.status}${run.status === 'requested' ? `: waits for a compliance officer ("${commandPrefix()} runs approve ${id}")` : ''}\n`);
+            }
+            if (run.repeat) io.stdout(`repeat group ${run.repeat.groupId}: "${commandPrefix()} runs stability ${run.runId}" once they are done\n`);
           },
         })
         .command<ClientArgs & { id: string }>({
@@ -320,6 +336,7 @@ export function runsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
         })
         .command(instancesCommand(io))
         .command(metaEvalCommand(io))
+        .command(stabilityCommand(io))
         .command<ClientArgs & { id: string; interval: number }>({
           command: 'watch <id>',
           describe: 'Follow a run with a progress bar (counts and ETA) until it ends',

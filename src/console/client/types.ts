@@ -75,6 +75,15 @@ export interface Run {
    */
   preset: 'medhelm-leaderboard' | null;
   /**
+   * Its repeat group (--repeat K): which of K, and the group's runs in order; null for a run requested alone
+   */
+  repeat: {
+    groupId: string;
+    index: number;
+    of: number;
+    runIds: string[];
+  } | null;
+  /**
    * The hashes of what made the run's scores (schemas/run-pins.schema.json): runs whose pins differ are compared only with --allow-mixed-data; unknown: a run from before the pin was recorded
    */
   pins: {
