@@ -183,10 +183,7 @@ export async function tailRecords(db: Queryable, n: number, filter: RecordFilter
  * study an event closed, say), or undefined: what an evidence packet cites a figure by.
  */
 export async function latestSeqWithDetail(db: Queryable, type: string, key: string, value: string): Promise<number | undefined> {
-  const [row] = await db.query<{ seq: number }>(
-    `SELECT seq FROM audit_events WHERE event_type = $1 AND outcome = 'success' AND detail->>$2 = $3 ORDER BY seq DESC LIMIT 1`,
-    [type, key, value],
-  );
+  const [row] = await db.query<{ seq: number }>(`SELECT seq FROM audit_events WHERE event_type = $1 AND outcome = 'success' AND detail->>$2 = $3 ORDER BY seq DESC LIMIT 1`, [type, key, value]);
   return row ? Number(row.seq) : undefined;
 }
 

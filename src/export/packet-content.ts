@@ -103,13 +103,7 @@ async function stabilityOf(deps: PacketDeps, runs: readonly RunRow[]): Promise<G
 }
 
 /** One group's figures as released: the count as a range, agreement as a [0, 1] metric cell, the spread at the range's resolution. */
-export function stabilityCell(
-  benchmarkId: string,
-  metric: string,
-  repeats: number,
-  f: { common: number; sameAnswer: number; runMeans: (number | null)[] },
-  s: DisclosureSettings,
-): PacketStability {
+export function stabilityCell(benchmarkId: string, metric: string, repeats: number, f: { common: number; sameAnswer: number; runMeans: (number | null)[] }, s: DisclosureSettings): PacketStability {
   const instances = releasedCount(f.common, s);
   const base = { benchmarkId, metric, repeats, instances };
   if ('suppressed' in instances || instances.low === 0) return { ...base, exactAgreement: { suppressed: '<k' }, scoreSpread: { suppressed: '<k' } };

@@ -229,8 +229,7 @@ export const RULES = {
   'export.benchmark-versions-differ':
     'runs of one benchmark in the export ran different versions of it (other prompts or scoring); refused unless the requester allowed mixed runs, and each result in the bundle names its version',
   'export.data-revisions-differ': 'runs of one benchmark in the export read different data (their data revisions differ); refused unless the requester allowed it, and then the bundle lists them',
-  'export.packet-scope':
-    'an evidence packet is about one model under one IRB approval: every run of the export must have gone to one endpoint and be bound to one approval',
+  'export.packet-scope': 'an evidence packet is about one model under one IRB approval: every run of the export must have gone to one endpoint and be bound to one approval',
   'export.pins-differ':
     'runs of one benchmark in the export differ in a pin (prompt template, scorer version, judge set or definition hash); refused unless the requester allowed mixed runs, and then the bundle says which pins differ',
   'export.approval-missing': 'an approval-required or private run is bound to no existing IRB approval',

@@ -180,8 +180,10 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     const { $id: _id, ...rest } = s;
     return rest;
   };
-  server.post<{ Body: { runIds: string[]; allowMixedData?: boolean; packet?: boolean } }>('/v1/exports', { schema: { body: body('api/export-request.schema.json'), response: responses(exportView) } }, async (req) =>
-    ops.requestExport(caller(req), req.body.runIds, { ...(req.body.allowMixedData === true ? { allowMixedData: true } : {}), ...(req.body.packet === true ? { packet: true } : {}) }),
+  server.post<{ Body: { runIds: string[]; allowMixedData?: boolean; packet?: boolean } }>(
+    '/v1/exports',
+    { schema: { body: body('api/export-request.schema.json'), response: responses(exportView) } },
+    async (req) => ops.requestExport(caller(req), req.body.runIds, { ...(req.body.allowMixedData === true ? { allowMixedData: true } : {}), ...(req.body.packet === true ? { packet: true } : {}) }),
   );
   server.get<{ Querystring: { limit?: number } }>('/v1/exports', { schema: { querystring: query('api/list-query.schema.json'), response: responses(list(exportView)) } }, async (req) =>
     ops.listExports(caller(req), req.query.limit ?? 50),

@@ -118,14 +118,17 @@ export function exportCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> {
           command: 'request',
           describe: 'Ask to release the aggregates of your own completed runs',
           builder: (b) =>
-            b.option('runs', { type: 'string', array: true, demandOption: true, describe: 'Run ids (comma-separated or repeated)' }).option('allow-mixed-data', {
-              type: 'boolean',
-              describe: 'Allow runs of one benchmark that differ in data, version or another pin (template, scorer, judges); refused without it, and the bundle says what differs with it',
-            }).option('packet', {
-              type: 'boolean',
-              describe:
-                "Add the evidence packet for an AI committee: one model under one IRB approval (intended use, stability, de-identification sign-off, fingerprints and drift, the audit event of every figure); report --export renders it, --model-card writes CHAI's model card",
-            }),
+            b
+              .option('runs', { type: 'string', array: true, demandOption: true, describe: 'Run ids (comma-separated or repeated)' })
+              .option('allow-mixed-data', {
+                type: 'boolean',
+                describe: 'Allow runs of one benchmark that differ in data, version or another pin (template, scorer, judges); refused without it, and the bundle says what differs with it',
+              })
+              .option('packet', {
+                type: 'boolean',
+                describe:
+                  "Add the evidence packet for an AI committee: one model under one IRB approval (intended use, stability, de-identification sign-off, fingerprints and drift, the audit event of every figure); report --export renders it, --model-card writes CHAI's model card",
+              }),
           handler: async (args) => {
             const opts = { ...(args['allow-mixed-data'] ? { allowMixedData: true } : {}), ...(args.packet ? { packet: true } : {}) };
             const view = await withClient(args, io, (c) => c.requestExport(list(args.runs), opts), { writes: true });
