@@ -4,7 +4,7 @@
  */
 export { ExportService, type ExportFormat, type RequestOptions as ExportRequestOptions, type ExportServiceOptions } from './service';
 export { verifyBundle, signBundle, BUNDLE_FILE, BUNDLE_SCHEMA, type VerifyReport } from './bundle';
-export { COMMITTEE_FIELDS, packetProblems, P_VALUE_DECIMALS, type CommitteeField } from './packet';
+export { COMMITTEE_FIELDS, intendedUseText, packetProblems, P_VALUE_DECIMALS, type CommitteeField } from './packet';
 export { loadExportPublicKey, loadExportSigningKey, keyFingerprint, EXPORT_PUBLIC_KEY_FILE, EXPORT_SIGNING_KEY_FILE } from './keys';
 export { writeExportFiles, writeDurably, type ExportFiles, type WriteFile } from './write';
 export { rangeOf, releasedCount, suppressPartition, complement, subgroupCells, metricCell, wilson, rangeInterval, valueDenominator, type DisclosureSettings, type MetricStats } from './disclosure';

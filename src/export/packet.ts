@@ -51,6 +51,18 @@ export type CommitteeField = (typeof COMMITTEE_FIELDS)[number];
 /** Decimals of a released p-value: finer ones could pin the discordant counts of a small canary. */
 export const P_VALUE_DECIMALS = 3;
 
+/** Longest intended use a packet holds (the schema's maxLength). */
+export const INTENDED_USE_MAX = 1000;
+
+/**
+ * An approval's purpose as a packet may hold it: control characters other than tab and line breaks
+ * (which XML 1.0 cannot hold, so the model card could not be written) become spaces, and it is cut at
+ * INTENDED_USE_MAX characters. The words are compliance's, never data.
+ */
+export function intendedUseText(purpose: string): string {
+  return purpose.replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/g, ' ').slice(0, INTENDED_USE_MAX);
+}
+
 type Checked = Pick<Bundle, 'disclosure' | 'auditCheckpoint' | 'irbProtocol' | 'results'>;
 
 /** One line per problem of `packet`, each starting "packet:" and naming the field by its path. */

@@ -11,12 +11,14 @@ import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openApp } from '../../src/app';
-import { EXPORT_PUBLIC_KEY_FILE } from '../../src/export';
+import { type Bundle, EXPORT_PUBLIC_KEY_FILE, loadExportSigningKey, signBundle } from '../../src/export';
+import { validateModelCard } from '../../src/report';
 import { Operations } from '../../src/operations';
 import { DEMO_ENDPOINT_ID } from '../../src/setup';
 import { startTestApp, type TestApp } from '../helpers/app';
 import { type Identity, startTestDaemon, type TestDaemon } from '../helpers/daemon';
 import { tempDir } from '../helpers/db';
+import { packetUnsigned } from '../helpers/packet-bundle';
 import { ROOT } from '../helpers/paths';
 
 jest.setTimeout(240_000);
@@ -147,7 +149,7 @@ describe('report in local mode', () => {
   it('has --help like every command', async () => {
     const r = await cli(['report', '--help'], env);
     expect(r.code).toBe(0);
-    for (const option of ['--run', '--export', '--html', '--force', '--public-key', '--server']) expect(r.stdout).toContain(option);
+    for (const option of ['--run', '--export', '--html', '--model-card', '--force', '--public-key', '--server']) expect(r.stdout).toContain(option);
   });
 
   it('asks for exactly one of --run and --export', async () => {
@@ -226,6 +228,61 @@ describe('report in local mode', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(`ehrbench: export ${exportId}: the bundle does not verify (signature: does not verify; the bundle was changed after signing); no report was written\n`);
     expect(existsSync(altered)).toBe(false);
+    expect(leftovers(out)).toEqual([]);
+  });
+
+  it('--model-card: refused for an export without a packet (no file of either kind); with a packet, the card and the report are written', async () => {
+    const html = join(out, 'card-report.html');
+    const card = join(out, 'card.xml');
+    const usage = await cli(['report', '--run', runs[0]!.runId, '--model-card', card], env);
+    expect([usage.code, usage.stderr]).toEqual([2, 'ehrbench: --model-card needs --export ID: a model card comes from an export with an evidence packet; see --help\n']);
+
+    // The export as released: verified, but with no packet. The last test changed it; sign it again as released.
+    // The store is opened and closed around each change: the binary needs it to itself.
+    const setBundle = async (change: (b: Record<string, unknown>) => void): Promise<Bundle> => {
+      const app = await openApp({ file: t.home.configFile, env: t.home.env });
+      try {
+        const { signature: _old, ...unsigned } = JSON.parse((await app.db.query<{ bundle: string }>('SELECT bundle FROM exports WHERE export_id = $1', [exportId]))[0]!.bundle);
+        change(unsigned);
+        const { text } = signBundle(unsigned, loadExportSigningKey(join(t.home.home, 'keys')));
+        await app.db.transaction(async (tx) => {
+          await tx.query('ALTER TABLE exports DISABLE TRIGGER USER');
+          await tx.query('UPDATE exports SET bundle = $2 WHERE export_id = $1', [exportId, text]);
+          await tx.query('ALTER TABLE exports ENABLE TRIGGER USER');
+        });
+        return JSON.parse(text) as Bundle;
+      } finally {
+        await app.close();
+      }
+    };
+    await setBundle(() => undefined);
+    const none = await cli(['report', '--export', exportId, '--html', html, '--model-card', card], env);
+    expect([none.code, none.stderr]).toEqual([1, `ehrbench: export ${exportId} has no evidence packet; request one with "ehrbench export request --packet" to write a model card\n`]);
+    expect([existsSync(html), existsSync(card)]).toEqual([false, false]);
+
+    const bundle = await setBundle((b) => {
+      const { packet } = packetUnsigned('Answer <b>clinic</b> questions & triage');
+      const first = (b.results as Bundle['results'])[0]!;
+      b.packet = {
+        ...packet!,
+        model: { endpointId: first.model.endpointId, provider: first.model.provider, deployment: first.model.deployment, model: first.model.model },
+        approval: { ...packet!.approval, protocol: (b.irbProtocol as string | null) ?? 'IRB-DEMO-1', benchmarks: [first.benchmark.id] },
+        evidence: [{ figure: '/results/0/metrics', auditSeq: 1 }],
+      };
+    });
+    const r = await cli(['report', '--export', exportId, '--html', html, '--model-card', card, '--json'], env);
+    expect([r.code, r.stderr]).toEqual([0, '']);
+    expect(JSON.parse(r.stdout)).toEqual({ path: html, modelCard: card, exportId });
+    const xml = readFileSync(card, 'utf8');
+    await expect(validateModelCard(xml)).resolves.toBeUndefined();
+    expect(xml).toContain('<IntendedUseAndWorkflow>Answer &lt;b&gt;clinic&lt;/b&gt; questions &amp; triage');
+    const main = bundle.results[0]!.metrics.find((m) => m.name === bundle.results[0]!.mainMetric)!;
+    if ('value' in main) expect(xml).toContain(`"estimate":${main.value}`);
+    const page = readFileSync(html, 'utf8');
+    expectSelfContained(page);
+    expect(page).toContain('<h2>Evidence packet</h2>');
+    expect(page).toContain('<blockquote>Answer &lt;b&gt;clinic&lt;/b&gt; questions &amp; triage</blockquote>');
+    for (const text of [xml, page]) expectNoInstanceText(text);
     expect(leftovers(out)).toEqual([]);
   });
 });

@@ -9,7 +9,8 @@ import { sign } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalJson } from '../../src/canonical';
-import { type Bundle, COMMITTEE_FIELDS, signBundle, type UnsignedBundle, verifyBundle } from '../../src/export';
+import { type Bundle, COMMITTEE_FIELDS, intendedUseText, type PacketDeidGold, type PacketStability, signBundle, type UnsignedBundle, verifyBundle } from '../../src/export';
+import { goldOf, stabilityCell } from '../../src/export/packet-content';
 import type { ExportSigningKey } from '../../src/export/keys';
 import { SCHEMA_DIR } from '../../src/paths';
 import { COMMITTEE_PLACEHOLDER, exportReportHtml, MODEL_CARD_SCHEMA, modelCard, modelCardXml, validateModelCard, verifiedBundle } from '../../src/report';
@@ -215,5 +216,38 @@ describe('the bundle verifier on a packet', () => {
     expect(schemaProblems((b) => (b.packet!.approval.intendedUse = 'line\u0007bell'))).not.toEqual([]);
     expect(schemaProblems((b) => (b.packet!.committeeFields = ['the patient in bed 4' as never]))).not.toEqual([]);
     expect(schemaProblems((b) => (b.packet!.approval.intendedUse = 'x'.repeat(1000)))).toEqual([]);
+  });
+});
+
+describe("the packet assembly's figures pass the verifier", () => {
+  const settings = { k: 11, width: 10, decimals: 3 };
+  const key = newSigningKey();
+
+  /** The fixture bundle with one stability entry and the gold sign-off replaced, and what the verifier says of its packet. */
+  function packetProblemsOf(stability: PacketStability, gold: PacketDeidGold | null): string[] {
+    const b = packetUnsigned();
+    b.packet!.stability = [stability];
+    b.packet!.deid = { gold, residualBlocked: { low: 0, high: 0 } };
+    return verifyBundle(forceSign(b, key), key.publicKey).problems;
+  }
+
+  it('for every cohort size and agreement, and every sign-off size (stabilityCell, goldOf)', () => {
+    const problems: string[] = [];
+    for (let n = 0; n <= 260; n++) {
+      for (const same of [0, Math.floor(n / 3), n]) {
+        const means = [0.5 + (n % 7) / 100, 0.61237, 0.55 + (same % 5) / 1000];
+        const s = stabilityCell('site_discharge', 'exact_match', 3, { common: n, sameAnswer: same, runMeans: means }, settings);
+        const gold = goldOf({ goldSpans: n, recall: 0.98765, precision: same / Math.max(n, 1) }, '2026-09-20T10:00:00.000Z', settings);
+        problems.push(...packetProblemsOf(s, gold).map((p) => `n ${n}, same ${same}: ${p}`));
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it("keeps an approval's purpose writable as XML", async () => {
+    expect(intendedUseText('triage\u0007 notes\r\n\tfor the ward')).toBe('triage  notes\r\n\tfor the ward');
+    expect(intendedUseText('x'.repeat(1500))).toHaveLength(1000);
+    const { bundle } = packetBundle(intendedUseText('bell\u0007 and \u001b escape'));
+    await expect(modelCard(bundle)).resolves.toContain('bell  and   escape');
   });
 });
