@@ -17,7 +17,7 @@ import type { Queryable } from '../db';
 import type { RuleId } from '../policy';
 import type { RunRow, RunStore } from '../runs';
 import { metricCell, releasedCount, valueDenominator, type DisclosureSettings } from './disclosure';
-import { COMMITTEE_FIELDS } from './packet';
+import { COMMITTEE_FIELDS, intendedUseText } from './packet';
 import { safeId } from './content';
 import type { ExportStore } from './store';
 import type { EvidencePacket, ExportResult, PacketDeidGold, PacketStability } from './types';
@@ -60,7 +60,7 @@ export async function buildPacket(deps: PacketDeps, runs: readonly RunRow[], app
       approval: {
         approvalId: approval.approvalId,
         protocol: safeId(approval.protocolNumber),
-        intendedUse: approval.purpose.slice(0, 1000),
+        intendedUse: intendedUseText(approval.purpose),
         startsOn: day(approval.startsAt),
         expiresOn: approval.expiresAt ? day(approval.expiresAt) : null,
         tiers: approval.tiers.length > 0 ? approval.tiers : [...new Set(runs.map((r) => r.tier))],
