@@ -64,14 +64,31 @@ describe('approvals changing during a run', () => {
     // the instances already past that check: one per instance loop (concurrency x pipeline depth),
     // the calls in flight and those waiting for a call slot.
     expect(received - (suspendedAt as number)).toBeLessThanOrEqual(2 * PIPELINE_DEPTH);
-    const [fail] = await t.app.db.query<{ n: number }>("SELECT count(*)::int AS n FROM audit_events WHERE event_type = 'run.fail' AND rule = 'approval.suspended' AND run_id = $1", [run.json.runId]);
-    expect(fail?.n).toBe(1);
+    // The halt's audit event is written by the worker that stopped the run, right after the status: wait for it.
+    const fail = await waitFor(async () => {
+      const [row] = await t.app.db.query<{ n: number }>("SELECT count(*)::int AS n FROM audit_events WHERE event_type = 'run.fail' AND rule = 'approval.suspended' AND run_id = $1", [run.json.runId]);
+      return row && row.n > 0 ? row : undefined;
+    });
+    expect(fail.n).toBe(1);
   });
 
   it('stops the run when the approval expires', async () => {
-    t = await startTestDaemon({ rows: 200, latencyMs: 40, workers: 0, concurrency: 1 });
+    // The access stage's clock passes the expiry once the model has answered five calls: the run is
+    // then under way whatever the machine's load (a wall-clock expiry raced the run's planning).
+    let answered = 0;
+    t = await startTestDaemon({
+      rows: 200,
+      latencyMs: 40,
+      workers: 0,
+      concurrency: 1,
+      behaviour: () => {
+        answered++;
+        return { kind: 'answer', text: 'A' };
+      },
+    });
     t.app.engine.deid = passThrough;
-    const expiresAt = new Date(Date.now() + 2500).toISOString();
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+    Object.assign(t.app.engine.access, { clock: () => (answered >= 5 ? new Date(Date.parse(expiresAt) + 1000) : new Date()) });
     const created = await t.call('carol', 'POST', '/v1/approvals', {
       protocolNumber: 'IRB-10',
       principalInvestigator: 'alice',
