@@ -18,6 +18,8 @@ export function directionOf(metric: string, mainMetric: string, benchmarkLowerIs
   return metric === mainMetric ? benchmarkLowerIsBetter : null;
 }
 
+const EPSILON = 1e-9;
+
 const round2 = (x: number) => Math.round(x * 100) / 100;
 
 /** The released value of a metric in a cell, or undefined when the cell or the metric is hidden. */
@@ -53,7 +55,9 @@ export function metricDisparity(cells: readonly SubgroupCell[], metric: string, 
       const v = values[i];
       if (v === undefined || reference <= 0 || v < 0) return { label: c.label, ratio: null, flagged: false };
       const ratio = v / reference;
-      return { label: c.label, ratio: round2(ratio), flagged: ratio < DISPARITY_BOUNDS.low || ratio > DISPARITY_BOUNDS.high };
+      // On the exact ratio, not its rounding (0.795 is under 0.8); the tolerance only absorbs binary
+      // floating point, so that 0.72 / 0.9 counts as the 0.8 it is.
+      return { label: c.label, ratio: round2(ratio), flagged: ratio < DISPARITY_BOUNDS.low - EPSILON || ratio > DISPARITY_BOUNDS.high + EPSILON };
     }),
   };
 }
