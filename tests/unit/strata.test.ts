@@ -159,7 +159,15 @@ describe('strata in the site data file', () => {
     expect(refused([{ name: 'payer', omop: 'payer' }], omop)).toMatch(/strata\/0: omop "payer" has no standard labels; declare its "map"/);
     expect(refused([{ name: 'sex', omop: 'sex', map: { male: 'male' } }], omop)).toMatch(/strata\/0\/map: key 1 is not a concept id/);
     expect(refused([{ name: 'age', omop: 'age', edges: [18, 18] }], omop)).toMatch(/strata\/0\/edges: edges must be strictly ascending/);
-    expect(refused([{ name: 'sex', omop: 'sex' }, { name: 'sex', omop: 'race' }], omop)).toMatch(/strata\/1\/name: "sex" is declared twice/);
+    expect(
+      refused(
+        [
+          { name: 'sex', omop: 'sex' },
+          { name: 'sex', omop: 'race' },
+        ],
+        omop,
+      ),
+    ).toMatch(/strata\/1\/name: "sex" is declared twice/);
     // The schema: an unknown field, a label that is not a short label, a name that is not an id.
     expect(refused([{ name: 'sex', omop: 'sex', colour: 'x' }], omop)).toMatch(/strata\/0.*colour/);
     expect(refused([{ name: 'lang', column: 'lang', map: { en: 'English <script>' } }])).toMatch(/strata\/0\/map\/en.*pattern/);
@@ -169,7 +177,10 @@ describe('strata in the site data file', () => {
 
   it("refuses a stratum named like a field of the benchmark's own instances", async () => {
     const dir = tempDir('strata');
-    writeFileSync(join(dir, 'site-data.json'), JSON.stringify({ benchmarks: { medcalc_bench: { source: { type: 'csv', path: 'x.csv' }, strata: [{ name: 'category', column: 'a', map: { a: 'b' } }] } } }));
+    writeFileSync(
+      join(dir, 'site-data.json'),
+      JSON.stringify({ benchmarks: { medcalc_bench: { source: { type: 'csv', path: 'x.csv' }, strata: [{ name: 'category', column: 'a', map: { a: 'b' } }] } } }),
+    );
     // MedCalc-Bench declares subgroups on category.
     expect(() => Catalog.load([], { siteDataFile: join(dir, 'site-data.json') })).toThrow(/strata\/0\/name: "category" is a field of medcalc_bench's own instances/);
   });
@@ -229,7 +240,15 @@ describe('disparity of a subgroup field', () => {
     // 0.795 / 1 rounds to 0.8 but is under it.
     expect(metricDisparity([cell('a', 1, 1000), cell('b', 0.795, 1000)], 'exact_match', false)?.ratios[1]).toEqual({ label: 'b', ratio: 0.8, flagged: true });
     const lower = metricDisparity([cell('a', 0.2), cell('b', 0.3), cell('c', 0.25)], 'exact_match', true);
-    expect(lower).toMatchObject({ worst: 'b', best: 'a', ratios: [{ ratio: 1, flagged: false }, { ratio: 1.5, flagged: true }, { ratio: 1.25, flagged: false }] });
+    expect(lower).toMatchObject({
+      worst: 'b',
+      best: 'a',
+      ratios: [
+        { ratio: 1, flagged: false },
+        { ratio: 1.5, flagged: true },
+        { ratio: 1.25, flagged: false },
+      ],
+    });
   });
 
   it('gives no ratio against a best of 0, and nothing when no cell releases the metric', () => {
