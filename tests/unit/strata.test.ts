@@ -9,8 +9,10 @@ import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ageBandAt, bandLabels, bandOf, Catalog, instancesOf, loadSiteData, mappedLabel, OMOP_DEFAULT_MAPS, resolveStrata, strataRecord, type Instance } from '../../src/catalog';
 import { stratumValues } from '../../src/catalog/strata';
+import { createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
+import { canonicalJson } from '../../src/canonical';
 import { metricDisparity } from '../../src/export/disparity';
-import type { SubgroupCell } from '../../src/export';
+import { type Bundle, keyFingerprint, signBundle, type SubgroupCell, type UnsignedBundle, verifyBundle } from '../../src/export';
 import { tempDir } from '../helpers/db';
 import { failure } from '../helpers/errors';
 
@@ -255,5 +257,96 @@ describe('disparity of a subgroup field', () => {
     expect(metricDisparity([cell('a', 0), cell('b', 0)], 'exact_match', false)?.ratios.map((r) => r.ratio)).toEqual([null, null]);
     expect(metricDisparity([cell('a', 0), cell('b', 0.1)], 'exact_match', true)?.ratios.map((r) => r.ratio)).toEqual([null, null]);
     expect(metricDisparity([cell('a', null), cell('b', null)], 'exact_match', false)).toBeUndefined();
+  });
+});
+
+describe('disparity in a signed bundle', () => {
+  const HASH = 'a'.repeat(64);
+  const RUN = '7d1c2b3a-4e5f-4a6b-8c7d-9e0f1a2b3c4d';
+  const released = (value: number) => ({ n: { low: 20, high: 29 }, metrics: [{ name: 'exact_match', value, n: { low: 20, high: 29 } }] });
+  const cells: SubgroupCell[] = [
+    { label: '18-44', ...released(0.9) },
+    { label: '45-64', ...released(0.65) },
+    { label: '65-79', suppressed: 'complementary' },
+    { label: '80+', suppressed: '<k' },
+  ];
+
+  function unsigned(disparity: unknown): UnsignedBundle {
+    return {
+      format: 'ehrbench.export-bundle',
+      schemaVersion: 1,
+      exportId: '0b6f7c52-8f0e-4d43-9d4a-3f3d2b1c0a99',
+      siteId: 'test-site',
+      runIds: [RUN],
+      tier: 'private',
+      irbProtocol: 'IRB-2026-0001',
+      duaId: null,
+      requestedBy: 'alice',
+      requestedOn: '2026-03-14',
+      disclosure: {
+        policyId: 'ehrbench.min-cell-size.v2',
+        k: 11,
+        countRangeWidth: 10,
+        complementarySuppression: true,
+        valueDecimals: 3,
+        valueResolution: '1/D, D the largest of 1000, 500, 200, 100, 50, 20, 10, 5, 2, 1 at most the low end of the count range',
+        ci: 'widest wilson-95 over the count range and the values that round to the released one ([0, 1] metrics); none (others)',
+        differencing: 'every released cell of a benchmark differs from every other by 0 or at least k instances, whatever its name',
+      },
+      results: [
+        {
+          runId: RUN,
+          benchmark: {
+            id: 'shc_ptbm_med',
+            version: '1.0.0',
+            category: 'Administration and Workflow',
+            subcategory: 'Care Coordination and Planning',
+            tier: 'private',
+            helmGroup: null,
+            split: 'test',
+            lowerIsBetter: false,
+            definitionHash: HASH,
+            templateHash: HASH,
+          },
+          model: { endpointId: 'vpc-private', provider: 'openai-compatible', deployment: null, model: 'standin', maxTokens: 1, temperature: 0 },
+          scoring: 'corrected',
+          deidVersion: null,
+          mainMetric: 'exact_match',
+          n: { low: 70, high: 79 },
+          metrics: [{ name: 'exact_match', value: 0.8, n: { low: 70, high: 79 } }],
+          subgroups: [{ field: 'age', stratum: true, cells, disparity } as never],
+          usage: null,
+        },
+      ],
+      totals: { promptTokens: 0, completionTokens: 0, estimatedCostUsd: 0 },
+      createdOn: '2026-03-15',
+      releasedBy: 'carol',
+      daemonVersion: '0.1.0',
+      auditCheckpoint: { checkpointId: 4, seq: 120, headHash: HASH, keyFingerprint: HASH, releaseEventSeq: 119 },
+      helm: [],
+    };
+  }
+
+  const { privateKey } = generateKeyPairSync('ed25519');
+  const publicKey = createPublicKey(privateKey);
+  const key = { privateKey, publicKey, fingerprint: keyFingerprint(publicKey) };
+  /** Signed as a forger with the key would, past signBundle's own checks. */
+  const forged = (u: UnsignedBundle): string => {
+    const bundle: Bundle = { ...u, signature: { algorithm: 'Ed25519', keyFingerprint: key.fingerprint, value: sign(null, Buffer.from(canonicalJson(u)), privateKey).toString('hex') } };
+    return canonicalJson(bundle) + '\n';
+  };
+
+  it('verifies a disparity that is what the released cells give, and refuses one that is not', () => {
+    const right = [metricDisparity(cells, 'exact_match', false)];
+    expect(right[0]).toMatchObject({ worst: '45-64', best: '18-44', ratios: [{ ratio: 1 }, { ratio: 0.72, flagged: true }, { ratio: null }, { ratio: null }] });
+    expect(verifyBundle(signBundle(unsigned(right), key).text, publicKey)).toMatchObject({ ok: true, problems: [] });
+    // A disparity that names a hidden cell as the worst group (it would tell its value's order) is refused, at signing and at verification.
+    const leaking = [{ ...right[0], worst: '65-79' }];
+    expect(() => signBundle(unsigned(leaking), key)).toThrow(/subgroup age disparity of exact_match is not what its released cells give/);
+    expect(verifyBundle(forged(unsigned(leaking)), publicKey).problems).toEqual(['disclosure: results[0] subgroup age disparity of exact_match is not what its released cells give']);
+    // A ratio for a hidden cell, or a ratio that is not a ratio, fails the schema or the recomputation.
+    const hiddenRatio = [{ ...right[0], ratios: right[0]?.ratios.map((r) => (r.label === '80+' ? { ...r, ratio: 0.5 } : r)) }];
+    expect(verifyBundle(forged(unsigned(hiddenRatio)), publicKey).ok).toBe(false);
+    expect(verifyBundle(forged(unsigned([{ ...right[0], note: 'x' }])), publicKey).problems.join()).toMatch(/schema: .*disparity\/0.*note/);
   });
 });
