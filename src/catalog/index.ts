@@ -542,6 +542,14 @@ function withStrata(b: Benchmark, record: RawRecord, file: string, instance: Ins
       `${file}: record ${record.position}: has no column "${err.column}" (stratum "${err.stratum}" of benchmarks.${b.definition.id} in ${b.siteFile ?? 'the site data file'}); fix the column name in the binding, or give every record the column (empty is "(other)")`,
     );
   }
+  // A named adapter's own extra fields (a metric's inputs) are not all declared: never overwrite one.
+  const taken = Object.keys(values).find((name) => Object.hasOwn(instance.extra ?? {}, name));
+  if (taken !== undefined) {
+    throw new UserError(
+      'site-data.invalid',
+      `${b.siteFile ?? 'site data'}: /benchmarks/${b.definition.id}/strata: "${taken}" is a field ${b.definition.id}'s adapter sets on each instance; give the stratum another name`,
+    );
+  }
   return { ...instance, extra: { ...(instance.extra ?? {}), ...values } };
 }
 

@@ -18,7 +18,8 @@ import type { App } from '../../src/app';
 import type { Bundle, ExportContent, ExportResult, SubgroupCell } from '../../src/export';
 import { type Caller, Operations } from '../../src/operations';
 import { executeRun } from '../../src/runs/engine';
-import { backends, freshStore, type TestStore } from '../helpers/db';
+import { Catalog, instancesOf, type Instance } from '../../src/catalog';
+import { backends, freshStore, tempDir, type TestStore } from '../helpers/db';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
 
 jest.setTimeout(300_000);
@@ -63,6 +64,9 @@ async function createCdm(url: string): Promise<void> {
       CREATE TABLE cdm.care_site (care_site_id bigint, care_site_name varchar(255), place_of_service_concept_id integer, location_id bigint,
         care_site_source_value varchar(50));
       CREATE TABLE cdm.provider (provider_id bigint, provider_name varchar(255), npi varchar(20), dea varchar(20), provider_source_value varchar(50));
+      CREATE TABLE cdm.payer_plan_period (payer_plan_period_id bigint, person_id bigint, payer_plan_period_start_date date,
+        payer_plan_period_end_date date, payer_concept_id integer);
+      INSERT INTO cdm.care_site VALUES (1, 'Unit A', 8717, NULL, NULL), (2, 'Unit B', 8756, NULL, NULL);
       CREATE TABLE cdm.visit_occurrence (visit_occurrence_id bigint, person_id bigint, visit_concept_id integer, visit_start_date date,
         visit_end_date date, provider_id bigint, care_site_id bigint);
       CREATE TABLE cdm.note (note_id bigint, person_id bigint, note_date date, note_datetime timestamp, note_type_concept_id integer,
@@ -71,7 +75,10 @@ async function createCdm(url: string): Promise<void> {
       const p = person(i);
       await c.query('INSERT INTO cdm.person VALUES ($1, $2, $3, $4, $5, NULL, $6, $7, NULL, NULL, NULL, $8)', [i, p.gender, p.year, p.month, p.day, p.race, p.ethnicity, `MRN-STRATA-${1000 + i}`]);
       const visit = i % 10 === 1 ? null : 500 + i;
-      if (visit !== null) await c.query("INSERT INTO cdm.visit_occurrence VALUES ($1, $2, $3, '2024-05-30', '2024-06-02', NULL, NULL)", [visit, i, i % 2 === 0 ? 9201 : 9202]);
+      if (visit !== null) await c.query("INSERT INTO cdm.visit_occurrence VALUES ($1, $2, $3, '2024-05-30', '2024-06-02', NULL, $4)", [visit, i, i % 2 === 0 ? 9201 : 9202, i % 2 === 0 ? 1 : 2]);
+      // A plan covering the note's day for i % 4 = 0; one that ended the day before for i % 4 = 1.
+      if (i % 4 === 0) await c.query("INSERT INTO cdm.payer_plan_period VALUES ($1, $1, '2024-01-01', '2024-12-31', 280)", [i]);
+      if (i % 4 === 1) await c.query("INSERT INTO cdm.payer_plan_period VALUES ($1, $1, '2023-01-01', '2024-05-31', 289)", [i]);
       await c.query("INSERT INTO cdm.note VALUES ($1, $1, '2024-06-01', NULL, 44814645, 706, 'Progress note', $2, NULL, $3)", [i, `Synthetic progress note ${i}: stable, follow up in clinic.`, visit]);
     }
   } finally {
@@ -154,6 +161,34 @@ pgOnly.each(backends())('subgroups from OMOP demographics (%s run store)', (back
     expect((await executeRun(t.app.engine, view.runId)).status).toBe('completed');
     return view.runId;
   }
+
+  it("labels each note from its person, its visit's care site and its payer on the note's day", async () => {
+    const dir = tempDir('strata-omop');
+    writeFileSync(join(dir, 'labels.csv'), ['note_id,prompt,label,lang', ...[1, 2, 4, 5, 55, 70].map((i) => `${i},q,A,${LANGUAGE(i)}`)].join('\n') + '\n');
+    writeFileSync(
+      join(dir, 'site-data.json'),
+      JSON.stringify({
+        benchmarks: {
+          [BENCHMARK]: {
+            source: { type: 'omop-note', connection: { env: OMOP_ENV }, schema: 'cdm', labels: { path: 'labels.csv' }, identifierTables: [] },
+            columns: { context: 'note_text' },
+            strata: [...strata(EDGES), { name: 'care_site', omop: 'care_site_type' }, { name: 'payer', omop: 'payer', map: { '280': 'private', '289': 'medicare' } }],
+          },
+        },
+      }),
+    );
+    const b = Catalog.load([], { siteDataFile: join(dir, 'site-data.json') }).get(BENCHMARK);
+    const got: Instance[] = [];
+    for await (const i of instancesOf(b, undefined, { [OMOP_ENV]: cdm.url as string })) got.push(i);
+    expect(got.map((i) => [i.key, i.extra])).toEqual([
+      ['1', { age: '(other)', sex: 'female', race: 'White', ethnicity: 'Hispanic or Latino', setting: '(other)', language: 'English', care_site: '(other)', payer: '(other)' }],
+      ['2', { age: '(other)', sex: 'female', race: 'White', ethnicity: 'Hispanic or Latino', setting: 'inpatient', language: 'English', care_site: 'inpatient hospital', payer: '(other)' }],
+      ['4', { age: '18-44', sex: 'female', race: 'White', ethnicity: 'Hispanic or Latino', setting: 'inpatient', language: 'English', care_site: 'inpatient hospital', payer: 'private' }],
+      ['5', { age: '18-44', sex: 'male', race: 'White', ethnicity: 'Hispanic or Latino', setting: 'outpatient', language: 'English', care_site: 'outpatient hospital', payer: '(other)' }],
+      ['55', { age: '65-79', sex: 'male', race: 'White', ethnicity: 'Not Hispanic or Latino', setting: 'outpatient', language: 'English', care_site: 'outpatient hospital', payer: '(other)' }],
+      ['70', { age: '80+', sex: 'male', race: '(other)', ethnicity: 'Not Hispanic or Latino', setting: 'inpatient', language: '(other)', care_site: 'inpatient hospital', payer: '(other)' }],
+    ]);
+  });
 
   it('exports subgroup tables of declared labels only, with k = 11 and complementary suppression; a second export that differs by a few patients is refused', async () => {
     const { app } = t;
