@@ -11,6 +11,7 @@ import { ageBandAt, bandLabels, bandOf, Catalog, instancesOf, loadSiteData, mapp
 import { stratumValues } from '../../src/catalog/strata';
 import { createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
 import { canonicalJson } from '../../src/canonical';
+import { disparityLine } from '../../src/cli/commands/export';
 import { metricDisparity } from '../../src/export/disparity';
 import { type Bundle, keyFingerprint, signBundle, type SubgroupCell, type UnsignedBundle, verifyBundle } from '../../src/export';
 import { tempDir } from '../helpers/db';
@@ -251,6 +252,11 @@ describe('disparity of a subgroup field', () => {
         { ratio: 1.25, flagged: false },
       ],
     });
+  });
+
+  it('reads as one line in `export show`', () => {
+    const d = metricDisparity([cell('a', 0.9), cell('b', 0.7), cell('d', null)], 'exact_match', false);
+    expect(disparityLine(d as NonNullable<typeof d>)).toBe('exact_match: worst b, best a (higher is better); ratio to best: a 1.00, b 0.78 (outside 0.8-1.25)');
   });
 
   it('gives no ratio against a best of 0, and nothing when no cell releases the metric', () => {
