@@ -23,6 +23,7 @@ import { judgesFor, loadSiteData, sameFamilyFor, type SiteData } from './site-da
 import { type CheckOptions, type CheckReport, runChecks } from './check';
 import { DEFAULT_LIMITS, dataMissing, hashMismatch, limitsOf } from './readiness';
 import { type OmopReadOptions, readOmopNotes } from './sources/omop';
+import { MissingStratumColumn, needsPayer, resolveStrata, stratumValues } from './strata';
 import { readRecords, type RawRecord } from './sources/records';
 import { isSubcategoryOf, MEDHELM_BENCHMARKS, medhelmCategoryOf } from './taxonomy';
 import { templateVariables } from './template';
@@ -39,6 +40,21 @@ export { CATEGORIES, MEDHELM_BENCHMARK_COUNT, MEDHELM_BENCHMARKS, TAXONOMY, isSu
 export { summarizeSiteData } from './policy-summary';
 export { loadSiteData, judgesFor, OMOP_IDENTIFIER_TABLES, SITE_DATA_FILE_NAME, type OmopIdentifierTable, type SiteBinding, type SiteData } from './site-data';
 export { OMOP_NOTE_FIELDS } from './sources/omop-query';
+export {
+  ageBandAt,
+  bandLabels,
+  bandOf,
+  mappedLabel,
+  OMOP_DEFAULT_MAPS,
+  OMOP_STRATA,
+  OTHER_STRATUM,
+  resolveStrata,
+  strataRecord,
+  stratumLabels,
+  type ResolvedStratum,
+  type StrataRecord,
+  type StratumSpec,
+} from './strata';
 export { importHelmBenchmark, type HelmImportReport } from './helm-import';
 export { mapHelmRunEntries, parseHelmRunEntries, type RunEntriesReport, type RunEntryMapping } from './helm-run-entries';
 export { HELM_SAMPLE_SEED, helmSample, Mt19937, numpyPermutation, type SampleMethod } from './sampling';
@@ -108,9 +124,14 @@ export function loadBenchmark(dir: string, opts: LoadOptions = {}): Benchmark {
   // A rubric benchmark's grader is a judge endpoint too: the same binding, and the same capacity join.
   const judges = definition.jury || definition.rubric ? judgesFor(definition.jury?.judges ?? definition.rubric?.graders, binding, opts.site) : [];
   const sameFamily = sameFamilyFor(binding, opts.site);
+  if (binding?.strata) checkStrataNames(definition, binding.strata, opts.site?.file ?? 'site data');
+  // The strata are not in the definition's hash: they label instances for exports and change nothing a
+  // run sends or scores. A run records them apart (RunSpec.strata), so a change of strata alone
+  // leaves the benchmark's own subgroups exportable.
+  const { strata: _strata, ...hashedBinding } = binding ?? {};
   const extras = {
     ...(juryTemplate !== undefined ? { juryTemplateSha256: sha256Hex(juryTemplate) } : {}),
-    ...(binding ? { site: binding } : {}),
+    ...(binding ? { site: hashedBinding } : {}),
     ...(judges.length ? { judges } : {}),
     ...(definition.jury && sameFamily !== 'exclude' ? { jurySameFamily: sameFamily } : {}),
   };
@@ -131,6 +152,16 @@ export function loadBenchmark(dir: string, opts: LoadOptions = {}): Benchmark {
     definitionHash: Object.keys(extras).length ? canonicalHash({ definition, ...extras }) : canonicalHash(definition),
     templateHash: sha256Hex(template),
   };
+}
+
+/** A stratum may not take the name of a field the benchmark's instances already carry in extra. */
+function checkStrataNames(d: BenchmarkDefinition, strata: { name: string }[], siteFile: string): void {
+  const taken = new Set([...(d.subgroups ?? []).map((g) => g.field), ...Object.keys(d.dataset.columns?.extra ?? {})]);
+  strata.forEach((s, i) => {
+    if (taken.has(s.name)) {
+      throw new UserError('site-data.invalid', `${siteFile}: /benchmarks/${d.id}/strata/${i}/name: "${s.name}" is a field of ${d.id}'s own instances; give the stratum another name`);
+    }
+  });
 }
 
 function checkDataset(d: BenchmarkDefinition, invalid: (m: string) => UserError): void {
@@ -366,7 +397,13 @@ function omopLabel(b: Benchmark): string {
 
 /** Where an OMOP source's messages and pins point, and its record limit. */
 function omopOptions(b: Benchmark): OmopReadOptions {
-  return { benchmarkId: b.definition.id, bindingAt: `benchmarks.${b.definition.id} in ${b.siteFile ?? 'the site data file'}`, maxRecordBytes: limitsOf(b).maxRecordBytes };
+  const omopStrata = (b.site?.strata ?? []).some((s) => s.omop !== undefined);
+  return {
+    benchmarkId: b.definition.id,
+    bindingAt: `benchmarks.${b.definition.id} in ${b.siteFile ?? 'the site data file'}`,
+    maxRecordBytes: limitsOf(b).maxRecordBytes,
+    ...(omopStrata ? { demographics: { payer: needsPayer(b.site?.strata) } } : {}),
+  };
 }
 
 /** UTF-8 bytes of what an instance puts in the prompt: its variables, its options and its conversation's turns. */
@@ -483,8 +520,37 @@ async function* adapted(b: Benchmark, opts: Pick<StreamOptions, 'skipped' | 'env
     }
     checkInstanceSize(b, record, file, instance);
     count += 1;
-    yield siteIdentity(b, record, file, instance);
+    yield withStrata(b, record, file, siteIdentity(b, record, file, instance));
   }
+}
+
+/**
+ * The binding's strata of the record, laid in the instance's extra: each a declared label or
+ * "(other)". A stratum's column missing from the record is refused by its name and the record's
+ * position (a misspelt column would put every record in "(other)"), never by a value.
+ */
+function withStrata(b: Benchmark, record: RawRecord, file: string, instance: Instance): Instance {
+  const strata = b.site?.strata;
+  if (!strata || strata.length === 0) return instance;
+  let values: Record<string, string>;
+  try {
+    values = stratumValues(resolveStrata(strata), record.fields, record.demographics);
+  } catch (err) {
+    if (!(err instanceof MissingStratumColumn)) throw err;
+    throw new UserError(
+      'dataset.missing-column',
+      `${file}: record ${record.position}: has no column "${err.column}" (stratum "${err.stratum}" of benchmarks.${b.definition.id} in ${b.siteFile ?? 'the site data file'}); fix the column name in the binding, or give every record the column (empty is "(other)")`,
+    );
+  }
+  // A named adapter's own extra fields (a metric's inputs) are not all declared: never overwrite one.
+  const taken = Object.keys(values).find((name) => Object.hasOwn(instance.extra ?? {}, name));
+  if (taken !== undefined) {
+    throw new UserError(
+      'site-data.invalid',
+      `${b.siteFile ?? 'site data'}: /benchmarks/${b.definition.id}/strata: "${taken}" is a field ${b.definition.id}'s adapter sets on each instance; give the stratum another name`,
+    );
+  }
+  return { ...instance, extra: { ...(instance.extra ?? {}), ...values } };
 }
 
 /**

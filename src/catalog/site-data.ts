@@ -10,6 +10,7 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { readJsonFile, validateOrThrow } from '../schema';
 import { UserError } from '../errors';
 import type { TextEncodingName } from './sources/records';
+import { stratumLabels, type StratumSpec, resolveStrata } from './strata';
 import type { KnownColumns } from './types';
 
 export interface FileSourceSpec {
@@ -54,6 +55,8 @@ export interface SiteBinding {
   /** The tier the site declares for its data (never public; approval-required when absent and data is bound). */
   tier?: 'approval-required' | 'private';
   jury?: { judges: string[]; sameFamily?: 'exclude' | 'allow' };
+  /** Stratification fields per instance (strata.ts), for subgroup results in exports. */
+  strata?: StratumSpec[];
 }
 
 export interface SiteData {
@@ -86,10 +89,38 @@ export function loadSiteData(file: string): SiteData {
         `${file}: /benchmarks/${id}/optionalColumns: "${stray}" is not a column this binding names in subject or known; only identity columns may be absent from a record`,
       );
     }
+    if (b.strata) checkStrata(b.strata, b.source?.type === 'omop-note', (field, msg) => new UserError('site-data.invalid', `${file}: /benchmarks/${id}/strata${field}: ${msg}`));
     const source = b.source && resolveSource(b.source, at);
     benchmarks[id] = { ...b, ...(source ? { source } : {}), ...(b.database ? { database: at(b.database) } : {}) };
   }
   return { file, benchmarks, ...(raw.jury ? { jury: raw.jury } : {}) };
+}
+
+/**
+ * What the schema leaves to the loader, each with its own message: one source per stratum, the right
+ * kind of labelling for it, names used once, ascending edges, concept ids that are ids, and at least
+ * one label (a stratum whose every value is "(other)" says nothing).
+ */
+function checkStrata(strata: StratumSpec[], omopSource: boolean, invalid: (field: string, msg: string) => UserError): void {
+  const names = new Set<string>();
+  strata.forEach((s, i) => {
+    const at = `/${i}`;
+    if (names.has(s.name)) throw invalid(`${at}/name`, `"${s.name}" is declared twice; give each stratum its own name`);
+    names.add(s.name);
+    if ((s.column === undefined) === (s.omop === undefined)) throw invalid(at, 'give exactly one of "column" (a column of the site\'s data) and "omop" (a CDM demographic)');
+    if (s.omop && !omopSource) throw invalid(`${at}/omop`, 'OMOP demographics need an omop-note source; for a csv or jsonl source use "column" with "map" or "edges"');
+    const ageLike = s.omop === 'age' || (s.column !== undefined && s.edges !== undefined);
+    if (s.column !== undefined && (s.map === undefined) === (s.edges === undefined)) throw invalid(at, 'a column stratum takes exactly one of "map" (value -> label) and "edges" (age bands)');
+    if (s.omop === 'age' && (s.edges === undefined || s.map !== undefined)) throw invalid(at, 'omop "age" takes "edges" (e.g. [18, 45, 65, 80]) and no "map"');
+    if (s.omop && s.omop !== 'age' && s.edges !== undefined) throw invalid(`${at}/edges`, `edges are for ages; omop "${s.omop}" takes a "map" of concept id -> label`);
+    if (s.omop === 'payer' && s.map === undefined) throw invalid(at, 'omop "payer" has no standard labels; declare its "map" of payer_concept_id -> label');
+    if (s.edges && s.edges.some((e, j) => j > 0 && e <= (s.edges?.[j - 1] as number))) throw invalid(`${at}/edges`, 'edges must be strictly ascending, e.g. [18, 45, 65, 80]');
+    if (s.omop && s.map) {
+      const bad = Object.keys(s.map).findIndex((key) => !/^-?[0-9]{1,12}$/.test(key));
+      if (bad >= 0) throw invalid(`${at}/map`, `key ${bad + 1} is not a concept id; the keys of an omop map are concept ids (e.g. "8507")`);
+    }
+    if (!ageLike && stratumLabels(resolveStrata([s])[0] as ReturnType<typeof resolveStrata>[number]).length === 0) throw invalid(`${at}/map`, 'declares no label');
+  });
 }
 
 function resolveSource(s: FileSourceSpec | OmopNoteSourceSpec, at: (p: string) => string): FileSourceSpec | OmopNoteSourceSpec {

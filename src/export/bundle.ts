@@ -10,9 +10,10 @@ import { canonicalJson } from '../canonical';
 import { formatSchemaErrors, validatorFor } from '../schema';
 import { UserError } from '../errors';
 import { valueDenominator } from './disclosure';
+import { metricDisparity } from './disparity';
 import { keyFingerprint, type ExportSigningKey } from './keys';
 import { packetProblems } from './packet';
-import type { Bundle, CountRange, ExportResult, MetricCell, UnsignedBundle } from './types';
+import type { Bundle, CountRange, ExportResult, MetricCell, Subgroup, UnsignedBundle } from './types';
 
 export const BUNDLE_SCHEMA = 'export-bundle.schema.json';
 export const BUNDLE_FILE = 'bundle.json';
@@ -81,6 +82,22 @@ export function verifyBundle(text: string, publicKey: KeyObject): VerifyReport {
 }
 
 /**
+ * A field's disparity must be what its released cells give: the same worst and best groups, ratios and
+ * flags, recomputed here from the cells (so it can neither state a hidden value nor contradict them).
+ */
+function disparityProblems(sg: Subgroup, where: string): string[] {
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  for (const d of sg.disparity ?? []) {
+    if (seen.has(d.metric)) problems.push(`disclosure: ${where} states the disparity of ${d.metric} twice`);
+    seen.add(d.metric);
+    const expected = metricDisparity(sg.cells, d.metric, d.lowerIsBetter);
+    if (!expected || canonicalJson(expected) !== canonicalJson(d)) problems.push(`disclosure: ${where} disparity of ${d.metric} is not what its released cells give`);
+  }
+  return problems;
+}
+
+/**
  * What the schema cannot express: counts are 0 or ranges at or above k, values no finer than their
  * range allows (policy v2), no partition has exactly one hidden non-empty cell, the releaser is not
  * the requester, the checkpoint covers the release event; an evidence packet's own rules (packet.ts).
@@ -121,6 +138,7 @@ export function disclosureProblems(b: Pick<Bundle, 'disclosure' | 'results' | 'r
         checkRange(c.n, `${where} subgroup ${sg.field}`);
         checkMetrics(c.metrics, `${where} subgroup ${sg.field}`);
       }
+      problems.push(...disparityProblems(sg, `${where} subgroup ${sg.field}`));
     }
   });
   if (b.releasedBy === b.requestedBy) problems.push('approval: released by its requester');

@@ -5,13 +5,14 @@
  * release recomputes it and refuses when it no longer matches what was reviewed.
  */
 import type { Approval } from '../access';
-import type { Catalog } from '../catalog';
+import { type Benchmark, type Catalog, resolveStrata, strataRecord, stratumLabels } from '../catalog';
 import type { PriceEntry } from '../config';
 import { costUsd, priceFor } from '../contracts';
 import { pinsOf, type RunRow, type RunStore } from '../runs';
 import { TIERS, type Tier } from '../tiers';
 import { type CellStatus, complement, type DisclosureSettings, metricCell, releasedCount, subgroupCells, suppressPartition } from './disclosure';
 import { type CohortRef, type ExportStore, OTHER_LABEL } from './store';
+import { directionOf, disparityOf } from './disparity';
 import {
   CI_METHOD,
   DIFFERENCING_RULE,
@@ -101,8 +102,8 @@ async function runResult(deps: ContentDeps, run: RunRow, cohorts: ReleasedCohort
   const released = !('suppressed' in n) && overall.n > 0;
   if (released) cohorts.push({ runId: run.run_id, benchmarkId: run.benchmark_id, cell: {} });
   // Subgroups as the benchmark declares them, and only for the definition the run actually used.
-  const declared = benchmark.definitionHash === run.benchmark_hash ? (d.subgroups ?? []) : [];
-  const subgroups = released ? await subgroupsOf(deps, run, declared, metrics, cohorts) : [];
+  const declared: DeclaredField[] = benchmark.definitionHash === run.benchmark_hash ? (d.subgroups ?? []) : [];
+  const subgroups = released ? await subgroupsOf(deps, run, [...declared, ...strataOf(benchmark, run)], metrics, cohorts) : [];
   return {
     runId: run.run_id,
     benchmark: {
@@ -159,8 +160,27 @@ export function juryValidationOf(f: StudyValidationFigures | undefined, s: Discl
   };
 }
 
+/** A subgroup field: the benchmark's own, or (`stratum`) one of the site binding's strata. */
+interface DeclaredField {
+  field: string;
+  values: string[];
+  stratum?: true;
+}
+
+/**
+ * The site binding's strata as subgroup fields, only for a run whose instances were labelled under
+ * the same declaration (its recorded sha256); a run of other strata, or of none, gets none of them.
+ */
+function strataOf(benchmark: Benchmark, run: RunRow): DeclaredField[] {
+  const strata = benchmark.site?.strata;
+  const recorded = run.spec.strata;
+  if (!strata || !recorded || strataRecord(strata)?.sha256 !== recorded.sha256) return [];
+  return resolveStrata(strata).map((s) => ({ field: s.name, values: stratumLabels(s), stratum: true as const }));
+}
+
 /** One declared subgroup field of a run: its labels, each label's count, and which cells may be released. */
 interface Partition {
+  stratum?: true;
   field: string;
   values: string[];
   labels: string[];
@@ -175,7 +195,7 @@ interface Partition {
  * is hidden ('differencing'; its field then gets complementary suppression again). The released cells
  * join `cohorts` after the whole cohort, for the export-wide check and the ledger.
  */
-async function subgroupsOf(deps: ContentDeps, run: RunRow, declared: { field: string; values: string[] }[], metrics: string[], cohorts: ReleasedCohort[]): Promise<Subgroup[]> {
+async function subgroupsOf(deps: ContentDeps, run: RunRow, declared: DeclaredField[], metrics: string[], cohorts: ReleasedCohort[]): Promise<Subgroup[]> {
   const k = deps.settings.k;
   const partitions: Partition[] = [];
   for (const sg of declared) {
@@ -183,7 +203,7 @@ async function subgroupsOf(deps: ContentDeps, run: RunRow, declared: { field: st
     // Declared labels always appear (0 is a releasable count); "(other)" only when some instance has it.
     const labels = [...sg.values, ...((found.get(OTHER_LABEL) ?? 0) > 0 ? [OTHER_LABEL] : [])];
     const counts = labels.map((l) => found.get(l) ?? 0);
-    partitions.push({ field: sg.field, values: sg.values, labels, counts, status: suppressPartition(counts, k) });
+    partitions.push({ ...(sg.stratum ? { stratum: true as const } : {}), field: sg.field, values: sg.values, labels, counts, status: suppressPartition(counts, k) });
   }
   await hideCloseCells(deps, run, partitions);
   const subgroups: Subgroup[] = [];
@@ -198,7 +218,9 @@ async function subgroupsOf(deps: ContentDeps, run: RunRow, declared: { field: st
     for (const c of cells) {
       if (!('suppressed' in c) && c.n.high > 0) cohorts.push({ runId: run.run_id, benchmarkId: run.benchmark_id, cell: { field: p.field, values: p.values, label: c.label } });
     }
-    subgroups.push({ field: p.field, cells });
+    // Disparity over the released cells only: a function of what the cells release anyway.
+    const disparity = disparityOf(cells, metrics, (m) => directionOf(m, run.spec.benchmark.mainMetric, run.spec.benchmark.lowerIsBetter));
+    subgroups.push({ field: p.field, cells, ...(p.stratum ? { stratum: true as const } : {}), ...(disparity.length ? { disparity } : {}) });
   }
   return subgroups;
 }

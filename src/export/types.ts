@@ -44,6 +44,23 @@ export type SubgroupCell = { label: string; n: CountRange; metrics: MetricCell[]
 export interface Subgroup {
   field: string;
   cells: SubgroupCell[];
+  /** A field from the site binding's strata (site demographics), not declared by the benchmark. */
+  stratum?: true;
+  /** Per metric with a direction that some cell releases: the worst and best groups and each group's ratio to the best (disparity.ts). */
+  disparity?: MetricDisparity[];
+}
+
+/**
+ * A metric's disparity over the released cells of one field (seismometer's fairness audit): the worst
+ * and best groups by the metric's direction, and per cell its value over the best's, to 2 decimals
+ * (null when the cell's value is hidden or the best is 0), flagged outside 0.8-1.25.
+ */
+export interface MetricDisparity {
+  metric: string;
+  lowerIsBetter: boolean;
+  worst: string;
+  best: string;
+  ratios: { label: string; ratio: number | null; flagged: boolean }[];
 }
 
 export interface Usage {

@@ -8,7 +8,7 @@
  */
 import type { KeyObject } from 'node:crypto';
 import { UserError } from '../errors';
-import { type Bundle, type Count, type ExportResult, heatmapSvg, leaderboardOf, type MetricCell, scoresFromRuns, toScoreTable, verifyBundle } from '../export';
+import { type Bundle, type Count, type ExportResult, heatmapSvg, leaderboardOf, type MetricCell, type MetricDisparity, scoresFromRuns, toScoreTable, verifyBundle } from '../export';
 import { categoryScoresSvg, costPerModel, costWinRatePoints, costWinRateSvg } from '../pictures';
 import { esc, facts, figure, page, score, table } from './html';
 import { packetSections } from './packet';
@@ -41,6 +41,20 @@ function money(v: number | null): string {
   return v === null ? 'unknown (no price)' : `$${v.toFixed(2)}`;
 }
 
+/** Per metric: worst and best group, and each group's ratio to the best, flagged outside seismometer's 0.8-1.25. */
+function disparityTable(list: MetricDisparity[]): string {
+  const rows = list.flatMap((d) =>
+    d.ratios.map((x) => [
+      esc(d.metric),
+      esc(x.label),
+      x.ratio === null ? '-' : esc(x.ratio.toFixed(2)),
+      x.flagged ? 'outside 0.8-1.25' : '',
+      x.label === d.worst ? 'worst' : x.label === d.best ? 'best' : '',
+    ]),
+  );
+  return table(['metric', 'group', 'ratio to best', 'flag', ''], rows);
+}
+
 function resultSection(r: ExportResult, i: number): string[] {
   const out = [
     `<h3>${i + 1}. ${esc(r.benchmark.id)} v${esc(r.benchmark.version)} on ${esc(r.model.endpointId)}${r.model.model ? ` / ${esc(r.model.model)}` : ''}</h3>`,
@@ -71,7 +85,8 @@ function resultSection(r: ExportResult, i: number): string[] {
       else if (c.metrics.length === 0 || c.n.high === 0) rows.push([esc(c.label), esc(count(c.n)), '', '', '']);
       else for (const m of c.metrics) rows.push([esc(c.label), esc(count(c.n)), ...metricRow(m, r.mainMetric).slice(0, 3)]);
     }
-    out.push(`<p>Subgroup <code>${esc(sg.field)}</code>:</p>`, table(['label', 'n', 'metric', 'value', '95% interval'], rows));
+    out.push(`<p>Subgroup <code>${esc(sg.field)}</code>${sg.stratum ? ' (site stratum)' : ''}:</p>`, table(['label', 'n', 'metric', 'value', '95% interval'], rows));
+    if (sg.disparity?.length) out.push(disparityTable(sg.disparity));
   }
   out.push(
     r.usage

@@ -10,7 +10,7 @@ import { commandPrefix } from '../command-prefix';
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { AuditEventInput, AuditTrail } from '../audit';
-import { type Benchmark, type Catalog, type CheckResult, checkBenchmark, dataRevision, dataStatus, HELM_SAMPLE_SEED, type SampleMethod } from '../catalog';
+import { type Benchmark, type Catalog, type CheckResult, checkBenchmark, dataRevision, dataStatus, HELM_SAMPLE_SEED, type SampleMethod, strataRecord } from '../catalog';
 import type { ReasoningEffort } from '../contracts';
 import type { EndpointPolicy } from '../egress';
 import { isStoreUnavailable } from '../db';
@@ -247,6 +247,8 @@ export async function requestRun(engine: Engine, asked: RunRequest): Promise<Run
   const irbProtocol = decision.approval?.protocolNumber ?? req.irbProtocol;
   // Which bytes the run reads: recorded now, held to them when it is planned (planner.ts).
   const data = await dataRevision(benchmark);
+  // Which strata label its instances: an export uses the binding's strata only for runs of the same ones.
+  const strata = strataRecord(benchmark.site?.strata);
   const unpinned: Omit<RunSpec, 'pins'> = {
     benchmark: {
       id: d.id,
@@ -271,6 +273,7 @@ export async function requestRun(engine: Engine, asked: RunRequest): Promise<Run
     ...(data ? { data } : {}),
     ...(req.preset ? { preset: req.preset } : {}),
     ...(req.repeat ? { repeat: req.repeat } : {}),
+    ...(strata ? { strata } : {}),
   };
   const spec: RunSpec = { ...unpinned, pins: pinsForRequest(unpinned, judgesOf(engine, unpinned.jury)) };
   const row = {
@@ -307,6 +310,10 @@ export async function executeRun(engine: Engine, runId: string, opts: ExecuteOpt
   const ctx = contextOf(engine, run, requester);
   if (ctx.benchmark.definitionHash !== run.benchmark_hash || ctx.benchmark.templateHash !== run.template_hash) {
     throw new UserError('run.definition-changed', `benchmark ${run.benchmark_id} changed since run ${runId} was requested; request a new run`);
+  }
+  // The strata are outside the definition's hash: instances labelled under other strata than the run records would mislabel its subgroups.
+  if (strataRecord(ctx.benchmark.site?.strata)?.sha256 !== run.spec.strata?.sha256) {
+    throw new UserError('run.definition-changed', `the strata of benchmark ${run.benchmark_id} in the site data file changed since run ${runId} was requested; request a new run`);
   }
   // One holder per run and process, as the scheduler names it: an execution that the database
   // interrupted left leases under this id, and the next execution of the run here gives them back

@@ -4,7 +4,7 @@
  */
 import type { Database, Queryable } from '../db';
 import { GroupCommit } from '../db';
-import type { DataRevision, Instance } from '../catalog';
+import type { DataRevision, Instance, StrataRecord } from '../catalog';
 import type { JuryPolicy, RunPins } from '../contracts';
 import { getMetric, withClippedStats } from '../metrics';
 import type { RunPreset } from './preset';
@@ -61,6 +61,8 @@ export interface RunSpec {
   data?: DataRevision;
   /** The preset the run was requested with (`medhelm-leaderboard`: HELM's leaderboard settings). */
   preset?: RunPreset;
+  /** The site binding's strata its instances were labelled with (names and sha256 of the declaration); absent: none. */
+  strata?: StrataRecord;
   /** The hashes of its data, definition, template, scorer and judge set (runs/pins.ts); absent: a run from before they were recorded. */
   pins?: RunPins;
   /** One of K runs of one sample on one endpoint, requested together to measure output stability. */

@@ -193,3 +193,37 @@ export function knownOf(rows: NoteRow[], spec: OmopNoteSourceSpec): KnownIdentif
 export function noteFields(row: NoteRow): Record<string, string | number | null> {
   return Object.fromEntries(NOTE_COLUMNS.map((c) => [c, row[c] ?? null]));
 }
+
+/**
+ * The demographics of a page's notes, for a binding's strata (catalog/strata.ts), by note_id ($1):
+ * the person's birth (year, month, day; birth_datetime where the parts are missing) and gender, race
+ * and ethnicity concepts, the note's day, the visit's concept and its care site's place of service,
+ * and, with `payer`, the payer of the person's plan covering the note's day (the latest such plan).
+ * A query of its own beside noteQuery: it joins visit_occurrence and care_site whatever
+ * identifierTables says, and payer_plan_period only when a stratum asks for it (a CDM may lack it).
+ * One row per note (DISTINCT ON: a CDM without keys may repeat a dimension row).
+ */
+export function demographicsQuery(spec: OmopNoteSourceSpec, payer: boolean): string {
+  const s = `"${spec.schema ?? 'public'}"`;
+  const payerColumn = payer ? 'pp.payer_concept_id::text' : 'NULL::text';
+  const payerJoin = payer
+    ? `
+            LEFT JOIN LATERAL (SELECT payer_concept_id FROM ${s}.payer_plan_period x
+                                WHERE x.person_id = n.person_id AND n.note_date BETWEEN x.payer_plan_period_start_date AND x.payer_plan_period_end_date
+                                ORDER BY x.payer_plan_period_start_date DESC, x.payer_concept_id LIMIT 1) pp ON true`
+    : '';
+  return `SELECT DISTINCT ON (n.note_id) n.note_id::text AS note_id,
+                 COALESCE(p.year_of_birth, EXTRACT(YEAR FROM p.birth_datetime))::integer AS year_of_birth,
+                 COALESCE(p.month_of_birth, EXTRACT(MONTH FROM p.birth_datetime))::integer AS month_of_birth,
+                 COALESCE(p.day_of_birth, EXTRACT(DAY FROM p.birth_datetime))::integer AS day_of_birth,
+                 n.note_date::text AS note_date,
+                 p.gender_concept_id::text AS gender_concept_id, p.race_concept_id::text AS race_concept_id, p.ethnicity_concept_id::text AS ethnicity_concept_id,
+                 v.visit_concept_id::text AS visit_concept_id, cs.place_of_service_concept_id::text AS place_of_service_concept_id,
+                 ${payerColumn} AS payer_concept_id
+            FROM ${s}.note n
+            LEFT JOIN ${s}.person p ON p.person_id = n.person_id
+            LEFT JOIN ${s}.visit_occurrence v ON v.visit_occurrence_id = n.visit_occurrence_id
+            LEFT JOIN ${s}.care_site cs ON cs.care_site_id = v.care_site_id${payerJoin}
+           WHERE n.note_id = ANY($1::bigint[])
+           ORDER BY n.note_id, v.visit_concept_id NULLS LAST, cs.place_of_service_concept_id NULLS LAST`;
+}

@@ -17,7 +17,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import { UserError } from '../../errors';
 import { OMOP_IDENTIFIER_TABLES, type OmopNoteSourceSpec } from '../site-data';
-import { type ColumnRead, columnsRead, knownOf, noteFields, noteQuery, notesPinQuery, type NoteRow } from './omop-query';
+import type { OmopDemographics } from '../strata';
+import { type ColumnRead, columnsRead, demographicsQuery, knownOf, noteFields, noteQuery, notesPinQuery, type NoteRow } from './omop-query';
 import { readRecords, type RawRecord } from './records';
 
 const DEFAULT_BATCH = 500;
@@ -29,6 +30,8 @@ export interface OmopReadOptions {
   bindingAt: string;
   /** The most bytes of one note's text, and of one labels row; none when absent. */
   maxRecordBytes?: number;
+  /** The binding declares OMOP strata: read each note's demographics (and its payer, with `payer`). */
+  demographics?: { payer: boolean };
 }
 
 /** The connection URL, by reference only. */
@@ -206,6 +209,28 @@ async function readPage(client: pg.Client, spec: OmopNoteSourceSpec, label: stri
 }
 
 /**
+ * The demographics of a page's notes, by note_id, in a short READ ONLY transaction of their own. A
+ * failure names the tables strata read, never the server's message (it may quote a value).
+ */
+async function readDemographics(client: pg.Client, spec: OmopNoteSourceSpec, label: string, noteIds: string[], payer: boolean): Promise<Map<string, OmopDemographics>> {
+  try {
+    await client.query('BEGIN TRANSACTION READ ONLY');
+    const { rows } = await client.query<OmopDemographics & { note_id: string }>(demographicsQuery(spec, payer), [noteIds]);
+    await client.query('COMMIT');
+    return new Map(rows.map(({ note_id, ...d }) => [note_id, d]));
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    if (err instanceof UserError) throw err;
+    const code = (err as { code?: unknown })?.code;
+    const tables = ['person', 'visit_occurrence', 'care_site', ...(payer ? ['payer_plan_period'] : [])].map((t) => `${spec.schema ?? 'public'}.${t}`).join(', ');
+    throw new UserError(
+      'omop.query-failed',
+      `${label}: reading the demographics of its strata failed (${typeof code === 'string' ? code : 'connection'}); the OMOP strata read ${tables} (CDM v5.3/5.4): fix the CDM or the role's grants, or remove those strata from the binding`,
+    );
+  }
+}
+
+/**
  * The rows of each note, in note_id order. A note has several rows only where the CDM repeats a key
  * (no primary keys): its identifiers are merged rather than the note read twice. Rows whose note
  * fields differ stay apart, so a note_id the note table itself repeats is still reported as such.
@@ -271,6 +296,20 @@ export function notesChanged(label: string, opts: OmopReadOptions): UserError {
   );
 }
 
+/** A note the demographics query did not return (deleted in between): every stratum "(other)". */
+const NO_DEMOGRAPHICS: OmopDemographics = {
+  year_of_birth: null,
+  month_of_birth: null,
+  day_of_birth: null,
+  note_date: null,
+  gender_concept_id: null,
+  race_concept_id: null,
+  ethnicity_concept_id: null,
+  visit_concept_id: null,
+  place_of_service_concept_id: null,
+  payer_concept_id: null,
+};
+
 /** A note whose text is over the record limit, refused by its position (its text was not fetched). */
 function noteTooLarge(label: string, position: number, limit: number): UserError {
   return new UserError(
@@ -298,6 +337,7 @@ export async function* readOmopNotes(spec: OmopNoteSourceSpec, label: string, en
     for (;;) {
       const rows = await readPage(client, spec, label, sql, pageParams(spec, after, ids, opts.maxRecordBytes));
       if (rows.length === 0) break;
+      const demographics = opts.demographics ? await readDemographics(client, spec, label, [...new Set(rows.map((r) => String(r.note_id)))], opts.demographics.payer) : undefined;
       for (const group of byNote(rows)) {
         const first = group[0] as NoteRow;
         position += 1;
@@ -309,6 +349,7 @@ export async function* readOmopNotes(spec: OmopNoteSourceSpec, label: string, en
           fields: { ...(labels?.byNoteId.get(noteId) ?? {}), ...noteFields(first) },
           known: knownOf(group, spec),
           ...(first.person_id === null ? {} : { subjectId: String(first.person_id) }),
+          ...(demographics ? { demographics: demographics.get(noteId) ?? NO_DEMOGRAPHICS } : {}),
         };
       }
       after = String(rows[rows.length - 1]?.note_id);

@@ -39,6 +39,8 @@ export interface RawRecord {
   /** Identifiers the source knows from structured data (OMOP person, location, care site, provider), for de-identification. */
   known?: KnownIdentifiers;
   subjectId?: string;
+  /** An OMOP source's demographics of the record, read when the binding declares OMOP strata. */
+  demographics?: import('../strata').OmopDemographics;
 }
 
 export interface ReadOptions {

@@ -1,7 +1,20 @@
 import { commandPrefix } from '../../command-prefix';
 import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
-import { CATEGORIES, Catalog, dataStatus, importHelmBenchmark, loadBenchmark, mapHelmRunEntries, type Benchmark, type RunEntriesReport, TAXONOMY } from '../../catalog';
+import {
+  CATEGORIES,
+  Catalog,
+  dataStatus,
+  importHelmBenchmark,
+  loadBenchmark,
+  mapHelmRunEntries,
+  resolveStrata,
+  strataRecord,
+  stratumLabels,
+  type Benchmark,
+  type RunEntriesReport,
+  TAXONOMY,
+} from '../../catalog';
 import { type Config, configPath, loadConfig } from '../../config';
 import { UserError } from '../../errors';
 import { requiresDeidentification, TIERS } from '../../tiers';
@@ -175,6 +188,16 @@ function exampleBinding(b: Benchmark): string {
   return JSON.stringify({ benchmarks: { [d.id]: binding } }, null, 2);
 }
 
+/** The binding's strata as an export will report them: each with where it is read and its labels. */
+function strataLines(b: Benchmark): string[] {
+  const strata = b.site?.strata;
+  if (!strata?.length) return [];
+  return [
+    `  strata (site binding, sha256 ${strataRecord(strata)?.sha256.slice(0, 16)}...):`,
+    ...resolveStrata(strata).map((s) => `    ${s.name}: from ${s.omop ? `OMOP ${s.omop}` : `column ${s.column}`}; labels ${[...stratumLabels(s), '(other)'].join(', ')}`),
+  ];
+}
+
 function showText(b: Benchmark): string {
   const d = b.definition;
   const lines = [
@@ -188,6 +211,7 @@ function showText(b: Benchmark): string {
     ...(d.helm?.differences ?? []).map((x) => `  differs from HELM: ${x}`),
     `  references: ${d.references}`,
     ...(d.jury ? [`  jury: criteria ${d.jury.criteria.join(', ')} on ${d.jury.scale?.min ?? 1}-${d.jury.scale?.max ?? 5}; judges ${b.judges?.length ? b.judges.join(', ') : 'NOT CONFIGURED'}`] : []),
+    ...strataLines(b),
     `  definition sha256 ${b.definitionHash}`,
     `  template sha256   ${b.templateHash}`,
     '',

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { CommandModule } from 'yargs';
 import { UserError } from '../../errors';
 import { formatSchemaErrors, validatorFor } from '../../schema';
-import { type ExportContent, type ExportResult, type MetricCell, type Count, helmFileProblems, loadExportPublicKey, verifyBundle, writeExportFiles } from '../../export';
+import { type ExportContent, type ExportResult, type MetricCell, type MetricDisparity, type Count, helmFileProblems, loadExportPublicKey, verifyBundle, writeExportFiles } from '../../export';
 import type { ExportDownload, ExportView } from '../../operations';
 import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';
 import type { GlobalArgs } from '../context';
@@ -38,6 +38,12 @@ const count = (c: Count): string => ('suppressed' in c ? `suppressed (${c.suppre
 const metric = (m: MetricCell): [string, string, string] =>
   'value' in m ? [m.value.toFixed(3), m.ci95 ? `${m.ci95.low.toFixed(3)}-${m.ci95.high.toFixed(3)}` : '-', count(m.n)] : [`suppressed (${m.suppressed})`, '-', '-'];
 
+/** "exact_match: worst night, best day; ratio to best: day 1.00, night 0.78 (outside 0.8-1.25)". */
+export function disparityLine(d: MetricDisparity): string {
+  const ratios = d.ratios.filter((x) => x.ratio !== null).map((x) => `${x.label} ${(x.ratio as number).toFixed(2)}${x.flagged ? ' (outside 0.8-1.25)' : ''}`);
+  return `${d.metric}: worst ${d.worst}, best ${d.best} (${d.lowerIsBetter ? 'lower' : 'higher'} is better); ratio to best: ${ratios.join(', ') || 'none (best is 0)'}`;
+}
+
 function printResult(io: Io, r: ExportResult): void {
   io.stdout(`\n${r.benchmark.id} v${r.benchmark.version} (${r.benchmark.tier}) on ${r.model.endpointId}${r.model.model ? ` / ${r.model.model}` : ''}: n ${count(r.n)}, run ${r.runId}\n`);
   io.stdout(
@@ -47,7 +53,7 @@ function printResult(io: Io, r: ExportResult): void {
     ),
   );
   for (const sg of r.subgroups) {
-    io.stdout(`  subgroup ${sg.field}:\n`);
+    io.stdout(`  subgroup ${sg.field}${sg.stratum ? ' (site stratum)' : ''}:\n`);
     const rows: string[][] = [];
     for (const c of sg.cells) {
       if ('suppressed' in c) rows.push([c.label, `suppressed (${c.suppressed})`, '', '', '']);
@@ -61,6 +67,7 @@ function printResult(io: Io, r: ExportResult): void {
         .map((line) => (line ? `    ${line}` : line))
         .join('\n'),
     );
+    for (const d of sg.disparity ?? []) io.stdout(`    ${disparityLine(d)}\n`);
   }
   if (r.usage)
     io.stdout(
