@@ -75,9 +75,9 @@ export class FingerprintStore {
     }));
   }
 
-  /** The fingerprint an endpoint answered with most recently first seen, or undefined when none is known. */
+  /** The fingerprint of the endpoint's latest answer (a model put back counts as a change too), or undefined when none is known. */
   async newest(endpointId: string): Promise<string | undefined> {
-    const rows = await this.db.query<{ fingerprint: string }>('SELECT fingerprint FROM endpoint_fingerprints WHERE endpoint_id = $1 ORDER BY first_seen DESC, fingerprint LIMIT 1', [endpointId]);
+    const rows = await this.db.query<{ fingerprint: string }>('SELECT fingerprint FROM endpoint_fingerprints WHERE endpoint_id = $1 ORDER BY last_seen DESC, fingerprint LIMIT 1', [endpointId]);
     return rows[0]?.fingerprint;
   }
 }

@@ -37,6 +37,8 @@ export const AUDIT_EVENT_TYPES = [
   'study.open',
   'study.close',
   'study.rate',
+  'drift.check',
+  'drift.review',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

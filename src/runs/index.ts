@@ -17,3 +17,4 @@ export { runOutcome, causeMeaning, OUTCOME_LABELS, type RunOutcome, type RunOutc
 export { benchmarkNamed, benchmarkUnavailable, endpointNamed, shownId } from './named';
 export { applyPreset, MEDHELM_LEADERBOARD, RUN_PRESETS, type RunPreset } from './preset';
 export { sentPrompt } from './sent-prompt';
+export { CanaryService, type DriftCheckView, type DriftState } from './canary';

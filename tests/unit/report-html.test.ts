@@ -36,6 +36,8 @@ const RUN: RunView = {
   sample: null,
   data: null,
   preset: null,
+  stale: false,
+  fingerprints: [],
   skipped: { [HOSTILE]: 2 },
   counts: { pending: 0, claimed: 0, done: 37, blocked: 2, failed: 1 },
   mainMetric: HOSTILE,

@@ -1,0 +1,158 @@
+/**
+ * Drift under an approval, end to end on the loopback stand-in: an approval names a canary; its
+ * baseline runs and pins its instances; the stand-in then answers with another system_fingerprint (and
+ * wrong answers); the next call under the approval sees the new fingerprint, which requests the canary
+ * run; the canary is compared with the baseline (exact McNemar on exact_match), a drift.check event is
+ * recorded, compliance reads the notice from the API the console reads, the approval's runs are marked
+ * stale, and a compliance officer's review clears the mark. Runs are executed here (workers: 0), so
+ * nothing depends on a scheduler's timing.
+ */
+import type { App } from '../../src/app';
+import type { Behaviour } from '../../src/demo/model-server';
+import { type Caller, Operations } from '../../src/operations';
+import { executeRun } from '../../src/runs/engine';
+import { backends } from '../helpers/db';
+import { startTestDaemon } from '../helpers/daemon';
+
+jest.setTimeout(240_000);
+
+function callerOf(app: App, id: string): Caller {
+  const principal = app.principals().get(id);
+  if (!principal) throw new Error(`no principal ${id}`);
+  return { principal, authMethod: 'mtls' };
+}
+
+/** Waits for a condition (a row written by work the test started but does not await), not for a duration. */
+async function until<T>(what: () => Promise<T | undefined>): Promise<T> {
+  for (;;) {
+    const value = await what();
+    if (value !== undefined) return value;
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+/**
+ * The stand-in as a model: before the change, the right option of the site benchmark's yes/no question
+ * (notes numbered n answer "yes" for even n: A. yes, B. no); after it, another fingerprint and always B.
+ */
+function model(state: { changed: boolean }) {
+  return (_n: number, prompt: string): Behaviour => {
+    if (state.changed) return { kind: 'answer', text: 'B', systemFingerprint: 'fp-after-update', headers: { 'openai-model': 'standin-v2', 'x-leak': 'not kept' } };
+    const n = Number(/Synthetic note (\d+)/.exec(prompt)?.[1] ?? 1);
+    return { kind: 'answer', text: n % 2 === 0 ? 'A' : 'B', headers: { 'openai-model': 'standin-v1' } };
+  };
+}
+
+describe.each(backends())('drift canary on %s', (backend) => {
+  it('a changed fingerprint triggers the canary, the paired comparison, the audit event, the notice and the stale mark; review clears it', async () => {
+    const state = { changed: false };
+    const t = await startTestDaemon({ backend, workers: 0, rows: 30, behaviour: model(state) });
+    try {
+      const { app } = t;
+      const ops = new Operations(app);
+      const alice = callerOf(app, 'alice');
+      const carol = callerOf(app, 'carol');
+      // A canary needs the approval to list its endpoints (it re-runs on each).
+      await expect(
+        ops.createApproval(carol, {
+          protocolNumber: 'IRB-DRIFT-0',
+          principalInvestigator: 'alice',
+          personnel: ['alice'],
+          benchmarks: ['site_gated'],
+          purpose: 'drift test',
+          canary: { benchmarkId: 'site_gated', instances: 20 },
+        }),
+      ).rejects.toMatchObject({ code: 'approval.invalid', message: expect.stringContaining('--endpoints') });
+      const approval = await ops.createApproval(carol, {
+        protocolNumber: 'IRB-DRIFT-1',
+        principalInvestigator: 'alice',
+        personnel: ['alice'],
+        benchmarks: ['site_gated'],
+        endpoints: ['vpc-gated'],
+        purpose: 'drift test',
+        canary: { benchmarkId: 'site_gated', instances: 20, everyDays: 7, threshold: 0.05 },
+      });
+      expect(approval.canary).toEqual({ benchmarkId: 'site_gated', instances: 20, everyDays: 7, threshold: 0.05, minDifference: 0.05 });
+
+      // The baseline: a canary run requested for the PI under the approval, executed, its instances pinned.
+      await app.canary.tick();
+      const [baseline] = await app.db.query<{ run_id: string }>('SELECT run_id::text AS run_id FROM canary_baselines WHERE approval_id = $1', [approval.approvalId]);
+      expect(baseline).toBeDefined();
+      const baselineRun = await executeRun(app.engine, baseline!.run_id);
+      expect(baselineRun).toMatchObject({ status: 'completed', mainScore: 1 });
+      await app.canary.tick();
+      const [pinned] = await app.db.query<{ n: number }>('SELECT cardinality(instance_keys)::int AS n FROM canary_baselines WHERE approval_id = $1', [approval.approvalId]);
+      expect(pinned).toEqual({ n: 20 });
+      // Nothing changed and nothing is due: no check.
+      await app.canary.tick();
+      expect(await app.canary.checks()).toEqual([]);
+
+      // The run's results carry what served it: ids only, days not times, no header outside the allowlist.
+      const baseView = await ops.showRun(alice, baseline!.run_id);
+      expect(baseView.fingerprints).toEqual([
+        expect.objectContaining({ endpointId: 'vpc-gated', model: 'ehrbench-demo-standin', systemFingerprint: 'ehrbench-demo-standin', headers: { 'openai-model': 'standin-v1' } }),
+      ]);
+      expect(baseView.fingerprints?.[0]?.firstSeenDay).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+      expect(baseView.stale).toBe(false);
+
+      // The model behind the endpoint changes. Alice's next run under the approval sees it on its first call.
+      state.changed = true;
+      const own = await ops.requestRun(alice, { benchmarkId: 'site_gated', endpointId: 'vpc-gated', approvalId: approval.approvalId, maxInstances: 12 });
+      await executeRun(app.engine, own.runId);
+      const pending = await until(async () => (await app.canary.checks()).find((c) => c.state === 'pending'));
+      expect(pending).toMatchObject({ trigger: 'fingerprint', endpointId: 'vpc-gated', baselineRunId: baseline!.run_id });
+      const canaryRun = await app.engine.store.getRun(pending.runId);
+      expect(canaryRun).toMatchObject({ status: 'approved', requested_by: 'alice', approval_id: approval.approvalId, max_instances: 20 });
+
+      // The canary runs on the normal path, then is compared with the baseline on the same 20 instances.
+      await executeRun(app.engine, pending.runId);
+      await app.canary.tick();
+      const [check] = await app.canary.checks();
+      expect(check).toMatchObject({ state: 'drift', test: 'mcnemar-exact', pairs: 20, baselineMean: 1, canaryMean: 0.6, reviewedBy: null });
+      // HELM's seeded sample holds 8 "yes" notes of the 20: those 8 pairs went from right to wrong, none
+      // the other way, so the exact McNemar p = 2 * (1/2)^8.
+      expect(check!.pValue).toBeCloseTo(2 / 256, 12);
+      expect(check!.notice).toBe('model behind endpoint vpc-gated changed; canary mean 1.00 -> 0.60, p=0.0078');
+
+      // The audit event: its rule, ids and figures only.
+      const events = await app.db.query<{ outcome: string; rule: string; detail: Record<string, unknown>; approval_id: string }>(
+        "SELECT outcome, rule, detail, approval_id::text AS approval_id FROM audit_events WHERE event_type = 'drift.check' ORDER BY seq",
+      );
+      expect(events.map((e) => [e.outcome, e.rule])).toEqual([
+        ['success', 'drift.baseline-recorded'],
+        ['success', 'drift.detected'],
+      ]);
+      expect(events[1]?.detail).toMatchObject({ drift: true, test: 'mcnemar-exact', pairs: 20, baselineMean: 1, canaryMean: 0.6, trigger: 'fingerprint' });
+      expect(JSON.stringify(events)).not.toMatch(/Synthetic note/);
+
+      // The notice compliance reads (the API the console reads); the runs under the approval are stale.
+      const notices = await t.call('carol', 'GET', '/v1/drift');
+      expect(notices.status).toBe(200);
+      expect(notices.json).toEqual([expect.objectContaining({ approvalId: approval.approvalId, state: 'drift', notice: check!.notice })]);
+      const shown = await t.call('alice', 'GET', `/v1/runs/${own.runId}`);
+      expect(shown.json).toMatchObject({ stale: true });
+      expect(shown.json.fingerprints.map((f: { systemFingerprint: string }) => f.systemFingerprint)).toEqual(['fp-after-update']);
+      const listed = await t.call('alice', 'GET', '/v1/runs');
+      expect(listed.json.filter((r: { stale: boolean }) => r.stale).length).toBe(3);
+
+      // Only compliance reviews it; the review is audited and clears the mark.
+      const refused = await t.call('alice', 'POST', `/v1/approvals/${approval.approvalId}/review-drift`, {});
+      expect(refused).toMatchObject({ status: 403, json: { rule: 'rbac.compliance-required' } });
+      const reviewed = await t.call('carol', 'POST', `/v1/approvals/${approval.approvalId}/review-drift`, { note: 'vendor update confirmed; re-validation scheduled' });
+      expect(reviewed).toMatchObject({ status: 200, json: { approvalId: approval.approvalId, reviewed: 1 } });
+      expect((await t.call('alice', 'GET', `/v1/runs/${own.runId}`)).json).toMatchObject({ stale: false });
+      const again = await t.call('carol', 'POST', `/v1/approvals/${approval.approvalId}/review-drift`, {});
+      expect(again).toMatchObject({ status: 403, json: { rule: 'drift.nothing-to-review' } });
+      const reviews = await app.db.query<{ outcome: string; rule: string; actor_principal: string }>(
+        "SELECT outcome, rule, actor_principal FROM audit_events WHERE event_type = 'drift.review' ORDER BY seq",
+      );
+      expect(reviews).toEqual([
+        { outcome: 'success', rule: 'drift.reviewed', actor_principal: 'carol' },
+        { outcome: 'denied', rule: 'drift.nothing-to-review', actor_principal: 'carol' },
+      ]);
+      expect((await app.canary.checks())[0]).toMatchObject({ reviewedBy: 'carol' });
+    } finally {
+      await t.close();
+    }
+  });
+});
