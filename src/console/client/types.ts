@@ -75,6 +75,10 @@ export interface Run {
    */
   preset: 'medhelm-leaderboard' | null;
   /**
+   * The run's IRB approval has a detected drift that no compliance officer has reviewed yet: its results may no longer describe the model behind the endpoint
+   */
+  stale: boolean;
+  /**
    * How a capped run picked its instances: HELM's seeded sample (seed recorded) or the first N; null without a cap
    */
   sample: {
@@ -159,6 +163,28 @@ export interface Run {
       meaning: string;
     }[];
   };
+  /**
+   * What the endpoints of the run's calls said they served (ids only; days, not times); null when withheld
+   */
+  fingerprints:
+    | {
+        endpointId: string;
+        /**
+         * sha256 of what the endpoint said it served
+         */
+        fingerprint: string;
+        model: string | null;
+        systemFingerprint: string | null;
+        deployment: string | null;
+        apiVersion: string | null;
+        modelsSha256: string | null;
+        headers: {
+          [k: string]: string | undefined;
+        };
+        firstSeenDay: string;
+        lastSeenDay: string;
+      }[]
+    | null;
   /**
    * The rule that withheld the run's exact figures (counts, scores, aggregates, tokens, cost: null) from the caller, or null when they are shown
    */
@@ -262,6 +288,28 @@ export interface Approval {
   purpose: string;
   duaId: string | null;
   budgetUsd: number | null;
+  /**
+   * The approval's canary, or null
+   */
+  canary?: {
+    benchmarkId: string;
+    /**
+     * Instances in the pinned sample (at least k = 11: its figures are shown only over k or more)
+     */
+    instances: number;
+    /**
+     * Days between scheduled re-runs (default 7)
+     */
+    everyDays: number;
+    /**
+     * Drift when the paired test's p-value is below this (default 0.05)...
+     */
+    threshold: number;
+    /**
+     * ...and the mean score moved by at least this much either way (default 0.05)
+     */
+    minDifference: number;
+  } | null;
   status: string;
   startsAt: string;
   expiresAt: string | null;
@@ -286,6 +334,28 @@ export interface ApprovalDetail {
     purpose: string;
     duaId: string | null;
     budgetUsd: number | null;
+    /**
+     * The approval's canary, or null
+     */
+    canary?: {
+      benchmarkId: string;
+      /**
+       * Instances in the pinned sample (at least k = 11: its figures are shown only over k or more)
+       */
+      instances: number;
+      /**
+       * Days between scheduled re-runs (default 7)
+       */
+      everyDays: number;
+      /**
+       * Drift when the paired test's p-value is below this (default 0.05)...
+       */
+      threshold: number;
+      /**
+       * ...and the mean score moved by at least this much either way (default 0.05)
+       */
+      minDifference: number;
+    } | null;
     status: string;
     startsAt: string;
     expiresAt: string | null;
@@ -312,6 +382,28 @@ export interface ApprovalDetail {
       purpose?: string;
       duaId?: string | null;
       budgetUsd?: number | null;
+      /**
+       * The approval's canary, or null
+       */
+      canary?: {
+        benchmarkId: string;
+        /**
+         * Instances in the pinned sample (at least k = 11: its figures are shown only over k or more)
+         */
+        instances: number;
+        /**
+         * Days between scheduled re-runs (default 7)
+         */
+        everyDays: number;
+        /**
+         * Drift when the paired test's p-value is below this (default 0.05)...
+         */
+        threshold: number;
+        /**
+         * ...and the mean score moved by at least this much either way (default 0.05)
+         */
+        minDifference: number;
+      } | null;
       status?: string;
       startsAt?: string;
       expiresAt?: string | null;
