@@ -61,10 +61,20 @@ CREATE TABLE drift_checks (
 
 CREATE INDEX drift_checks_by_approval ON drift_checks (approval_id, created_at);
 
+-- The app writes all four (a baseline whose run failed is deleted, to be run again); the auditor reads
+-- the fingerprints and the checks, not the baselines' instance keys.
 DO $$
 BEGIN
   IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'ehrbench_app') THEN
-    GRANT SELECT, INSERT, UPDATE ON endpoint_fingerprints, run_fingerprints, canary_baselines, drift_checks TO ehrbench_app;
+    GRANT SELECT, INSERT, UPDATE ON endpoint_fingerprints TO ehrbench_app;
+    GRANT SELECT, INSERT, UPDATE ON run_fingerprints TO ehrbench_app;
+    GRANT SELECT, INSERT, UPDATE, DELETE ON canary_baselines TO ehrbench_app;
+    GRANT SELECT, INSERT, UPDATE ON drift_checks TO ehrbench_app;
+  END IF;
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'ehrbench_auditor') THEN
+    GRANT SELECT ON endpoint_fingerprints TO ehrbench_auditor;
+    GRANT SELECT ON run_fingerprints TO ehrbench_auditor;
+    GRANT SELECT ON drift_checks TO ehrbench_auditor;
   END IF;
 END;
 $$;
