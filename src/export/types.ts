@@ -77,6 +77,22 @@ export interface ExportResult {
   usage: Usage | null;
   /** A jury benchmark's: whether clinicians at the site validated its jury (absent for other benchmarks). */
   juryValidation?: JuryValidation;
+  /** What the endpoints of the run's calls said they served: ids and days (absent in older bundles). */
+  fingerprints?: ExportFingerprint[];
+  /** The run's IRB approval had an unreviewed detected drift when the export was built. */
+  stale?: boolean;
+}
+
+export interface ExportFingerprint {
+  endpointId: string;
+  fingerprint: string;
+  model: string | null;
+  systemFingerprint: string | null;
+  deployment: string | null;
+  apiVersion: string | null;
+  modelsSha256: string | null;
+  firstSeenDay: string;
+  lastSeenDay: string;
 }
 
 /** A statistic of a validation with its 95% interval, rounded outward to two decimals. */

@@ -34,15 +34,14 @@ describe('the fingerprint of a call', () => {
     expect(fingerprintOf(a)).not.toBe(fingerprintOf({ ...a, systemFingerprint: 'fp2' }));
     expect(fingerprintOf(a)).not.toBe(fingerprintOf({ ...a, modelsSha256: 'f'.repeat(64) }));
     // vLLM sets `created` to the time of each request: it does not count.
-    const m1 = [
-      { id: 'llama', owned_by: 'vllm', root: '/models/llama-3.1-8b', created: 1 },
-      { id: 'lora', owned_by: 'vllm', parent: 'llama', created: 1 },
-    ];
-    const m2 = [
-      { ...m1[1], created: 2 },
-      { ...m1[0], created: 2 },
-    ];
-    expect(modelsSha256(m1)).toBe(modelsSha256(m2));
-    expect(modelsSha256(m1)).not.toBe(modelsSha256([{ ...m1[0], root: '/models/llama-3.1-8b-v2' }, m1[1]]));
+    const base = { id: 'llama', owned_by: 'vllm', root: '/models/llama-3.1-8b', created: 1 };
+    const lora = { id: 'lora', owned_by: 'vllm', parent: 'llama', created: 1 };
+    expect(modelsSha256([base, lora])).toBe(
+      modelsSha256([
+        { ...lora, created: 2 },
+        { ...base, created: 2 },
+      ]),
+    );
+    expect(modelsSha256([base, lora])).not.toBe(modelsSha256([{ ...base, root: '/models/llama-3.1-8b-v2' }, lora]));
   });
 });

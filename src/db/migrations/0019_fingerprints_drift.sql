@@ -12,9 +12,10 @@ CREATE TABLE endpoint_fingerprints (
   PRIMARY KEY (endpoint_id, fingerprint)
 );
 
--- The fingerprints a run's calls saw (model and judges), for its results.
+-- The fingerprints a run's calls saw (model and judges), for its results. No foreign key to runs: the
+-- gateway counts what it is given, and a call's count must not depend on the run's row (tests, probes).
 CREATE TABLE run_fingerprints (
-  run_id       uuid NOT NULL REFERENCES runs (run_id),
+  run_id       uuid NOT NULL,
   endpoint_id  text NOT NULL,
   fingerprint  text NOT NULL,
   first_seen   timestamptz NOT NULL DEFAULT now(),
