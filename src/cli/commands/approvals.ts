@@ -159,6 +159,11 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
                 `  covers ${coverageText(a)}; endpoints [${a.endpoints.join(', ') || 'any allowed'}]`,
                 `  purpose: ${a.purpose}; DUA ${a.duaId ?? '-'}; budget ${a.budgetUsd ?? '-'} USD`,
                 `  valid from ${a.startsAt} until ${a.expiresAt ?? 'no expiry'}`,
+                ...(a.canary
+                  ? [
+                      `  canary: ${a.canary.instances} instances of ${a.canary.benchmarkId} every ${a.canary.everyDays}d and on a new endpoint fingerprint; drift when p < ${a.canary.threshold} and |mean difference| >= ${a.canary.minDifference}`,
+                    ]
+                  : []),
                 '',
               ].join('\n'),
             );

@@ -416,6 +416,35 @@ export interface ApprovalDetail {
   }[];
 }
 
+/** api/drift-check.schema.json */
+export interface DriftCheck {
+  checkId: string;
+  approvalId: string;
+  protocolNumber: string;
+  endpointId: string;
+  benchmarkId: string;
+  runId: string;
+  baselineRunId: string;
+  /**
+   * Its date came, or a call under the approval saw a new fingerprint of the endpoint
+   */
+  trigger: 'schedule' | 'fingerprint';
+  state: 'pending' | 'stable' | 'drift' | 'inconclusive' | 'failed';
+  test: 'mcnemar-exact' | 'wilcoxon-signed-rank' | null;
+  pairs: number | null;
+  baselineMean: number | null;
+  canaryMean: number | null;
+  pValue: number | null;
+  createdAt: string;
+  decidedAt: string | null;
+  reviewedBy: string | null;
+  reviewedAt: string | null;
+  /**
+   * For a drift: what changed and the canary's means and p-value, in one line
+   */
+  notice: string | null;
+}
+
 /** api/benchmark-summary.schema.json */
 export interface Benchmark {
   id: string;
