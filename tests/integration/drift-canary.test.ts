@@ -8,11 +8,11 @@
  * nothing depends on a scheduler's timing.
  */
 import type { App } from '../../src/app';
-import type { Behaviour } from '../../src/demo/model-server';
 import { type Caller, Operations } from '../../src/operations';
 import { executeRun } from '../../src/runs/engine';
 import { backends } from '../helpers/db';
 import { startTestDaemon } from '../helpers/daemon';
+import { driftingModel, until } from '../helpers/drift';
 
 jest.setTimeout(240_000);
 
@@ -22,31 +22,10 @@ function callerOf(app: App, id: string): Caller {
   return { principal, authMethod: 'mtls' };
 }
 
-/** Waits for a condition (a row written by work the test started but does not await), not for a duration. */
-async function until<T>(what: () => Promise<T | undefined>): Promise<T> {
-  for (;;) {
-    const value = await what();
-    if (value !== undefined) return value;
-    await new Promise((r) => setImmediate(r));
-  }
-}
-
-/**
- * The stand-in as a model: before the change, the right option of the site benchmark's yes/no question
- * (notes numbered n answer "yes" for even n: A. yes, B. no); after it, another fingerprint and always B.
- */
-function model(state: { changed: boolean }) {
-  return (_n: number, prompt: string): Behaviour => {
-    if (state.changed) return { kind: 'answer', text: 'B', systemFingerprint: 'fp-after-update', headers: { 'openai-model': 'standin-v2', 'x-leak': 'not kept' } };
-    const n = Number(/Synthetic note (\d+)/.exec(prompt)?.[1] ?? 1);
-    return { kind: 'answer', text: n % 2 === 0 ? 'A' : 'B', headers: { 'openai-model': 'standin-v1' } };
-  };
-}
-
 describe.each(backends())('drift canary on %s', (backend) => {
   it('a changed fingerprint triggers the canary, the paired comparison, the audit event, the notice and the stale mark; review clears it', async () => {
     const state = { changed: false };
-    const t = await startTestDaemon({ backend, workers: 0, rows: 30, behaviour: model(state) });
+    const t = await startTestDaemon({ backend, workers: 0, rows: 30, behaviour: driftingModel(state) });
     try {
       const { app } = t;
       const ops = new Operations(app);
