@@ -85,9 +85,18 @@ const ENDED = new Set(['failed', 'cancelled', 'halted']);
 
 const DAY_MS = 86_400_000;
 
+/**
+ * After a canary run could not be requested (approval suspended, budget spent, PI without the
+ * researcher role) or ended without results, the same canary is not tried again for this long: the
+ * scheduler ticks every few seconds, and each attempt is audited.
+ */
+export const CANARY_RETRY_MS = 3_600_000;
+
 export class CanaryService {
   private running: Promise<void> | undefined;
   private again = false;
+  /** Per approval and endpoint, when a canary that failed may be tried again (this process). */
+  private readonly retryAt = new Map<string, number>();
 
   constructor(
     private readonly engine: Engine,
@@ -127,13 +136,15 @@ export class CanaryService {
 
   /** What the canary of one approval on one endpoint needs now; at most one canary run in flight. */
   private async step(approval: Approval, canary: Canary, endpointId: string): Promise<void> {
+    if ((this.retryAt.get(`${approval.approvalId}:${endpointId}`) ?? 0) > this.clock().getTime()) return;
     const baseline = await this.baseline(approval.approvalId, endpointId);
     if (!baseline) return this.startBaseline(approval, canary, endpointId);
     if (!baseline.instance_keys) return this.settleBaseline(approval, canary, endpointId, baseline);
     const pending = await this.pendingCheck(approval.approvalId, endpointId);
     if (pending) return this.settleCheck(approval, canary, pending, baseline);
     const last = await this.lastCheck(approval.approvalId, endpointId);
-    const lastRun = last?.run_id ?? baseline.run_id;
+    // What the model was at the last canary that produced scores (a failed one saw nothing useful).
+    const lastRun = (await this.lastDecided(approval.approvalId, endpointId))?.run_id ?? baseline.run_id;
     const lastAt = (last?.created_at ?? baseline.created_at).getTime();
     if (this.clock().getTime() - lastAt >= canary.everyDays * DAY_MS) return this.startCheck(approval, canary, endpointId, baseline, 'schedule');
     if (await this.fingerprintMoved(endpointId, lastRun)) return this.startCheck(approval, canary, endpointId, baseline, 'fingerprint');
@@ -159,6 +170,7 @@ export class CanaryService {
     if (!run || (run.status !== 'completed' && !ENDED.has(run.status))) return;
     const keys = run.status === 'completed' ? await this.scoredKeys(baseline.run_id, run.spec.benchmark.mainMetric) : [];
     const usable = keys.length >= this.k;
+    if (!usable) this.backOff(approval.approvalId, endpointId);
     await this.db.transaction(async (tx) => {
       if (usable) await tx.query('UPDATE canary_baselines SET instance_keys = $3 WHERE approval_id = $1::uuid AND endpoint_id = $2', [approval.approvalId, endpointId, keys]);
       else await tx.query('DELETE FROM canary_baselines WHERE approval_id = $1::uuid AND endpoint_id = $2', [approval.approvalId, endpointId]);
@@ -200,6 +212,7 @@ export class CanaryService {
         : undefined;
     const drift = !!result && result.pValue < canary.threshold && Math.abs(result.meanDifference) >= canary.minDifference;
     const state: DriftState = run.status !== 'completed' ? 'failed' : !result ? 'inconclusive' : drift ? 'drift' : 'stable';
+    if (state === 'failed') this.backOff(approval.approvalId, check.endpoint_id);
     const rule: RuleId = state === 'failed' ? 'drift.canary-failed' : state === 'inconclusive' ? 'drift.inconclusive' : drift ? 'drift.detected' : 'drift.stable';
     await this.db.transaction(async (tx) => {
       const updated = await tx.query(
@@ -241,6 +254,7 @@ export class CanaryService {
       if (run.status === 'requested') await approveRunAsCanary(this.engine, run.run_id, { principal: approval.createdBy, role: 'compliance', authMethod: 'service' });
       return run.run_id;
     } catch (err) {
+      this.backOff(approval.approvalId, endpointId);
       this.engine.logger.warn('canary.not-requested', { approvalId: approval.approvalId, endpointId, errorCode: describeError(err).code });
       return undefined;
     }
@@ -282,6 +296,15 @@ export class CanaryService {
 
   private async lastCheck(approvalId: string, endpointId: string): Promise<CheckRow | undefined> {
     return (await this.checkRows('d.approval_id = $1::uuid AND d.endpoint_id = $2', [approvalId, endpointId]))[0];
+  }
+
+  private async lastDecided(approvalId: string, endpointId: string): Promise<CheckRow | undefined> {
+    return (await this.checkRows("d.approval_id = $1::uuid AND d.endpoint_id = $2 AND d.state IN ('stable', 'drift', 'inconclusive')", [approvalId, endpointId]))[0];
+  }
+
+  /** The canary of this approval on this endpoint waits CANARY_RETRY_MS before its next attempt. */
+  private backOff(approvalId: string, endpointId: string): void {
+    this.retryAt.set(`${approvalId}:${endpointId}`, this.clock().getTime() + CANARY_RETRY_MS);
   }
 
   private checkRows(where: string, params: unknown[]): Promise<CheckRow[]> {

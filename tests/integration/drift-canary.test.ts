@@ -9,6 +9,9 @@
  */
 import type { App } from '../../src/app';
 import { type Caller, Operations } from '../../src/operations';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CanaryService } from '../../src/runs';
 import { executeRun } from '../../src/runs/engine';
 import { backends } from '../helpers/db';
 import { startTestDaemon } from '../helpers/daemon';
@@ -130,6 +133,36 @@ describe.each(backends())('drift canary on %s', (backend) => {
         { outcome: 'denied', rule: 'drift.nothing-to-review', actor_principal: 'carol' },
       ]);
       expect((await app.canary.checks())[0]).toMatchObject({ reviewedBy: 'carol' });
+
+      // Its date comes (a clock a week and a day on): the canary re-runs on schedule. The vendor has put
+      // the old model back, so the scores match the baseline: stable (no discordant pair, p = 1).
+      state.changed = false;
+      const later = new CanaryService(app.engine, app.approvals, app.fingerprints, app.db, 11, () => new Date(Date.now() + 8 * 86_400_000));
+      await later.tick();
+      const scheduled = (await later.checks()).find((c) => c.state === 'pending');
+      expect(scheduled).toMatchObject({ trigger: 'schedule' });
+      await executeRun(app.engine, scheduled!.runId);
+      await later.tick();
+      expect((await later.checks())[0]).toMatchObject({ state: 'stable', pairs: 20, baselineMean: 1, canaryMean: 1, pValue: 1, notice: null });
+      expect((await ops.showRun(alice, own.runId)).stale).toBe(false);
+
+      // A self-hosted server (fingerprintModels): GET /v1/models once per run, audited before it leaves,
+      // and its sha256 joins the fingerprint of every call of the run.
+      const endpointsFile = join(t.home.home, 'access-policies', 'endpoints.json');
+      const policy = JSON.parse(readFileSync(endpointsFile, 'utf8'));
+      policy.endpoints.find((e: { id: string }) => e.id === 'vpc-gated').fingerprintModels = true;
+      writeFileSync(endpointsFile, JSON.stringify(policy, null, 2));
+      await app.refreshPolicies();
+      const selfHosted = await ops.requestRun(alice, { benchmarkId: 'site_gated', endpointId: 'vpc-gated', approvalId: approval.approvalId, maxInstances: 11 });
+      await executeRun(app.engine, selfHosted.runId);
+      const [served] = (await ops.showRun(alice, selfHosted.runId)).fingerprints ?? [];
+      expect(served?.modelsSha256).toMatch(/^[0-9a-f]{64}$/);
+      const probes = await app.db.query<{ n: number }>("SELECT count(*)::int AS n FROM audit_events WHERE event_type = 'endpoint.call' AND run_id = $1 AND detail->>'purposeOfCall' = 'fingerprint'", [
+        selfHosted.runId,
+      ]);
+      expect(probes).toEqual([{ n: 1 }]);
+      // The new fingerprint nudged the canary; let that pass finish before the store closes.
+      await app.canary.tick();
     } finally {
       await t.close();
     }
