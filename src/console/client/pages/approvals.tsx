@@ -220,6 +220,12 @@ export function ApprovalDetailPage({ id, session }: { id: string; session: Sessi
             <Status value={statusOf(a)} /> · PI {a.principalInvestigator} · personnel {a.personnel.join(', ')} · covers {coverageText(a)}
             {a.endpoints.length ? ` · endpoints ${a.endpoints.join(', ')}` : ''} · budget {a.budgetUsd === null ? 'none' : `$${a.budgetUsd}`} · expires {when(a.expiresAt)}
           </p>
+          {a.canary ? (
+            <p>
+              Canary: {a.canary.instances} instances of {a.canary.benchmarkId}, re-run every {a.canary.everyDays} days and when an endpoint's fingerprint changes; drift when p &lt;{' '}
+              {a.canary.threshold} and the mean moves by at least {a.canary.minDifference}.
+            </p>
+          ) : null}
           {holds(session, ['compliance']) && a.status !== 'closed' ? (
             <div class="actions">
               {a.status === 'active' ? (
