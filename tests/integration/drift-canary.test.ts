@@ -45,6 +45,30 @@ describe.each(backends())('drift canary on %s', (backend) => {
           canary: { benchmarkId: 'site_gated', instances: 20 },
         }),
       ).rejects.toMatchObject({ code: 'approval.invalid', message: expect.stringContaining('--endpoints') });
+      // The canary is schema'd: an unknown field or a sample under k is a 400 naming the field; nothing is recorded.
+      const bad = await t.call('carol', 'POST', '/v1/approvals', {
+        protocolNumber: 'IRB-DRIFT-BAD',
+        principalInvestigator: 'alice',
+        personnel: ['alice'],
+        benchmarks: ['site_gated'],
+        endpoints: ['vpc-gated'],
+        purpose: 'p',
+        canary: { benchmarkId: 'site_gated', instances: 5 },
+      });
+      expect(bad.status).toBe(400);
+      expect(JSON.stringify(bad.json)).toMatch(/canary\/instances/);
+      const unknown = await t.call('carol', 'POST', '/v1/approvals', {
+        protocolNumber: 'IRB-DRIFT-BAD',
+        principalInvestigator: 'alice',
+        personnel: ['alice'],
+        benchmarks: ['site_gated'],
+        endpoints: ['vpc-gated'],
+        purpose: 'p',
+        canary: { benchmarkId: 'site_gated', instances: 20, every: '7d' },
+      });
+      expect(unknown.status).toBe(400);
+      expect(JSON.stringify(unknown.json)).toMatch(/every/);
+      expect(await app.db.query("SELECT 1 FROM approvals WHERE protocol_number = 'IRB-DRIFT-BAD'")).toEqual([]);
       const approval = await ops.createApproval(carol, {
         protocolNumber: 'IRB-DRIFT-1',
         principalInvestigator: 'alice',
@@ -116,6 +140,14 @@ describe.each(backends())('drift canary on %s', (backend) => {
       expect(shown.json.fingerprints.map((f: { systemFingerprint: string }) => f.systemFingerprint)).toEqual(['fp-after-update']);
       const listed = await t.call('alice', 'GET', '/v1/runs');
       expect(listed.json.filter((r: { stale: boolean }) => r.stale).length).toBe(3);
+
+      // An export of a stale run says so, and states what served it: ids and days, no header.
+      const exported = JSON.parse((await ops.requestExport(alice, [own.runId])).preview) as { results: { stale?: boolean; fingerprints?: Record<string, unknown>[] }[] };
+      expect(exported.results[0]?.stale).toBe(true);
+      expect(exported.results[0]?.fingerprints).toEqual([
+        expect.objectContaining({ endpointId: 'vpc-gated', systemFingerprint: 'fp-after-update', firstSeenDay: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/) }),
+      ]);
+      expect(Object.keys(exported.results[0]?.fingerprints?.[0] ?? {})).not.toContain('headers');
 
       // Only compliance reviews it; the review is audited and clears the mark.
       const refused = await t.call('alice', 'POST', `/v1/approvals/${approval.approvalId}/review-drift`, {});
