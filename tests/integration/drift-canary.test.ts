@@ -199,4 +199,58 @@ describe.each(backends())('drift canary on %s', (backend) => {
       await t.close();
     }
   });
+
+  it('concludes nothing from fewer than k paired instances: no figure, no notice, nothing stale', async () => {
+    // Before the change the right answer; after it another fingerprint, and the first instance of the
+    // canary run refused for good (HTTP 400, each of its attempts), so 10 of its 11 are scored: under k = 11.
+    const state: { changed: boolean; refuse: boolean; refused?: string } = { changed: false, refuse: false };
+    const right = driftingModel({ changed: false });
+    const t = await startTestDaemon({
+      backend,
+      workers: 0,
+      rows: 30,
+      behaviour: (n, prompt) => {
+        if (!state.changed) return right(n, prompt);
+        if (state.refuse && (state.refused === undefined || state.refused === prompt)) {
+          state.refused = prompt;
+          return { kind: 'status', status: 400 };
+        }
+        return { kind: 'answer', text: 'B', systemFingerprint: 'fp-after-update' };
+      },
+    });
+    try {
+      const { app } = t;
+      const ops = new Operations(app);
+      const approval = await ops.createApproval(callerOf(app, 'carol'), {
+        protocolNumber: 'IRB-DRIFT-SMALL',
+        principalInvestigator: 'alice',
+        personnel: ['alice'],
+        benchmarks: ['site_gated'],
+        endpoints: ['vpc-gated'],
+        purpose: 'drift test',
+        canary: { benchmarkId: 'site_gated', instances: 11 },
+      });
+      await app.canary.tick();
+      const [baseline] = await app.db.query<{ run_id: string }>('SELECT run_id::text AS run_id FROM canary_baselines WHERE approval_id = $1', [approval.approvalId]);
+      await executeRun(app.engine, baseline!.run_id);
+      await app.canary.tick();
+      state.changed = true;
+      const own = await ops.requestRun(callerOf(app, 'alice'), { benchmarkId: 'site_gated', endpointId: 'vpc-gated', approvalId: approval.approvalId, maxInstances: 11 });
+      await executeRun(app.engine, own.runId);
+      const pending = await until(async () => (await app.canary.checks()).find((c) => c.state === 'pending'));
+      state.refuse = true;
+      await executeRun(app.engine, pending.runId).catch(() => undefined);
+      await app.canary.tick();
+      const [check] = await app.canary.checks();
+      expect(check).toMatchObject({ state: 'inconclusive', pairs: null, baselineMean: null, canaryMean: null, pValue: null, notice: null });
+      const [event] = await app.db.query<{ outcome: string; rule: string; detail: Record<string, unknown> }>(
+        "SELECT outcome, rule, detail FROM audit_events WHERE event_type = 'drift.check' AND rule <> 'drift.baseline-recorded'",
+      );
+      expect(event).toMatchObject({ outcome: 'success', rule: 'drift.inconclusive' });
+      expect(event?.detail).not.toHaveProperty('canaryMean');
+      expect((await ops.showRun(callerOf(app, 'alice'), own.runId)).stale).toBe(false);
+    } finally {
+      await t.close();
+    }
+  });
 });
