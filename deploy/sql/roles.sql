@@ -124,7 +124,8 @@ BEGIN
     ['endpoint_fingerprints', 'SELECT, INSERT, UPDATE'],
     ['run_fingerprints', 'SELECT, INSERT, UPDATE'],
     ['canary_baselines', 'SELECT, INSERT, UPDATE, DELETE'],
-    ['drift_checks', 'SELECT, INSERT, UPDATE']
+    ['drift_checks', 'SELECT, INSERT, UPDATE'],
+    ['canary_claims', 'SELECT, INSERT, UPDATE']
   ] LOOP
     IF to_regclass(g[1]) IS NOT NULL THEN
       EXECUTE format('REVOKE ALL ON %I FROM %I', g[1], app_role);

@@ -146,8 +146,8 @@ export class CanaryService {
     // What the model was at the last canary that produced scores (a failed one saw nothing useful).
     const lastRun = (await this.lastDecided(approval.approvalId, endpointId))?.run_id ?? baseline.run_id;
     const lastAt = (last?.created_at ?? baseline.created_at).getTime();
-    if (this.clock().getTime() - lastAt >= canary.everyDays * DAY_MS) return this.startCheck(approval, canary, endpointId, baseline, 'schedule');
-    if (await this.fingerprintMoved(endpointId, lastRun)) return this.startCheck(approval, canary, endpointId, baseline, 'fingerprint');
+    if (this.clock().getTime() - lastAt >= canary.everyDays * DAY_MS) return this.startCheck(approval, canary, endpointId, baseline, 'schedule', last?.check_id);
+    if (await this.fingerprintMoved(endpointId, lastRun)) return this.startCheck(approval, canary, endpointId, baseline, 'fingerprint', last?.check_id);
   }
 
   /** Whether the endpoint's current fingerprint (the last one seen) is one the last canary run did not see. */
@@ -158,10 +158,37 @@ export class CanaryService {
     return seen.length === 0;
   }
 
+  /**
+   * The right to start a canary run of the approval on the endpoint for the next minute, or false when
+   * another process holds it: of several daemons on one store, one requests the run; by the time the
+   * claim lapses the others see its baseline or pending check.
+   */
+  private async claim(approvalId: string, endpointId: string): Promise<boolean> {
+    const rows = await this.db.query(
+      `INSERT INTO canary_claims (approval_id, endpoint_id, until) VALUES ($1::uuid, $2, now() + interval '60 seconds')
+       ON CONFLICT (approval_id, endpoint_id) DO UPDATE SET until = EXCLUDED.until WHERE canary_claims.until < now()
+       RETURNING 1`,
+      [approvalId, endpointId],
+    );
+    return rows.length === 1;
+  }
+
+  /** Gives the claim back once the baseline or check is recorded (or the request failed): the next step may follow at once. */
+  private async unclaim(approvalId: string, endpointId: string): Promise<void> {
+    await this.db.query('UPDATE canary_claims SET until = now() WHERE approval_id = $1::uuid AND endpoint_id = $2', [approvalId, endpointId]);
+  }
+
   private async startBaseline(approval: Approval, canary: Canary, endpointId: string): Promise<void> {
-    const runId = await this.requestCanaryRun(approval, canary, endpointId, 'baseline');
-    if (!runId) return;
-    await this.db.query('INSERT INTO canary_baselines (approval_id, endpoint_id, run_id) VALUES ($1::uuid, $2, $3::uuid) ON CONFLICT DO NOTHING', [approval.approvalId, endpointId, runId]);
+    if (!(await this.claim(approval.approvalId, endpointId))) return;
+    try {
+      // Another process may have started it between our look and our claim.
+      if (await this.baseline(approval.approvalId, endpointId)) return;
+      const runId = await this.requestCanaryRun(approval, canary, endpointId, 'baseline');
+      if (!runId) return;
+      await this.db.query('INSERT INTO canary_baselines (approval_id, endpoint_id, run_id) VALUES ($1::uuid, $2, $3::uuid) ON CONFLICT DO NOTHING', [approval.approvalId, endpointId, runId]);
+    } finally {
+      await this.unclaim(approval.approvalId, endpointId);
+    }
   }
 
   /** A baseline whose run has ended: its scored instance keys pinned, or the baseline dropped to be run again. */
@@ -172,8 +199,15 @@ export class CanaryService {
     const usable = keys.length >= this.k;
     if (!usable) this.backOff(approval.approvalId, endpointId);
     await this.db.transaction(async (tx) => {
-      if (usable) await tx.query('UPDATE canary_baselines SET instance_keys = $3 WHERE approval_id = $1::uuid AND endpoint_id = $2', [approval.approvalId, endpointId, keys]);
-      else await tx.query('DELETE FROM canary_baselines WHERE approval_id = $1::uuid AND endpoint_id = $2', [approval.approvalId, endpointId]);
+      // Once, whichever process gets here first: the others change nothing and record nothing.
+      const changed = usable
+        ? await tx.query('UPDATE canary_baselines SET instance_keys = $3 WHERE approval_id = $1::uuid AND endpoint_id = $2 AND instance_keys IS NULL RETURNING 1', [
+            approval.approvalId,
+            endpointId,
+            keys,
+          ])
+        : await tx.query('DELETE FROM canary_baselines WHERE approval_id = $1::uuid AND endpoint_id = $2 AND run_id = $3::uuid RETURNING 1', [approval.approvalId, endpointId, baseline.run_id]);
+      if (changed.length === 0) return;
       await this.engine.audit.recordIn(
         tx,
         this.checkEvent(approval, canary, endpointId, baseline.run_id, usable ? 'success' : 'failed', usable ? 'drift.baseline-recorded' : 'drift.canary-failed', {
@@ -184,17 +218,24 @@ export class CanaryService {
     });
   }
 
-  private async startCheck(approval: Approval, canary: Canary, endpointId: string, baseline: BaselineRow, trigger: 'schedule' | 'fingerprint'): Promise<void> {
-    const runId = await this.requestCanaryRun(approval, canary, endpointId, trigger);
-    if (!runId) return;
-    await this.db.query(`INSERT INTO drift_checks (check_id, approval_id, endpoint_id, run_id, baseline_run_id, trigger, state) VALUES ($1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, 'pending')`, [
-      randomUUID(),
-      approval.approvalId,
-      endpointId,
-      runId,
-      baseline.run_id,
-      trigger,
-    ]);
+  private async startCheck(approval: Approval, canary: Canary, endpointId: string, baseline: BaselineRow, trigger: 'schedule' | 'fingerprint', lastSeen: string | undefined): Promise<void> {
+    if (!(await this.claim(approval.approvalId, endpointId))) return;
+    try {
+      // Another process may have started a check between our look and our claim.
+      if ((await this.lastCheck(approval.approvalId, endpointId))?.check_id !== lastSeen) return;
+      const runId = await this.requestCanaryRun(approval, canary, endpointId, trigger);
+      if (!runId) return;
+      await this.db.query(`INSERT INTO drift_checks (check_id, approval_id, endpoint_id, run_id, baseline_run_id, trigger, state) VALUES ($1::uuid, $2::uuid, $3, $4::uuid, $5::uuid, $6, 'pending')`, [
+        randomUUID(),
+        approval.approvalId,
+        endpointId,
+        runId,
+        baseline.run_id,
+        trigger,
+      ]);
+    } finally {
+      await this.unclaim(approval.approvalId, endpointId);
+    }
   }
 
   /** A pending check whose run has ended: compared with the baseline on the pinned instances, and audited. */

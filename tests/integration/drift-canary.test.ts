@@ -81,7 +81,10 @@ describe.each(backends())('drift canary on %s', (backend) => {
       expect(approval.canary).toEqual({ benchmarkId: 'site_gated', instances: 20, everyDays: 7, threshold: 0.05, minDifference: 0.05 });
 
       // The baseline: a canary run requested for the PI under the approval, executed, its instances pinned.
-      await app.canary.tick();
+      // Two processes on one store look at the canaries at once (another daemon's service here): one run.
+      const elsewhere = new CanaryService(app.engine, app.approvals, app.fingerprints, app.db, 11);
+      await Promise.all([app.canary.tick(), elsewhere.tick()]);
+      expect(await app.db.query<{ n: number }>('SELECT count(*)::int AS n FROM runs WHERE approval_id = $1', [approval.approvalId])).toEqual([{ n: 1 }]);
       const [baseline] = await app.db.query<{ run_id: string }>('SELECT run_id::text AS run_id FROM canary_baselines WHERE approval_id = $1', [approval.approvalId]);
       expect(baseline).toBeDefined();
       const baselineRun = await executeRun(app.engine, baseline!.run_id);

@@ -62,7 +62,16 @@ CREATE TABLE drift_checks (
 
 CREATE INDEX drift_checks_by_approval ON drift_checks (approval_id, created_at);
 
--- The app writes all four (a baseline whose run failed is deleted, to be run again); the auditor reads
+-- Who is starting a canary run of (approval, endpoint) right now: daemons and workers sharing a store
+-- all look at the canaries; only the one holding the claim requests the run.
+CREATE TABLE canary_claims (
+  approval_id  uuid NOT NULL REFERENCES approvals (approval_id),
+  endpoint_id  text NOT NULL,
+  until        timestamptz NOT NULL,
+  PRIMARY KEY (approval_id, endpoint_id)
+);
+
+-- The app writes all five (a baseline whose run failed is deleted, to be run again); the auditor reads
 -- the fingerprints and the checks, not the baselines' instance keys.
 DO $$
 BEGIN
@@ -71,6 +80,7 @@ BEGIN
     GRANT SELECT, INSERT, UPDATE ON run_fingerprints TO ehrbench_app;
     GRANT SELECT, INSERT, UPDATE, DELETE ON canary_baselines TO ehrbench_app;
     GRANT SELECT, INSERT, UPDATE ON drift_checks TO ehrbench_app;
+    GRANT SELECT, INSERT, UPDATE ON canary_claims TO ehrbench_app;
   END IF;
   IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'ehrbench_auditor') THEN
     GRANT SELECT ON endpoint_fingerprints TO ehrbench_auditor;
