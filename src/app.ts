@@ -27,10 +27,10 @@ import { assertNoForeignCode, assertSafeEgressEnvironment, type EndpointPolicy, 
 import { createLogger, type Logger } from './log';
 import { AccessPolicy, ApprovalStore, completeApprovalLedgers, latestApprovalChanges, loadPrincipals, type PrincipalDirectory, STATUS_OF, STOPPED, summarizePrincipals } from './access';
 import { createAnnotators, SqlExecutor } from './annotate';
-import { ApprovalBudgets, EndpointCapacities, EndpointClients, Gateway } from './calls';
+import { ApprovalBudgets, EndpointCapacities, EndpointClients, FingerprintStore, Gateway } from './calls';
 import { type Engine, templatePrompt, tokensUnderApproval } from './runs';
 import { RatingStudies } from './ratings';
-import { RunStore } from './runs';
+import { CanaryService, RunStore } from './runs';
 import { DAEMON_VERSION } from './version';
 import { completeLedgers, type LedgerEntry, missingFromLedger, missingFromStore, readLedgers, Revocations, serviceActor } from './identity';
 
@@ -48,6 +48,10 @@ export interface App {
   audit: AuditLog;
   engine: Engine;
   approvals: ApprovalStore;
+  /** What endpoints said they served, per endpoint and run (src/calls/fingerprints.ts). */
+  fingerprints: FingerprintStore;
+  /** Approvals' canaries: baselines, re-runs, drift checks and their review (src/runs/canary.ts). */
+  canary: CanaryService;
   /** Rating studies: clinicians' blinded ratings of a jury benchmark's answers (an EHR run's prompts as its model received them). */
   ratings: RatingStudies;
   /** The principal directory, re-read when its file changes (hospital IT edits it). */
@@ -301,8 +305,10 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
   // judges and probes alike; only the gateway uses them.
   const clients = new EndpointClients({ ...config.models, ...(opts.env ? { env: opts.env } : {}), ...(opts.resolver ? { resolver: opts.resolver } : {}) });
   const sql = new SqlExecutor();
+  const fingerprints = new FingerprintStore(db);
   const calls = new Gateway({
     clients,
+    fingerprints,
     capacities: new EndpointCapacities(db, workerId, () => config.runs.leaseSeconds),
     // Read when a call is made: the engine's stages are the gateway's (tests may wrap them).
     ports: () => engine,
@@ -329,6 +335,9 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
       claimBatch: config.runs.claimBatch,
     },
   };
+  const canary = new CanaryService(engine, approvals, fingerprints, db, config.export.minCellSize);
+  // A call that saw a new model behind an endpoint: the canaries on it look now, not at their next date.
+  calls.onFingerprintChanged(() => canary.nudge());
   return {
     config,
     logger,
@@ -338,6 +347,8 @@ export async function openApp(opts: OpenOptions = {}): Promise<App> {
     audit,
     engine,
     approvals,
+    fingerprints,
+    canary,
     ratings: new RatingStudies(db, engine),
     principals,
     refreshPrincipals: () => livePrincipals.refresh(),

@@ -120,7 +120,12 @@ BEGIN
     ['policy_versions', 'SELECT, INSERT'],
     ['rating_studies', 'SELECT, INSERT, UPDATE'],
     ['rating_items', 'SELECT, INSERT'],
-    ['ratings', 'SELECT, INSERT, UPDATE']
+    ['ratings', 'SELECT, INSERT, UPDATE'],
+    ['endpoint_fingerprints', 'SELECT, INSERT, UPDATE'],
+    ['run_fingerprints', 'SELECT, INSERT, UPDATE'],
+    ['canary_baselines', 'SELECT, INSERT, UPDATE, DELETE'],
+    ['drift_checks', 'SELECT, INSERT, UPDATE'],
+    ['canary_claims', 'SELECT, INSERT, UPDATE']
   ] LOOP
     IF to_regclass(g[1]) IS NOT NULL THEN
       EXECUTE format('REVOKE ALL ON %I FROM %I', g[1], app_role);
@@ -138,7 +143,7 @@ DECLARE
 BEGIN
   FOREACH t IN ARRAY ARRAY['audit_events', 'audit_checkpoints', 'audit_head', 'approvals', 'approval_history',
                            'revoked_certificates', 'runs', 'run_results', 'schema_migrations', 'issued_certificates',
-                           'policy_versions'] LOOP
+                           'policy_versions', 'endpoint_fingerprints', 'run_fingerprints', 'drift_checks'] LOOP
     IF to_regclass(t) IS NOT NULL THEN
       EXECUTE format('GRANT SELECT ON %I TO %I', t, current_setting('ehrbench.auditor_role'));
     END IF;

@@ -9,6 +9,24 @@ import type { Tier } from '../tiers';
 
 export type ApprovalStatus = 'active' | 'suspended' | 'closed';
 
+/**
+ * A canary named by compliance: `instances` of `benchmarkId` (HELM's seeded sample, keys pinned at the
+ * baseline), re-run under the approval on each of its endpoints every `everyDays` days and whenever an
+ * endpoint's fingerprint changes; drift when p < `threshold` and |mean difference| >= `minDifference`.
+ */
+export interface Canary {
+  benchmarkId: string;
+  instances: number;
+  everyDays: number;
+  threshold: number;
+  minDifference: number;
+}
+
+/** A canary as compliance may give it: the schedule and thresholds have defaults. */
+export type CanaryInput = Pick<Canary, 'benchmarkId' | 'instances'> & Partial<Canary>;
+
+export const CANARY_DEFAULTS = { everyDays: 7, threshold: 0.05, minDifference: 0.05 } as const;
+
 export interface Approval {
   approvalId: string;
   protocolNumber: string;
@@ -23,6 +41,7 @@ export interface Approval {
   purpose: string;
   duaId: string | null;
   budgetUsd: number | null;
+  canary: Canary | null;
   status: ApprovalStatus;
   startsAt: string;
   expiresAt: string | null;
@@ -46,6 +65,7 @@ export interface ApprovalInput {
   purpose: string;
   duaId?: string;
   budgetUsd?: number;
+  canary?: CanaryInput;
   startsAt?: string;
   expiresAt?: string;
 }
@@ -63,6 +83,7 @@ interface ApprovalRow {
   purpose: string;
   dua_id: string | null;
   budget_usd: number | null;
+  canary: Canary | null;
   status: ApprovalStatus;
   starts_at: Date;
   expires_at: Date | null;
@@ -74,7 +95,7 @@ interface ApprovalRow {
 }
 
 const COLUMNS = `approval_id::text AS approval_id, protocol_number, title, principal_investigator, personnel, raters, benchmarks, tiers, endpoints,
-  purpose, dua_id, budget_usd, status, starts_at, expires_at, version, created_by, created_at, updated_by, updated_at`;
+  purpose, dua_id, budget_usd, canary, status, starts_at, expires_at, version, created_by, created_at, updated_by, updated_at`;
 
 function fromRow(r: ApprovalRow): Approval {
   return {
@@ -90,6 +111,7 @@ function fromRow(r: ApprovalRow): Approval {
     purpose: r.purpose,
     duaId: r.dua_id,
     budgetUsd: r.budget_usd,
+    canary: r.canary ?? null,
     status: r.status,
     startsAt: r.starts_at.toISOString(),
     expiresAt: r.expires_at ? r.expires_at.toISOString() : null,
@@ -131,8 +153,8 @@ export class ApprovalStore {
     return this.db.transaction(async (tx) => {
       await tx.query(
         `INSERT INTO approvals (approval_id, protocol_number, title, principal_investigator, personnel, benchmarks, tiers, endpoints, purpose,
-           dua_id, budget_usd, status, starts_at, expires_at, version, created_by, updated_by, raters)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'active', COALESCE($12::timestamptz, now()), $13, 1, $14, $14, $15)`,
+           dua_id, budget_usd, status, starts_at, expires_at, version, created_by, updated_by, raters, canary)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'active', COALESCE($12::timestamptz, now()), $13, 1, $14, $14, $15, $16::jsonb)`,
         [
           id,
           input.protocolNumber,
@@ -149,6 +171,7 @@ export class ApprovalStore {
           input.expiresAt ?? null,
           by,
           input.raters ?? [],
+          input.canary ? JSON.stringify({ ...CANARY_DEFAULTS, ...input.canary }) : null,
         ],
       );
       const approval = await this.snapshot(tx, id, 'create', by);
@@ -161,6 +184,12 @@ export class ApprovalStore {
     if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined;
     const rows = await q.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approvals WHERE approval_id = $1::uuid`, [id]);
     return rows[0] ? fromRow(rows[0]) : undefined;
+  }
+
+  /** Active approvals that name a canary (the canary service's work list). */
+  async withCanary(): Promise<Approval[]> {
+    const rows = await this.db.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approvals WHERE canary IS NOT NULL AND status = 'active' ORDER BY created_at`);
+    return rows.map(fromRow);
   }
 
   async list(filter: { personnel?: string } = {}): Promise<Approval[]> {

@@ -23,3 +23,4 @@ export { fQuantile, fSurvival, normalCdf, normalQuantile, tTwoSided } from './di
 export { MEDHELM_COLUMNS, MEDHELM_CRITERIA, parseMedhelmRatings, readMedhelmRatings } from './medhelm-csv';
 export { planInstances, type Plan, type PlanRequest } from './plan';
 export { averageRanks, type Correlation, type Icc, icc3k, kendallTau, LIKERT_LABELS, type Maybe, quadraticKappa, roundHalfEven, spearman, zScore } from './statistics';
+export { binaryScores, mcnemarExact, pairedComparison, type PairedResult, type PairedTestName, wilcoxonSignedRank } from './paired';

@@ -21,13 +21,22 @@ export class EndpointClients {
   constructor(private readonly opts: ClientOptions) {}
 
   complete(endpoint: Endpoint, request: ChatRequest, hooks: CallHooks): Promise<Completion> {
+    return this.clientOf(endpoint).complete(request, hooks);
+  }
+
+  private clientOf(endpoint: Endpoint): ModelClient {
     let entry = this.clients.get(endpoint.id);
     if (!entry) {
       const transport = createEndpointTransport(endpoint, { timeoutMs: this.opts.timeoutMs, ...(this.opts.resolver ? { resolver: this.opts.resolver } : {}) });
       entry = { client: new ModelClient(endpoint, transport, this.opts), transport };
       this.clients.set(endpoint.id, entry);
     }
-    return entry.client.complete(request, hooks);
+    return entry.client;
+  }
+
+  /** sha256 of GET <url>/models, on the endpoint's client (its guarded transport), no retries beyond the client's. */
+  modelsDigest(endpoint: Endpoint): Promise<string> {
+    return this.clientOf(endpoint).modelsDigest();
   }
 
   /**

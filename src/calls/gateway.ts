@@ -30,6 +30,7 @@ import { observeUsageUnderReported } from '../observability';
 import type { EndpointCapacities, EndpointCapacity } from './capacity';
 import type { EndpointClients } from './clients';
 import type { SharedSlots } from './slots';
+import type { FingerprintStore } from './fingerprints';
 import { SendablePrompt } from '../prompt';
 
 export type CallPurpose = 'model' | 'judge';
@@ -71,7 +72,12 @@ export interface GatewayOptions {
   ports: () => GatewayPorts;
   /** Calls in flight per endpoint in this process, and the default limit where a policy sets none. */
   concurrency: () => number;
+  /** Where what each call was served by is counted (absent: not recorded, as in unit tests of the gateway). */
+  fingerprints?: FingerprintStore;
 }
+
+/** Told when a call of `run` saw a fingerprint new to an endpoint that had answered with another before. */
+export type FingerprintListener = (run: RunContext, endpointId: string) => void;
 
 /** A run's use of its endpoints' capacities, from `join` to `leave`. */
 export interface CapacityLease {
@@ -117,11 +123,14 @@ interface JoinedRun {
   capacities: Map<string, EndpointCapacity>;
   gate: RunGate;
   inFlight: number;
+  /** sha256 of GET /models of the run's endpoints that ask for it (fingerprintModels), taken when the run joined. */
+  models: Map<string, string | null>;
 }
 
 export class Gateway {
   /** The runs of this process that joined their endpoints' capacities, by run id. */
   private readonly joined = new Map<string, JoinedRun>();
+  private readonly fingerprintListeners: FingerprintListener[] = [];
 
   constructor(private readonly opts: GatewayOptions) {}
 
@@ -150,7 +159,7 @@ export class Gateway {
       if (id === run.endpoint.id) modelSlots = entry.slots;
       mine.set(id, entry.capacity);
     }
-    this.joined.set(run.runId, { capacities: mine, gate, inFlight: 0 });
+    this.joined.set(run.runId, { capacities: mine, gate, inFlight: 0, models: await this.modelsDigests(run, ids) });
     return {
       leave: async () => {
         this.joined.delete(run.runId);
@@ -158,6 +167,39 @@ export class Gateway {
       },
       workers: () => modelSlots?.workers ?? 1,
     };
+  }
+
+  /** Listens for changed fingerprints (the canaries of src/runs/canary.ts). */
+  onFingerprintChanged(listener: FingerprintListener): void {
+    this.fingerprintListeners.push(listener);
+  }
+
+  /**
+   * For each endpoint of the run that asks for it (fingerprintModels: a self-hosted server), the
+   * sha256 of what GET /models lists: once per run and process, decided and audited like any call of
+   * the run (no data is sent). null when the endpoint would not say: the calls are still fingerprinted
+   * by what they answer.
+   */
+  private async modelsDigests(run: RunContext, ids: string[]): Promise<Map<string, string | null>> {
+    const digests = new Map<string, string | null>();
+    for (const id of ids) {
+      const endpoint = this.opts.ports().endpoints().get(id);
+      if (!endpoint.fingerprintModels) continue;
+      const decision = await this.decide(run, { purpose: id === run.endpoint.id ? 'model' : 'judge', endpointId: id });
+      if (!decision.allowed) continue; // its first call is refused, audited, by `check`
+      await this.opts.ports().audit.record(callEvent(run, id, 'success', 'egress.allowlisted-endpoint', undefined, { purposeOfCall: 'fingerprint', attempt: 1 }));
+      digests.set(id, await this.opts.clients.modelsDigest(endpoint).catch(() => null));
+    }
+    return digests;
+  }
+
+  /** Counts what the call was served by; a change of the model behind the endpoint is told to the listeners. */
+  private async recordServed(run: RunContext, joined: JoinedRun, endpointId: string, completion: Completion): Promise<void> {
+    const store = this.opts.fingerprints;
+    if (!store || !completion.served) return;
+    const served = joined.models.has(endpointId) ? { ...completion.served, modelsSha256: joined.models.get(endpointId) ?? null } : completion.served;
+    const { changed } = await store.record(run.runId, endpointId, served);
+    if (changed) for (const listener of this.fingerprintListeners) listener(run, endpointId);
   }
 
   /**
@@ -232,6 +274,8 @@ export class Gateway {
           },
         },
       );
+      // Recorded before the answer is used: a result is never stored without what served it.
+      await this.recordServed(run, joined, endpoint.id, completion);
     } catch (err) {
       if (hold) await budget.release(hold);
       throw err;

@@ -30,6 +30,7 @@ import {
 } from '../operations';
 import type { StudySpec } from '../ratings';
 import type { ExportRequestOptions } from '../export';
+import type { DriftCheckView } from '../runs';
 
 export { localCaller };
 import type { GlobalArgs } from './context';
@@ -80,6 +81,8 @@ export interface Client {
   listApprovals(): Promise<Approval[]>;
   showApproval(id: string): Promise<ApprovalDetail>;
   changeApproval(id: string, change: ApprovalChange, reason: string): Promise<Approval>;
+  driftChecks(): Promise<DriftCheckView[]>;
+  reviewDrift(id: string, note?: string): Promise<{ approvalId: string; reviewed: number }>;
   revokePrincipal(id: string, reason: string): Promise<{ principal: string; revoked: number }>;
   requestExport(runIds: string[], opts?: ExportRequestOptions): Promise<ExportView>;
   listExports(limit: number): Promise<ExportView[]>;
@@ -114,6 +117,8 @@ class LocalClient implements Client {
   listApprovals = () => this.ops.listApprovals(this.caller);
   showApproval = (id: string) => this.ops.showApproval(this.caller, id);
   changeApproval = (id: string, change: ApprovalChange, reason: string) => this.ops.changeApproval(this.caller, id, change, reason);
+  driftChecks = () => this.ops.driftChecks(this.caller);
+  reviewDrift = (id: string, note?: string) => this.ops.reviewDrift(this.caller, id, note);
   revokePrincipal = (id: string, reason: string) => this.ops.revokePrincipal(this.caller, id, reason);
   requestExport = (runIds: string[], opts: ExportRequestOptions = {}) => this.ops.requestExport(this.caller, runIds, opts);
   listExports = (limit: number) => this.ops.listExports(this.caller, limit);
@@ -243,6 +248,8 @@ class RemoteClient implements Client, AuditReviewClient {
   listApprovals = () => this.call<Approval[]>('GET', '/v1/approvals');
   showApproval = (id: string) => this.call<ApprovalDetail>('GET', `/v1/approvals/${encodeURIComponent(id)}`);
   changeApproval = (id: string, change: ApprovalChange, reason: string) => this.call<Approval>('POST', `/v1/approvals/${encodeURIComponent(id)}/${change}`, { reason });
+  driftChecks = () => this.call<DriftCheckView[]>('GET', '/v1/drift');
+  reviewDrift = (id: string, note?: string) => this.call<{ approvalId: string; reviewed: number }>('POST', `/v1/approvals/${encodeURIComponent(id)}/review-drift`, note ? { note } : {});
   revokePrincipal = (id: string, reason: string) => this.call<{ principal: string; revoked: number }>('POST', `/v1/principals/${encodeURIComponent(id)}/revoke`, { reason });
   requestExport = (runIds: string[], opts: ExportRequestOptions = {}) =>
     this.call<ExportView>('POST', '/v1/exports', { runIds, ...(opts.allowMixedData ? { allowMixedData: true } : {}), ...(opts.packet ? { packet: true } : {}) });

@@ -17,6 +17,7 @@ export const CONSOLE_TYPES: Record<string, string> = {
   RunInstances: 'api/run-instances.schema.json',
   Approval: 'api/approval.schema.json',
   ApprovalDetail: 'api/approval-detail.schema.json',
+  DriftCheck: 'api/drift-check.schema.json',
   Benchmark: 'api/benchmark-summary.schema.json',
   Endpoint: 'api/endpoint-summary.schema.json',
   ExportView: 'api/export-view.schema.json',

@@ -38,6 +38,8 @@ export const AUDIT_EVENT_TYPES = [
   'study.close',
   'study.rate',
   'deid.signoff',
+  'drift.check',
+  'drift.review',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

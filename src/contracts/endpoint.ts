@@ -33,6 +33,8 @@ export interface EndpointDefinition {
   };
   classification: { inVpc: boolean; baa: boolean; maxTier: Tier; development?: boolean };
   limits?: { concurrency?: number; maxResponseBytes?: number; timeoutMs?: number };
+  /** A self-hosted server: the sha256 of GET <url>/models joins its calls' fingerprints (once per run). */
+  fingerprintModels?: boolean;
   /** The model's family (jury judges of the evaluated model's own family are left out). */
   family?: string;
   /** A reasoning model: its token parameter, default effort and output length (schemas/endpoints.schema.json). */

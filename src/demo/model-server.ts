@@ -24,7 +24,8 @@ export interface ReceivedRequest {
 /** What the server does with one request; the default answers like a (silly) model. */
 export type Behaviour =
   /** usage: the reported token counts as given (`omit`: no usage at all, as several OpenAI-compatible servers answer). */
-  | { kind: 'answer'; text?: string; latencyMs?: number; usage?: 'omit' | Record<string, number> }
+  /** model, systemFingerprint, headers: what it says it served (default: DEMO_MODEL_ID, the stand-in's own fingerprint, no headers). */
+  | { kind: 'answer'; text?: string; latencyMs?: number; usage?: 'omit' | Record<string, number>; model?: string; systemFingerprint?: string; headers?: Record<string, string> }
   | { kind: 'status'; status: number; retryAfter?: string; body?: string }
   | { kind: 'redirect'; location: string }
   | { kind: 'huge'; bytes: number }
@@ -195,14 +196,14 @@ function respond(b: Behaviour, prompt: string, res: import('node:http').ServerRe
       const thought = reasoning ? `<think>\nThe stand-in considers the question (${tokens(prompt)} prompt tokens) and settles on its usual answer.\n</think>\n\n` : '';
       const text = thought + answer;
       const reply = () => {
-        res.writeHead(200, { 'content-type': 'application/json' });
+        res.writeHead(200, { 'content-type': 'application/json', ...(b.headers ?? {}) });
         res.end(
           JSON.stringify({
             id: `chatcmpl-${hashInt(prompt + text).toString(16)}`,
             object: 'chat.completion',
             created: Math.floor(Date.now() / 1000),
-            model: DEMO_MODEL_ID,
-            system_fingerprint: 'ehrbench-demo-standin',
+            model: b.model ?? DEMO_MODEL_ID,
+            system_fingerprint: b.systemFingerprint ?? 'ehrbench-demo-standin',
             choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
             ...(b.usage === 'omit'
               ? {}

@@ -18,6 +18,7 @@ import {
   DIFFERENCING_RULE,
   type DisclosurePolicy,
   type ExportContent,
+  type ExportFingerprint,
   type ExportResult,
   type JuryValidation,
   type MetricCell,
@@ -36,6 +37,10 @@ export interface ContentDeps {
   settings: DisclosureSettings;
   /** The latest closed rating study of a benchmark, its pooled agreement (src/ratings); none: not validated at the site. */
   juryValidation?: (benchmarkId: string) => Promise<StudyValidationFigures | undefined>;
+  /** What the run's calls were served by (src/calls/fingerprints.ts); absent: not stated. */
+  fingerprints?: (runId: string) => Promise<ExportFingerprint[]>;
+  /** The approvals with an unreviewed detected drift (src/runs/canary.ts); absent: not stated. */
+  staleApprovals?: () => Promise<ReadonlySet<string>>;
 }
 
 export interface ContentInput {
@@ -135,6 +140,8 @@ async function runResult(deps: ContentDeps, run: RunRow, cohorts: ReleasedCohort
     usage: released ? await usageOf(deps, run) : null,
     pins: pinsOf(run.spec),
     ...(run.spec.benchmark.mainMetric.startsWith('jury_score') ? { juryValidation: juryValidationOf(await deps.juryValidation?.(run.benchmark_id), s) } : {}),
+    ...(deps.fingerprints ? { fingerprints: await deps.fingerprints(run.run_id) } : {}),
+    ...(deps.staleApprovals ? { stale: run.approval_id !== null && (await deps.staleApprovals()).has(run.approval_id) } : {}),
   };
 }
 

@@ -185,6 +185,9 @@ export class ExportService {
         prices: this.app.config.export.prices,
         settings: this.settings,
         juryValidation: (benchmarkId) => latestValidation(this.app.ratings, this.app.engine.store, benchmarkId),
+        // Ids and days only: the allowlisted headers stay in the store (their hash is in the fingerprint).
+        fingerprints: async (runId) => (await this.app.fingerprints.ofRun(runId)).map(({ headers: _headers, ...f }) => f),
+        staleApprovals: once(() => this.app.canary.staleApprovals()),
       },
       { exportId, siteId: this.app.config.site.id, requestedBy, requestedOn, runs, approvals },
     );
@@ -377,4 +380,10 @@ type Checked = { ok: true; content: ExportContent; cohorts: ReleasedCohort[] } |
 function inactive(a: Approval, now: Date): string | undefined {
   const status = approvalStatusAt(a, now);
   return status === 'active' ? undefined : status;
+}
+
+/** The result of `f`, computed at its first call and shared by the later ones (one read per export). */
+function once<T>(f: () => Promise<T>): () => Promise<T> {
+  let value: Promise<T> | undefined;
+  return () => (value ??= f());
 }

@@ -98,6 +98,22 @@ export interface ExportResult {
   juryValidation?: JuryValidation;
   /** The hashes of the run's data, definition, template, scorer and judge set (absent in bundles from before they were recorded). */
   pins?: RunPins;
+  /** What the endpoints of the run's calls said they served: ids and days (absent in older bundles). */
+  fingerprints?: ExportFingerprint[];
+  /** The run's IRB approval had an unreviewed detected drift when the export was built. */
+  stale?: boolean;
+}
+
+export interface ExportFingerprint {
+  endpointId: string;
+  fingerprint: string;
+  model: string | null;
+  systemFingerprint: string | null;
+  deployment: string | null;
+  apiVersion: string | null;
+  modelsSha256: string | null;
+  firstSeenDay: string;
+  lastSeenDay: string;
 }
 
 /** A statistic of a validation with its 95% interval, rounded outward to two decimals. */

@@ -12,6 +12,7 @@ import type { EndpointTransport } from '../egress';
 import { EgressAborted, EgressDenied } from '../egress';
 import { type ErrorCode, UserError } from '../errors';
 import { resolveApiKey } from './credentials';
+import { modelsSha256, servedBy, type ServedBy } from './served';
 
 export interface ChatRequest {
   /** One text, sent as one user message; or, with `messages`, the conversation's payload (not sent itself). */
@@ -40,6 +41,8 @@ export interface Completion {
    * implausibly low: the token figures above are then the call's worst case, not the endpoint's word.
    */
   usageUnderReported?: boolean;
+  /** What the endpoint said it served (ids only, never content): the call's fingerprint (served.ts). */
+  served?: ServedBy;
 }
 
 export interface CallHooks {
@@ -161,7 +164,8 @@ export class ModelClient {
       const slot: AttemptSlot = {};
       const link = linkSignal(hooks.signal);
       try {
-        const res = await this.inSlot(slot, () => this.sdk.chat.completions.create(this.params(request), link ? { signal: link.signal } : undefined));
+        // withResponse: the headers too, for what the endpoint says it served (never its content).
+        const { data: res, response } = await this.inSlot(slot, () => this.sdk.chat.completions.create(this.params(request), link ? { signal: link.signal } : undefined).withResponse());
         const choice = res.choices[0];
         return {
           text: withoutReasoning(choice?.message?.content ?? ''),
@@ -171,6 +175,7 @@ export class ModelClient {
           latencyMs: Math.round(performance.now() - started),
           attempts: attempt,
           finishReason: choice?.finish_reason ?? null,
+          served: servedBy(this.endpoint, { model: res.model, systemFingerprint: res.system_fingerprint, headers: response.headers }),
         };
       } catch (err) {
         release?.(); // not held while backing off
@@ -207,6 +212,20 @@ export class ModelClient {
     try {
       const page = await this.inSlot(slot, () => this.sdk.models.list());
       return page.data.map((m) => String(m.id).slice(0, 200));
+    } catch (err) {
+      throw this.classify(slot.guardError ?? err);
+    }
+  }
+
+  /**
+   * sha256 of what GET <url>/models answers (the ids, owners and weights it lists, sorted):
+   * what a self-hosted server (vLLM) says it serves, which its chat answers often do not say.
+   */
+  async modelsDigest(): Promise<string> {
+    const slot: AttemptSlot = {};
+    try {
+      const page = await this.inSlot(slot, () => this.sdk.models.list());
+      return modelsSha256(page.data as unknown as Record<string, unknown>[]);
     } catch (err) {
       throw this.classify(slot.guardError ?? err);
     }

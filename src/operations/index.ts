@@ -13,13 +13,13 @@ import { type Actor, IssuedCertificates, Revocations } from '../identity';
 import { type Action, decide, type GateDecision, mayAttempt, type Resource, type RuleId, type RunFiguresRule, runFiguresVisibility } from '../policy';
 import type { AuditEventInput } from '../audit';
 import { approveRun, benchmarkNamed, cancelRun, endpointNamed, pinsOf, requestRun, summarize } from '../runs';
-import type { RunOutcome, RunPreset, RunRepeat, RunRow, RunSpec } from '../runs';
+import type { DriftCheckView, RunOutcome, RunPreset, RunRepeat, RunRow, RunSpec } from '../runs';
 import { repeatCount, stabilityView, type StabilityView } from './stability';
 import type { DataRevision } from '../catalog';
 import type { RunPins } from '../contracts';
 import type { ScoringMode } from '../metrics';
 import { ExportService, type ExportFiles, type ExportFormat, type ExportRequestOptions, type ExportRow, wilson } from '../export';
-import { costUsd, priceFor, unpricedUnderBudget } from '../calls';
+import { costUsd, priceFor, type SeenFingerprint, unpricedUnderBudget } from '../calls';
 import { type ReturnedCertificate, signForCaller } from '../certificates';
 import { type InstancesQuery, readInstances, type RunInstances } from './instances';
 import { readMetaEvaluation, type RunMetaEvaluation } from './meta-eval';
@@ -87,6 +87,10 @@ export interface RunDetail {
   estimatedCostUsd: number | null;
   /** What happened, in the words every place uses, with the causes by code (a figure: withheld with the others). */
   outcome: RunOutcome;
+  /** The run's IRB approval has a detected drift not yet reviewed by compliance: its results may be out of date. */
+  stale: boolean;
+  /** What the endpoints of its calls said they served (ids; days, not times). */
+  fingerprints: SeenFingerprint[];
 }
 
 /**
@@ -121,6 +125,7 @@ const RUN_METADATA = [
   'preset',
   'pins',
   'repeat',
+  'stale',
   'mainMetric',
 ] as const satisfies readonly (keyof RunDetail)[];
 
@@ -317,7 +322,8 @@ export class Operations {
     const runs = privileged ? await this.app.engine.store.listRuns(limit) : await this.app.engine.store.listRunsBy(caller.principal.id, limit);
     // One read of the approvals for the whole list, not one per run.
     const approvals = new Map((await this.app.approvals.list()).map((a) => [a.approvalId, a]));
-    return Promise.all(runs.map((r) => this.view(caller, r, approvals)));
+    const stale = await this.app.canary.staleApprovals();
+    return Promise.all(runs.map((r) => this.view(caller, r, approvals, stale)));
   }
 
   async showRun(caller: Caller, runId: string): Promise<RunView> {
@@ -376,14 +382,15 @@ export class Operations {
    * The run as `caller` sees it: every figure, or (policy/visibility) the metadata only. The detail is
    * computed either way, so both views come from one list of fields; withheld figures go no further.
    */
-  async view(caller: Caller, run: RunRow, approvals?: ReadonlyMap<string, Approval>): Promise<RunView> {
+  async view(caller: Caller, run: RunRow, approvals?: ReadonlyMap<string, Approval>, stale?: ReadonlySet<string>): Promise<RunView> {
     const shown = runFiguresVisibility(caller.principal, { requestedBy: run.requested_by, tier: run.tier });
-    const detail = await this.detail(run, approvals);
+    const detail = await this.detail(run, approvals, stale);
     return shown.allowed ? { ...detail, withheld: null } : withheldView(detail, shown.rule);
   }
 
-  private async detail(run: RunRow, approvals?: ReadonlyMap<string, Approval>): Promise<RunDetail> {
+  private async detail(run: RunRow, approvals?: ReadonlyMap<string, Approval>, stale?: ReadonlySet<string>): Promise<RunDetail> {
     const s = await summarize(this.app.engine, run);
+    const staleApprovals = stale ?? (run.approval_id ? await this.app.canary.staleApprovals() : new Set<string>());
     const approval = run.approval_id ? (approvals ? approvals.get(run.approval_id) : await this.app.approvals.get(run.approval_id)) : undefined;
     return {
       runId: run.run_id,
@@ -424,7 +431,35 @@ export class Operations {
       usageUnderReported: s.usageUnderReported,
       estimatedCostUsd: estimatedCost(this.app, run, s.promptTokens, s.completionTokens),
       outcome: s.outcome,
+      stale: run.approval_id !== null && staleApprovals.has(run.approval_id),
+      fingerprints: await this.app.fingerprints.ofRun(run.run_id),
     };
+  }
+
+  /**
+   * The approvals' drift checks (src/runs/canary.ts) for the console's notice and `approvals drift`:
+   * compliance and auditors see every approval's, others those of the approvals that name them.
+   */
+  async driftChecks(caller: Caller, approvalId?: string): Promise<DriftCheckView[]> {
+    const visible = (await this.listApprovals(caller)).map((a) => a.approvalId);
+    return this.app.canary.checks(approvalId ? visible.filter((id) => id === approvalId) : visible);
+  }
+
+  /**
+   * A compliance officer reviews an approval's detected drift: its results are no longer stale. The
+   * review and its audit record commit together; an approval without unreviewed drift is refused.
+   */
+  async reviewDrift(caller: Caller, approvalId: string, note?: string): Promise<{ approvalId: string; reviewed: number }> {
+    const approval = await this.app.approvals.get(approvalId);
+    const refusal: RefusalEvent = { type: 'drift.review', action: 'U', subject: { approvalId } };
+    const actor = await this.require(caller, 'approval.review-drift', approval ? { approval } : {}, refusal);
+    if (!approval) throw new UserError('approval.not-found', `approval ${approvalId} does not exist`);
+    const reviewed = await this.app.canary.review(approval, actor, note);
+    if (reviewed === 0) {
+      await this.app.audit.record({ ...refusal, type: 'drift.review', action: 'U', outcome: 'denied', rule: 'drift.nothing-to-review', reason: 'no unreviewed drift', actor });
+      throw new PolicyDenied('drift.nothing-to-review', `approval ${approval.protocolNumber} has no unreviewed drift; "approvals drift" lists its checks`);
+    }
+    return { approvalId, reviewed };
   }
 
   /** A researcher asks to release aggregates of their own completed runs; the preview is stored. */
@@ -515,7 +550,21 @@ export class Operations {
         actor,
         irbProtocol: safeId(input.protocolNumber),
         subject: { approvalId: approval.approvalId },
-        detail: { personnel: input.personnel.length, benchmarks: (input.benchmarks ?? []).length, tiers: (input.tiers ?? []).length },
+        detail: {
+          personnel: input.personnel.length,
+          benchmarks: (input.benchmarks ?? []).length,
+          tiers: (input.tiers ?? []).length,
+          // The canary is part of the policy the officer recorded: its settings are ids and numbers.
+          ...(approval.canary
+            ? {
+                canaryBenchmark: approval.canary.benchmarkId,
+                canaryInstances: approval.canary.instances,
+                canaryEveryDays: approval.canary.everyDays,
+                canaryThreshold: approval.canary.threshold,
+                canaryMinDifference: approval.canary.minDifference,
+              }
+            : {}),
+        },
       }),
     );
   }
@@ -527,6 +576,7 @@ export class Operations {
     if (!input.benchmarks?.length && !input.tiers?.length) {
       throw new UserError('approval.invalid', 'an approval must cover at least one benchmark or tier');
     }
+    if (input.canary) checkedCanary(this.app, input);
     return { ...input, ...approvalDates(input, new Date()) };
   }
 
@@ -711,6 +761,22 @@ export interface RevokeResult {
 
 function auditTypeRevoke(): 'pki.revoke' {
   return 'pki.revoke';
+}
+
+/**
+ * A canary is re-run on each endpoint the approval lists, of a benchmark it covers: both are checked
+ * now, so that an officer learns at once what the canary cannot do, not at its first run.
+ */
+function checkedCanary(app: App, input: ApprovalInput): void {
+  const canary = input.canary;
+  if (!canary) return;
+  const benchmark = benchmarkNamed(app.catalog, canary.benchmarkId);
+  if (!input.endpoints?.length) {
+    throw new UserError('approval.invalid', 'canary: the approval lists no endpoints, and a canary re-runs on each endpoint it lists; add --endpoints or leave the canary out');
+  }
+  if (!(input.benchmarks ?? []).includes(canary.benchmarkId) && !(input.tiers ?? []).includes(benchmark.tier as 'approval-required' | 'private')) {
+    throw new UserError('approval.invalid', `canary/benchmarkId: the approval does not cover benchmark ${canary.benchmarkId}; add it to --benchmarks or name a covered one`);
+  }
 }
 
 function auditType(change: ApprovalChange): 'approval.suspend' | 'approval.grant' | 'approval.close' {

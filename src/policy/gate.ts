@@ -211,6 +211,11 @@ export const ACTIONS = {
     ],
     deny: 'rbac.compliance-required',
   },
+  'approval.review-drift': {
+    meaning: "reviewing an IRB approval's detected drift (its results are no longer stale)",
+    rows: [{ roles: ['compliance'], rule: 'drift.reviewed' }],
+    deny: 'rbac.compliance-required',
+  },
   'approval.list': {
     meaning: 'listing IRB approvals (compliance and auditors every one, others those that name them)',
     rows: [

@@ -124,6 +124,18 @@ export const RULES = {
   'approval.not-suspended': 'only a suspended IRB approval can be reinstated',
   'approval.already-suspended': 'the IRB approval is already suspended',
 
+  // Drift under an approval (src/runs/canary.ts): the approval's canary against its baseline.
+  'drift.canary-preapproved':
+    "a canary run under an IRB approval, requested for its PI and approved by the compliance officer who named the canary: the normal engine path (access, de-identification, budget, audit) under the approval's own rules",
+  'drift.baseline-recorded': "a canary's baseline completed: the instance keys it scored are pinned, and later canary runs are compared with it on those instances",
+  'drift.stable': "the canary's scores did not move beyond the approval's threshold (the paired test's p is at or above it, or the mean moved less than its minimum)",
+  'drift.detected':
+    "the canary's scores moved: the paired test's p is below the approval's threshold and the mean moved by at least its minimum; the approval's results are stale until a compliance officer reviews the drift",
+  'drift.inconclusive': 'fewer than k instances are paired between the canary and its baseline: nothing is concluded, no figure is shown',
+  'drift.canary-failed': 'the canary run ended without results (failed, cancelled or halted): nothing is compared',
+  'drift.reviewed': "a compliance officer reviewed the approval's detected drift: its results are no longer marked stale",
+  'drift.nothing-to-review': 'the IRB approval has no unreviewed drift',
+
   // Runs.
   'run.not-awaiting-approval': 'the run is not waiting for an approval',
   'run.not-active': 'the run has already ended',

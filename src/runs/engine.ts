@@ -427,6 +427,28 @@ export async function approveRun(engine: Engine, runId: string, approver: Actor)
 }
 
 /**
+ * A canary's run (src/runs/canary.ts) approved by the compliance officer who named the canary on the
+ * approval: naming it approved its runs in advance. Access is checked again, the approval audited first.
+ */
+export async function approveRunAsCanary(engine: Engine, runId: string, officer: Actor): Promise<void> {
+  const run = await engine.store.getRun(runId);
+  if (!run) throw new UserError('run.not-found', `run ${runId} does not exist`);
+  const ctx = contextOf(engine, run, { principal: run.requested_by, role: 'researcher', authMethod: 'service' });
+  const decision = await engine.access.checkRun(ctx);
+  await engine.audit.record({
+    type: 'run.approve',
+    action: 'U',
+    outcome: decision.allowed ? 'success' : 'denied',
+    rule: decision.allowed ? 'drift.canary-preapproved' : decision.rule,
+    reason: decision.allowed ? `canary run approved by ${officer.principal}, who named the canary` : decision.reason,
+    actor: officer,
+    ...auditBase(ctx),
+  });
+  if (!decision.allowed) throw new PolicyDenied(decision.rule, decision.reason);
+  if (!(await engine.store.approve(runId, officer.principal))) throw new PolicyDenied('run.not-awaiting-approval', 'run changed while being approved');
+}
+
+/**
  * Stops a run: its requester, a compliance officer or an admin (break-glass halt). No new call of it
  * starts after the cancel is recorded (at once in this process, within RunWatch's MAX_AGE_MS in other
  * workers); calls already in flight finish.

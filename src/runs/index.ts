@@ -18,3 +18,4 @@ export { benchmarkNamed, benchmarkUnavailable, endpointNamed, shownId } from './
 export { applyPreset, MEDHELM_LEADERBOARD, RUN_PRESETS, type RunPreset } from './preset';
 export { sentPrompt } from './sent-prompt';
 export { pinsOf } from './pins';
+export { CanaryService, type DriftCheckView, type DriftState } from './canary';

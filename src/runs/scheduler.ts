@@ -17,6 +17,8 @@ export interface SchedulerOptions {
   pollSeconds: number;
   /** Stable id of this process, for leases and logs. */
   workerId?: string;
+  /** Other work looked at on each poll, before runs are picked (the approvals' canaries: CanaryService.tick). */
+  tick?: () => Promise<void>;
 }
 
 export class RunScheduler {
@@ -56,6 +58,8 @@ export class RunScheduler {
     if (this.polling) return;
     this.polling = true;
     try {
+      // The canaries first: a canary run they request is picked up by this very poll.
+      await this.opts.tick?.().catch((err: unknown) => this.engine.logger.warn('scheduler.tick-failed', { errorCode: describeError(err).code, workerId: this.workerId }));
       const free = this.opts.workers - this.active.size;
       if (free <= 0) return;
       const runnable = (await this.engine.store.runnable(this.opts.workers * 2)).filter((id) => !this.active.has(id));

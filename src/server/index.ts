@@ -145,7 +145,7 @@ export async function startDaemon(app: App, opts: ServeOptions = {}): Promise<Da
   const timeouts = cfg.timeouts;
   const identifyOptions = externalIssuers(app);
   const ops = new Operations(app);
-  const scheduler = new RunScheduler(app.engine, { workers: opts.workers ?? cfg.workers, pollSeconds: cfg.pollSeconds });
+  const scheduler = new RunScheduler(app.engine, { workers: opts.workers ?? cfg.workers, pollSeconds: cfg.pollSeconds, tick: () => app.canary.tick() });
   const server: FastifyInstance = Fastify({
     https: {
       key: readPem(cfg.keyFile, 'server key'),

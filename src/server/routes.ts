@@ -103,6 +103,14 @@ export function registerRoutes(server: FastifyInstance, app: App, ops: Operation
     );
   }
 
+  // Drift under approvals (src/runs/canary.ts): the checks the console's notice reads, and their review.
+  server.get('/v1/drift', { schema: { response: responses(list(schema('api/drift-check.schema.json'))) } }, async (req) => ops.driftChecks(caller(req)));
+  server.post<{ Params: { id: string }; Body: { note?: string } }>(
+    '/v1/approvals/:id/review-drift',
+    { schema: { params: UUID_PARAM, body: body('api/drift-review.schema.json'), response: responses(schema('api/drift-reviewed.schema.json')) } },
+    async (req) => ops.reviewDrift(caller(req), req.params.id, req.body.note),
+  );
+
   server.get('/v1/benchmarks', { schema: { response: responses(list(schema('api/benchmark-summary.schema.json'))) } }, async () =>
     app
       .catalog()

@@ -38,6 +38,8 @@ const RUN: RunView = {
   preset: null,
   pins: { dataset: 'unknown', definition: 'a'.repeat(64), template: 'b'.repeat(64), scorer: 'c'.repeat(64), judges: null },
   repeat: null,
+  stale: false,
+  fingerprints: [],
   skipped: { [HOSTILE]: 2 },
   counts: { pending: 0, claimed: 0, done: 37, blocked: 2, failed: 1 },
   mainMetric: HOSTILE,

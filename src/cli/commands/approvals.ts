@@ -1,5 +1,6 @@
 import type { CommandModule } from 'yargs';
 import { type ApprovalChange, type ApprovalInput, approvalStatusAt, coverageText } from '../../access';
+import { UserError } from '../../errors';
 import { validateOrThrow } from '../../schema';
 import type { Tier } from '../../tiers';
 import { CLIENT_OPTIONS, type ClientArgs, withClient } from '../client';
@@ -20,6 +21,35 @@ interface AddArgs extends ClientArgs {
   budget?: number;
   starts?: string;
   expires?: string;
+  canaryBenchmark?: string;
+  canaryInstances?: number;
+  canaryEvery?: string;
+  canaryThreshold?: number;
+  canaryMinDifference?: number;
+}
+
+/** `7d`, `7` or `1w` as days; anything else is left as it is for the schema to refuse, naming the field. */
+function days(v: string | undefined): number | string | undefined {
+  if (v === undefined) return undefined;
+  const m = /^(\d+)\s*(d|w)?$/i.exec(v.trim());
+  if (!m) return v;
+  return Number(m[1]) * (m[2]?.toLowerCase() === 'w' ? 7 : 1);
+}
+
+/** The canary of `approvals add`, or undefined without --canary-benchmark (a setting without it is refused). */
+function canaryOf(args: AddArgs): Record<string, unknown> | undefined {
+  const given = [args.canaryInstances, args.canaryEvery, args.canaryThreshold, args.canaryMinDifference].some((v) => v !== undefined);
+  if (!args.canaryBenchmark) {
+    if (given) throw new UserError('approval.invalid', 'canary: --canary-instances, --canary-every, --canary-threshold and --canary-min-difference need --canary-benchmark');
+    return undefined;
+  }
+  return {
+    benchmarkId: args.canaryBenchmark,
+    instances: args.canaryInstances ?? 50,
+    ...(args.canaryEvery !== undefined ? { everyDays: days(args.canaryEvery) } : {}),
+    ...(args.canaryThreshold !== undefined ? { threshold: args.canaryThreshold } : {}),
+    ...(args.canaryMinDifference !== undefined ? { minDifference: args.canaryMinDifference } : {}),
+  };
 }
 
 const list = (v: string[] | undefined) =>
@@ -47,7 +77,7 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
   });
   return {
     command: 'approvals <command>',
-    describe: 'IRB approvals (compliance): add, list, show, suspend, reinstate, close',
+    describe: 'IRB approvals (compliance): add, list, show, drift, review-drift, suspend, reinstate, close',
     builder: (y) =>
       y
         .options(CLIENT_OPTIONS)
@@ -68,7 +98,12 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
               .option('dua', { type: 'string', describe: 'Data use agreement id' })
               .option('budget', { type: 'number', describe: 'Budget cap in USD for runs under this approval' })
               .option('starts', { type: 'string', describe: 'Start (default: now)' })
-              .option('expires', { type: 'string', describe: 'Expiry (default: none; many minimal-risk protocols have none)' }),
+              .option('expires', { type: 'string', describe: 'Expiry (default: none; many minimal-risk protocols have none)' })
+              .option('canary-benchmark', { type: 'string', describe: 'A canary: this benchmark (covered by the approval) re-run on each listed endpoint to detect drift' })
+              .option('canary-instances', { type: 'number', describe: 'Instances in the canary (HELM seeded sample, pinned at the baseline; at least 11, default 50)' })
+              .option('canary-every', { type: 'string', describe: 'Days between canary re-runs, e.g. 7d or 2w (default 7d); a new endpoint fingerprint re-runs it at once' })
+              .option('canary-threshold', { type: 'number', describe: "Drift when the paired test's p-value is below this (default 0.05)" })
+              .option('canary-min-difference', { type: 'number', describe: 'and the mean score moved by at least this much (default 0.05)' }),
           handler: async (args) => {
             const input = {
               protocolNumber: args.protocol,
@@ -84,11 +119,14 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
               ...(args.budget !== undefined ? { budgetUsd: args.budget } : {}),
               ...(args.starts ? { startsAt: isoOrUndefined(args.starts) } : {}),
               ...(args.expires ? { expiresAt: isoOrUndefined(args.expires) } : {}),
+              ...(canaryOf(args) ? { canary: canaryOf(args) } : {}),
             };
             const checked = validateOrThrow<ApprovalInput>('api/approval-create.schema.json', input, 'approval', 'approval.invalid');
             const a = await withClient(args, io, (c) => c.createApproval(checked), { writes: true });
             if (args.json) return printJson(io, a);
-            io.stdout(`approval ${a.approvalId} recorded for protocol ${a.protocolNumber} (${a.status})\n`);
+            io.stdout(
+              `approval ${a.approvalId} recorded for protocol ${a.protocolNumber} (${a.status})${a.canary ? `; canary ${a.canary.benchmarkId} x${a.canary.instances} every ${a.canary.everyDays}d` : ''}\n`,
+            );
           },
         })
         .command<ClientArgs>({
@@ -121,6 +159,11 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
                 `  covers ${coverageText(a)}; endpoints [${a.endpoints.join(', ') || 'any allowed'}]`,
                 `  purpose: ${a.purpose}; DUA ${a.duaId ?? '-'}; budget ${a.budgetUsd ?? '-'} USD`,
                 `  valid from ${a.startsAt} until ${a.expiresAt ?? 'no expiry'}`,
+                ...(a.canary
+                  ? [
+                      `  canary: ${a.canary.instances} instances of ${a.canary.benchmarkId} every ${a.canary.everyDays}d and on a new endpoint fingerprint; drift when p < ${a.canary.threshold} and |mean difference| >= ${a.canary.minDifference}`,
+                    ]
+                  : []),
                 '',
               ].join('\n'),
             );
@@ -132,10 +175,47 @@ export function approvalsCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs> 
             );
           },
         })
+        .command<ClientArgs>({
+          command: 'drift',
+          describe: "The approvals' canary checks: drift detected, stable, pending (compliance sees every approval's)",
+          handler: async (args) => {
+            const checks = await withClient(args, io, (c) => c.driftChecks(), { writes: false });
+            if (args.json) return printJson(io, checks);
+            const fig = (x: number | null, digits = 2) => (x === null ? '-' : x.toFixed(digits));
+            io.stdout(
+              formatTable(
+                ['approval', 'protocol', 'endpoint', 'trigger', 'state', 'test', 'pairs', 'baseline', 'canary', 'p', 'reviewed by'],
+                checks.map((d) => [
+                  d.approvalId,
+                  d.protocolNumber,
+                  d.endpointId,
+                  d.trigger,
+                  d.state === 'drift' && !d.reviewedAt ? 'DRIFT (results stale)' : d.state,
+                  d.test ?? '-',
+                  d.pairs ?? '-',
+                  fig(d.baselineMean),
+                  fig(d.canaryMean),
+                  d.pValue === null ? '-' : String(Number(d.pValue.toPrecision(2))),
+                  d.reviewedBy ?? '-',
+                ]),
+              ),
+            );
+          },
+        })
+        .command<ClientArgs & { id: string; note?: string }>({
+          command: 'review-drift <id>',
+          describe: "Review an approval's detected drift (compliance): its results are no longer marked stale",
+          builder: (b) => b.positional('id', { type: 'string', demandOption: true }).option('note', { type: 'string', describe: 'A note kept with the checks (up to 300 characters)' }),
+          handler: async (args) => {
+            const r = await withClient(args, io, (c) => c.reviewDrift(args.id, args.note), { writes: true });
+            if (args.json) return printJson(io, r);
+            io.stdout(`approval ${r.approvalId}: ${r.reviewed} drift check(s) reviewed; its results are no longer marked stale\n`);
+          },
+        })
         .command(change('suspend', 'Suspend an approval: runs under it stop at their next instance'))
         .command(change('reinstate', 'Reinstate a suspended approval (a different compliance officer from the one who suspended it)'))
         .command(change('close', 'Close an approval for good'))
-        .demandCommand(1, 'name a subcommand: add, list, show, suspend, reinstate or close'),
+        .demandCommand(1, 'name a subcommand: add, list, show, drift, review-drift, suspend, reinstate or close'),
     handler: () => undefined,
   };
 }

@@ -35,6 +35,8 @@ type Summarised = Pick<RunSummary, 'benchmarkId' | 'tier' | 'mainMetric' | 'stat
   mainScore: number | null;
   counts: RunSummary['counts'] | null;
   outcome: RunOutcome | null;
+  /** Its approval has an unreviewed detected drift (run views only). */
+  stale?: boolean;
 };
 
 export function printSummaries(io: Io, summaries: Summarised[]): void {
@@ -49,7 +51,7 @@ export function printSummaries(io: Io, summaries: Summarised[]): void {
         formatScore(s.mainScore),
         s.counts?.blocked ?? '-',
         s.counts?.failed ?? '-',
-        s.outcome?.label ?? s.status,
+        `${s.outcome?.label ?? s.status}${s.stale ? ' [STALE: drift not reviewed]' : ''}`,
         s.runId,
       ]),
     ),
@@ -127,6 +129,10 @@ function printRun(io: Io, run: RunView): void {
       `  requested by ${run.requestedBy} at ${run.createdAt}${run.approvedBy ? `; approved by ${run.approvedBy}` : ''}`,
       `  ${run.irbProtocol ? `IRB protocol ${run.irbProtocol}; ` : ''}scoring ${run.scoring}${run.preset ? `; preset ${run.preset}` : ''}`,
       ...(run.jury ? [`  jury: ${juryPolicyText(run.jury)}`] : []),
+      ...(run.stale ? [`  STALE: the model behind an endpoint of approval ${run.irbProtocol ?? run.approvalId} drifted and compliance has not reviewed it ("approvals drift")`] : []),
+      ...(run.fingerprints ?? []).map(
+        (f) => `  served by: ${f.endpointId} model ${f.model ?? '-'}, fingerprint ${f.systemFingerprint ?? '-'} (${f.fingerprint.slice(0, 12)}), ${f.firstSeenDay}..${f.lastSeenDay}`,
+      ),
       ...dataLines(run),
       ...pinLines(run),
       ...(run.counts

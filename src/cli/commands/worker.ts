@@ -36,7 +36,7 @@ export function workerCommand(io: Io): CommandModule<GlobalArgs, GlobalArgs & { 
         await app.close();
         throw new UserError('cli.usage', '--workers must be at least 1 for a worker process');
       }
-      const scheduler = new RunScheduler(app.engine, { workers, pollSeconds: app.config.server.pollSeconds });
+      const scheduler = new RunScheduler(app.engine, { workers, pollSeconds: app.config.server.pollSeconds, tick: () => app.canary.tick() });
       restrictLabelsToPolicies(app);
       observeStore(app.db);
       enableProcessMetrics();

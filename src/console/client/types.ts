@@ -75,6 +75,10 @@ export interface Run {
    */
   preset: 'medhelm-leaderboard' | null;
   /**
+   * The run's IRB approval has a detected drift that no compliance officer has reviewed yet: its results may no longer describe the model behind the endpoint
+   */
+  stale: boolean;
+  /**
    * Its repeat group (--repeat K): which of K, and the group's runs in order; null for a run requested alone
    */
   repeat: {
@@ -179,6 +183,28 @@ export interface Run {
     }[];
   };
   /**
+   * What the endpoints of the run's calls said they served (ids only; days, not times); null when withheld
+   */
+  fingerprints:
+    | {
+        endpointId: string;
+        /**
+         * sha256 of what the endpoint said it served
+         */
+        fingerprint: string;
+        model: string | null;
+        systemFingerprint: string | null;
+        deployment: string | null;
+        apiVersion: string | null;
+        modelsSha256: string | null;
+        headers: {
+          [k: string]: string | undefined;
+        };
+        firstSeenDay: string;
+        lastSeenDay: string;
+      }[]
+    | null;
+  /**
    * The rule that withheld the run's exact figures (counts, scores, aggregates, tokens, cost: null) from the caller, or null when they are shown
    */
   withheld: string | null;
@@ -281,6 +307,28 @@ export interface Approval {
   purpose: string;
   duaId: string | null;
   budgetUsd: number | null;
+  /**
+   * The approval's canary, or null
+   */
+  canary?: {
+    benchmarkId: string;
+    /**
+     * Instances in the pinned sample (at least k = 11: its figures are shown only over k or more)
+     */
+    instances: number;
+    /**
+     * Days between scheduled re-runs (default 7)
+     */
+    everyDays: number;
+    /**
+     * Drift when the paired test's p-value is below this (default 0.05)...
+     */
+    threshold: number;
+    /**
+     * ...and the mean score moved by at least this much either way (default 0.05)
+     */
+    minDifference: number;
+  } | null;
   status: string;
   startsAt: string;
   expiresAt: string | null;
@@ -305,6 +353,28 @@ export interface ApprovalDetail {
     purpose: string;
     duaId: string | null;
     budgetUsd: number | null;
+    /**
+     * The approval's canary, or null
+     */
+    canary?: {
+      benchmarkId: string;
+      /**
+       * Instances in the pinned sample (at least k = 11: its figures are shown only over k or more)
+       */
+      instances: number;
+      /**
+       * Days between scheduled re-runs (default 7)
+       */
+      everyDays: number;
+      /**
+       * Drift when the paired test's p-value is below this (default 0.05)...
+       */
+      threshold: number;
+      /**
+       * ...and the mean score moved by at least this much either way (default 0.05)
+       */
+      minDifference: number;
+    } | null;
     status: string;
     startsAt: string;
     expiresAt: string | null;
@@ -331,6 +401,28 @@ export interface ApprovalDetail {
       purpose?: string;
       duaId?: string | null;
       budgetUsd?: number | null;
+      /**
+       * The approval's canary, or null
+       */
+      canary?: {
+        benchmarkId: string;
+        /**
+         * Instances in the pinned sample (at least k = 11: its figures are shown only over k or more)
+         */
+        instances: number;
+        /**
+         * Days between scheduled re-runs (default 7)
+         */
+        everyDays: number;
+        /**
+         * Drift when the paired test's p-value is below this (default 0.05)...
+         */
+        threshold: number;
+        /**
+         * ...and the mean score moved by at least this much either way (default 0.05)
+         */
+        minDifference: number;
+      } | null;
       status?: string;
       startsAt?: string;
       expiresAt?: string | null;
@@ -341,6 +433,35 @@ export interface ApprovalDetail {
       updatedAt?: string;
     };
   }[];
+}
+
+/** api/drift-check.schema.json */
+export interface DriftCheck {
+  checkId: string;
+  approvalId: string;
+  protocolNumber: string;
+  endpointId: string;
+  benchmarkId: string;
+  runId: string;
+  baselineRunId: string;
+  /**
+   * Its date came, or a call under the approval saw a new fingerprint of the endpoint
+   */
+  trigger: 'schedule' | 'fingerprint';
+  state: 'pending' | 'stable' | 'drift' | 'inconclusive' | 'failed';
+  test: 'mcnemar-exact' | 'wilcoxon-signed-rank' | null;
+  pairs: number | null;
+  baselineMean: number | null;
+  canaryMean: number | null;
+  pValue: number | null;
+  createdAt: string;
+  decidedAt: string | null;
+  reviewedBy: string | null;
+  reviewedAt: string | null;
+  /**
+   * For a drift: what changed and the canary's means and p-value, in one line
+   */
+  notice: string | null;
 }
 
 /** api/benchmark-summary.schema.json */

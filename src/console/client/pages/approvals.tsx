@@ -1,8 +1,8 @@
 /** IRB approvals: the list, recording one (compliance), and one approval's history and changes. */
 import { useState } from 'preact/hooks';
 import { type Session, get, post } from '../api';
-import type { Approval, ApprovalDetail } from '../types';
-import { ConfirmAct, Done, Field, holds, Loading, Page, Problem, SchemaProblems, Status, useAction, useLoad, when } from '../ui';
+import type { Approval, ApprovalDetail, DriftCheck } from '../types';
+import { ConfirmAct, Done, Field, holds, Loading, may, Page, Problem, SchemaProblems, Status, useAction, useLoad, when } from '../ui';
 import { validateApproval } from '../validators';
 import { approvalStatusAt, coverageText } from '../../../access/coverage';
 
@@ -109,10 +109,52 @@ function RecordApproval({ onRecorded }: { onRecorded: () => void }) {
   );
 }
 
+/**
+ * The approvals' detected drift not yet reviewed (src/runs/canary.ts): one line per check, in the
+ * words of the API's notice (aggregates of k or more instances), and the review for compliance.
+ */
+function DriftNotices({ session }: { session: Session }) {
+  const checks = useLoad(() => get<DriftCheck[]>('/v1/drift'), []);
+  const { problem, done, act } = useAction();
+  const open = (checks.data ?? []).filter((c) => c.state === 'drift' && !c.reviewedAt);
+  const review = (approvalId: string, note: string) =>
+    act(async () => {
+      await post(`/v1/approvals/${approvalId}/review-drift`, note ? { note } : {});
+      checks.reload();
+      return "drift reviewed: the approval's results are no longer marked stale";
+    });
+  if (open.length === 0 && !done && !problem && !checks.error) return null;
+  return (
+    <section aria-labelledby="drift" class="notice" data-testid="drift-notices">
+      <h2 id="drift">Model drift under approvals</h2>
+      <Problem error={checks.error ?? problem} />
+      <Done message={done} />
+      <ul>
+        {open.map((c) => (
+          <li key={c.checkId}>
+            <strong>{c.protocolNumber}</strong>: {c.notice} ({c.test}, {c.pairs} instances; its results are marked stale){' '}
+            {may(session, 'approval.review-drift') ? (
+              <ConfirmAct
+                label="Mark reviewed"
+                title={`Review the drift of ${c.protocolNumber}?`}
+                consequence={<p>The runs under this approval will no longer be marked stale. The review is audited.</p>}
+                confirmLabel={`Reviewed ${c.protocolNumber}`}
+                reason
+                onConfirm={(note) => review(c.approvalId, note)}
+              />
+            ) : null}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
 export function ApprovalsPage({ session }: { session: Session }) {
   const approvals = useLoad(() => get<Approval[]>('/v1/approvals'), []);
   return (
     <Page title="IRB approvals">
+      <DriftNotices session={session} />
       <Problem error={approvals.error} />
       {!approvals.data ? (
         <Loading what="approvals" />
@@ -178,6 +220,12 @@ export function ApprovalDetailPage({ id, session }: { id: string; session: Sessi
             <Status value={statusOf(a)} /> · PI {a.principalInvestigator} · personnel {a.personnel.join(', ')} · covers {coverageText(a)}
             {a.endpoints.length ? ` · endpoints ${a.endpoints.join(', ')}` : ''} · budget {a.budgetUsd === null ? 'none' : `$${a.budgetUsd}`} · expires {when(a.expiresAt)}
           </p>
+          {a.canary ? (
+            <p>
+              Canary: {a.canary.instances} instances of {a.canary.benchmarkId}, re-run every {a.canary.everyDays} days and when an endpoint's fingerprint changes; drift when p &lt;{' '}
+              {a.canary.threshold} and the mean moves by at least {a.canary.minDifference}.
+            </p>
+          ) : null}
           {holds(session, ['compliance']) && a.status !== 'closed' ? (
             <div class="actions">
               {a.status === 'active' ? (
