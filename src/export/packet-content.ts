@@ -15,18 +15,20 @@ import type { Approval } from '../access';
 import { latestSeqWithDetail, tailRecords } from '../audit';
 import type { Queryable } from '../db';
 import type { RuleId } from '../policy';
-import type { RunRow, RunStore } from '../runs';
+import type { DriftCheckView, RunRow, RunStore } from '../runs';
 import { metricCell, releasedCount, valueDenominator, type DisclosureSettings } from './disclosure';
-import { COMMITTEE_FIELDS, intendedUseText } from './packet';
+import { COMMITTEE_FIELDS, intendedUseText, P_VALUE_DECIMALS } from './packet';
 import { safeId } from './content';
 import type { ExportStore } from './store';
-import type { EvidencePacket, ExportResult, PacketDeidGold, PacketStability } from './types';
+import type { EvidencePacket, ExportResult, PacketDeidGold, PacketDriftCheck, PacketFingerprint, PacketStability } from './types';
 
 export interface PacketDeps {
   db: Queryable;
   runs: RunStore;
   exports: ExportStore;
   settings: DisclosureSettings;
+  /** The approval's canary checks (runs/canary.ts), newest first. */
+  driftChecks: (approvalId: string) => Promise<DriftCheckView[]>;
 }
 
 export type PacketOutcome = { ok: true; packet: EvidencePacket } | { ok: false; rule: RuleId; reason: string };
@@ -51,7 +53,8 @@ export async function buildPacket(deps: PacketDeps, runs: readonly RunRow[], app
   const first = runs[0] as RunRow;
   const stability = await stabilityOf(deps, runs);
   const deid = await deidOf(deps, runs);
-  const evidence = await evidenceOf(deps, runs, results, stability, deid.goldSeq);
+  const drift = await driftOf(deps, approval);
+  const evidence = await evidenceOf(deps, runs, results, stability, deid.goldSeq, drift);
   return {
     ok: true,
     packet: {
@@ -68,8 +71,8 @@ export async function buildPacket(deps: PacketDeps, runs: readonly RunRow[], app
       },
       stability: stability.map((s) => s.figures),
       deid: deid.section,
-      fingerprints: [],
-      drift: [],
+      fingerprints: fingerprintsOf(results),
+      drift: drift.map((d) => d.figures),
       evidence,
       committeeFields: [...COMMITTEE_FIELDS],
     },
@@ -139,8 +142,71 @@ export function goldOf(detail: Record<string, unknown>, recordedAt: string, s: D
   return { evaluatedOn: day(recordedAt), recall: at(detail.recall), precision: at(detail.precision), phiInstances: count };
 }
 
+/** What served the runs, as the results state it (ids and days), once per endpoint and fingerprint. */
+export function fingerprintsOf(results: readonly ExportResult[]): PacketFingerprint[] {
+  const seen = new Map<string, PacketFingerprint>();
+  for (const f of results.flatMap((r) => r.fingerprints ?? [])) {
+    const key = `${f.endpointId}\u0000${f.fingerprint}`;
+    const had = seen.get(key);
+    seen.set(key, {
+      endpointId: f.endpointId,
+      model: f.model,
+      systemFingerprint: f.systemFingerprint,
+      firstSeenOn: had && had.firstSeenOn < f.firstSeenDay ? had.firstSeenOn : f.firstSeenDay,
+      lastSeenOn: had && had.lastSeenOn > f.lastSeenDay ? had.lastSeenOn : f.lastSeenDay,
+    });
+  }
+  return [...seen.values()].sort((a, b) => a.firstSeenOn.localeCompare(b.firstSeenOn) || a.endpointId.localeCompare(b.endpointId));
+}
+
+interface DriftEntry {
+  figures: PacketDriftCheck;
+  checkId: string;
+}
+
+/** The approval's decided canary comparisons (stable or drift), oldest first; inconclusive and failed ones compared nothing. */
+async function driftOf(deps: PacketDeps, approval: Approval): Promise<DriftEntry[]> {
+  const checks = (await deps.driftChecks(approval.approvalId)).filter((c) => c.state === 'stable' || c.state === 'drift').reverse();
+  const out: DriftEntry[] = [];
+  for (const c of checks) {
+    const metric = (await deps.runs.getRun(c.runId))?.spec.benchmark.mainMetric ?? 'unknown';
+    out.push({ checkId: c.checkId, figures: driftCell(c, metric, approval, deps.settings) });
+  }
+  return out;
+}
+
+/** One comparison as released: pairs as a range, the means at that range's resolution, p to P_VALUE_DECIMALS; none under k. */
+export function driftCell(c: DriftCheckView, metric: string, approval: Approval, s: DisclosureSettings): PacketDriftCheck {
+  const instances = releasedCount(c.pairs ?? 0, s);
+  const shown = !('suppressed' in instances) && instances.low > 0;
+  const d = shown ? valueDenominator(instances.low, s.decimals) : 1;
+  const at = (v: number | null) => (shown && v !== null ? Math.round(v * d) / d : null);
+  const p = 10 ** P_VALUE_DECIMALS;
+  return {
+    on: day(c.decidedAt ?? c.createdAt),
+    benchmarkId: c.benchmarkId,
+    metric,
+    test: c.test === 'mcnemar-exact' ? 'exact-mcnemar' : 'wilcoxon-signed-rank',
+    instances: 'suppressed' in instances || instances.low === 0 ? { suppressed: '<k' } : instances,
+    baseline: at(c.baselineMean),
+    canary: at(c.canaryMean),
+    pValue: shown && c.pValue !== null ? Math.round(c.pValue * p) / p : null,
+    threshold: approval.canary?.threshold ?? 0,
+    minDifference: approval.canary?.minDifference ?? null,
+    outcome: c.state === 'drift' ? 'changed' : 'no-change',
+    reviewedOn: c.reviewedAt ? day(c.reviewedAt) : null,
+  };
+}
+
 /** Where each figure came from: the run.complete event of each result's run, the groups' last run, the sign-off, the rating study's close. */
-async function evidenceOf(deps: PacketDeps, runs: readonly RunRow[], results: readonly ExportResult[], stability: GroupStability[], goldSeq: number | null): Promise<EvidencePacket['evidence']> {
+async function evidenceOf(
+  deps: PacketDeps,
+  runs: readonly RunRow[],
+  results: readonly ExportResult[],
+  stability: GroupStability[],
+  goldSeq: number | null,
+  drift: DriftEntry[],
+): Promise<EvidencePacket['evidence']> {
   const completed = new Map<string, number>();
   for (const run of runs) {
     const [event] = await tailRecords(deps.db, 1, { type: 'run.complete', runId: run.run_id });
@@ -161,6 +227,10 @@ async function evidenceOf(deps: PacketDeps, runs: readonly RunRow[], results: re
     if (!v || !v.validated) continue;
     const closed = await latestSeqWithDetail(deps.db, 'study.close', 'studyId', v.studyId);
     if (closed !== undefined) out.push({ figure: `/results/${i}/juryValidation`, auditSeq: closed });
+  }
+  for (const [i, d] of drift.entries()) {
+    const seq = await latestSeqWithDetail(deps.db, 'drift.check', 'checkId', d.checkId);
+    if (seq !== undefined) out.push({ figure: `/packet/drift/${i}`, auditSeq: seq });
   }
   return out;
 }

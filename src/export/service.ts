@@ -192,7 +192,8 @@ export class ExportService {
       { exportId, siteId: this.app.config.site.id, requestedBy, requestedOn, runs, approvals },
     );
     const { cohorts } = built;
-    const packet = opts.packet ? await buildPacket({ db: this.app.db, runs: this.app.engine.store, exports: this.store, settings: this.settings }, runs, approvals, built.content.results) : undefined;
+    const packetDeps = { db: this.app.db, runs: this.app.engine.store, exports: this.store, settings: this.settings, driftChecks: (id: string) => this.app.canary.checks([id]) };
+    const packet = opts.packet ? await buildPacket(packetDeps, runs, approvals, built.content.results) : undefined;
     if (packet && !packet.ok) return refusal(packet.rule, packet.reason);
     const content: ExportContent = {
       ...built.content,

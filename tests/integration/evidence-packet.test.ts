@@ -14,6 +14,7 @@ import { tailRecords } from '../../src/audit';
 import { join } from 'node:path';
 import { backends } from '../helpers/db';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon';
+import { driftedApproval, driftingModel } from '../helpers/drift';
 
 jest.setTimeout(240_000);
 
@@ -134,5 +135,59 @@ describe.each(backends())('the evidence packet (%s)', (backend) => {
     const xml = await modelCard(bundle);
     expect(xml).toContain('Draft discharge follow-up flags for clinician review');
     expect(xml).toContain('vpc-private');
+  });
+});
+
+describe.each(backends())('the evidence packet of an approval whose canary drifted (%s)', (backend) => {
+  let t: TestDaemon;
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('states what served the run, the canary comparison and its audit event, and the review once made', async () => {
+    const state = { changed: false };
+    t = await startTestDaemon({ backend, workers: 0, rows: 30, behaviour: driftingModel(state) });
+    const { approvalId, runId } = await driftedApproval(t, state, 'IRB-DRIFT-PKT');
+    const [check] = await t.app.canary.checks([approvalId]);
+    expect(check?.state).toBe('drift');
+
+    const requested = await t.call('alice', 'POST', '/v1/exports', { runIds: [runId], packet: true });
+    expect(requested.status).toBe(200);
+    const content = JSON.parse(requested.json.preview) as ExportContent;
+    expect(content.results[0]?.stale).toBe(true);
+    const packet = content.packet;
+    expect(packet?.fingerprints.map((f) => f.systemFingerprint)).toContain('fp-after-update');
+    expect(packet?.drift).toEqual([
+      {
+        on: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
+        benchmarkId: 'site_gated',
+        metric: 'exact_match',
+        test: 'exact-mcnemar',
+        instances: { low: 20, high: 29 },
+        baseline: check?.baselineMean,
+        canary: check?.canaryMean,
+        pValue: Math.round((check?.pValue as number) * 1000) / 1000,
+        threshold: 0.05,
+        minDifference: 0.05,
+        outcome: 'changed',
+        reviewedOn: null,
+      },
+    ]);
+    const [driftEvent] = await tailRecords(t.app.db, 1, { type: 'drift.check', outcome: 'success', rule: 'drift.detected' });
+    expect(packet?.evidence).toContainEqual({ figure: '/packet/drift/0', auditSeq: driftEvent?.seq });
+
+    // Released and rendered: the card carries the comparison; the page says it changed.
+    const released = await t.call('dave', 'POST', `/v1/exports/${requested.json.exportId}/release`, {});
+    expect(released.status).toBe(200);
+    const key = loadExportPublicKey(join(t.app.config.keysDir, EXPORT_PUBLIC_KEY_FILE));
+    const bundle = verifiedBundle(released.json.files.bundle as string, key, requested.json.exportId as string);
+    expect(exportReportHtml(bundle)).toContain('Drift under the approval');
+    expect(await modelCard(bundle)).toContain('site_gated');
+
+    // Once compliance has reviewed the drift, a new packet says when.
+    expect((await t.call('carol', 'POST', `/v1/approvals/${approvalId}/review-drift`, { note: 'vendor update confirmed' })).status).toBe(200);
+    const after = await t.call('alice', 'POST', '/v1/exports', { runIds: [runId], packet: true });
+    const reviewed = (JSON.parse(after.json.preview) as ExportContent).packet?.drift[0];
+    expect(reviewed?.reviewedOn).toMatch(/^\d{4}-\d{2}-\d{2}$/);
   });
 });
