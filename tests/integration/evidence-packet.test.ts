@@ -89,9 +89,18 @@ describe.each(backends())('the evidence packet (%s)', (backend) => {
       kind: 'ehrbench.evidence-packet.v1',
       model: { endpointId: 'vpc-private' },
       approval: { approvalId, protocol: 'IRB-EVID-1', intendedUse: INTENDED, benchmarks: ['site_private'] },
-      fingerprints: [],
       drift: [],
     });
+    // What served both runs: the stand-in's one model and fingerprint, by day.
+    expect(packet?.fingerprints).toEqual([
+      {
+        endpointId: 'vpc-private',
+        model: 'ehrbench-demo-standin',
+        systemFingerprint: 'ehrbench-demo-standin',
+        firstSeenOn: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
+        lastSeenOn: expect.any(String),
+      },
+    ]);
     // The stand-in answers a prompt the same way every time: both runs agree everywhere.
     expect(packet?.stability).toEqual([
       {
