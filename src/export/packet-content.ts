@@ -15,7 +15,7 @@ import type { Approval } from '../access';
 import { latestSeqWithDetail, tailRecords } from '../audit';
 import type { Queryable } from '../db';
 import type { RuleId } from '../policy';
-import type { DriftCheckView, RunRow, RunStore } from '../runs';
+import { type DriftCheckView, meanSpread, type RunRow, type RunStore } from '../runs';
 import { metricCell, releasedCount, valueDenominator, type DisclosureSettings } from './disclosure';
 import { COMMITTEE_FIELDS, intendedUseText, P_VALUE_DECIMALS } from './packet';
 import { safeId } from './content';
@@ -112,13 +112,11 @@ export function stabilityCell(benchmarkId: string, metric: string, repeats: numb
   if ('suppressed' in instances || instances.low === 0) return { ...base, exactAgreement: { suppressed: '<k' }, scoreSpread: { suppressed: '<k' } };
   const cell = metricCell({ name: 'exact_agreement', n: f.common, sum: f.sameAnswer, unit: true }, 'exact_agreement', s);
   const exactAgreement = 'value' in cell && cell.ci95 ? { value: cell.value, ci95: cell.ci95 } : { suppressed: '<k' as const };
-  const means = f.runMeans.filter((m): m is number => m !== null);
-  if (means.length < 2) return { ...base, exactAgreement, scoreSpread: { suppressed: '<k' } };
+  const spread = meanSpread(f.runMeans);
+  if (!spread) return { ...base, exactAgreement, scoreSpread: { suppressed: '<k' } };
   const d = valueDenominator(instances.low, s.decimals);
   const at = (v: number) => Math.round(v * d) / d;
-  const mean = means.reduce((a, x) => a + x, 0) / means.length;
-  const sd = Math.sqrt(means.reduce((a, x) => a + (x - mean) ** 2, 0) / (means.length - 1));
-  return { ...base, exactAgreement, scoreSpread: { sd: at(sd), min: at(Math.min(...means)), max: at(Math.max(...means)) } };
+  return { ...base, exactAgreement, scoreSpread: { sd: at(spread.sd), min: at(spread.min), max: at(spread.max) } };
 }
 
 /** The privacy office's latest sign-off (deid eval --record) and the instances the residual scan stopped; null when no run was de-identified. */

@@ -7,7 +7,7 @@
  */
 import { UserError } from '../errors';
 import { wilson } from '../export';
-import type { RunRow } from '../runs';
+import { meanSpread, type RunRow } from '../runs';
 
 /** At most this many repeats in one request: enough for a spread, few enough not to burn a budget by a typo. */
 export const MAX_REPEATS = 10;
@@ -51,15 +51,6 @@ function agreement(count: number, n: number): Agreement | null {
   return { count, rate: count / n, ci95: { low: ci.low, high: ci.high } };
 }
 
-/** Sample SD (n - 1), min and max of the means that exist; null below two. */
-export function spreadOf(means: readonly (number | null)[]): StabilityView['spread'] {
-  const xs = means.filter((m): m is number => m !== null);
-  if (xs.length < 2) return null;
-  const mean = xs.reduce((a, x) => a + x, 0) / xs.length;
-  const sd = Math.sqrt(xs.reduce((a, x) => a + (x - mean) ** 2, 0) / (xs.length - 1));
-  return { sd, min: Math.min(...xs), max: Math.max(...xs) };
-}
-
 /** The stability view of a group whose runs the caller may see the figures of (checked by the caller of this). */
 export function stabilityView(runs: readonly RunRow[], figures: { common: number; sameAnswer: number; sameScore: number; runMeans: (number | null)[] }): StabilityView {
   const first = runs[0];
@@ -77,6 +68,6 @@ export function stabilityView(runs: readonly RunRow[], figures: { common: number
     instances: figures.common,
     exactAgreement: agreement(figures.sameAnswer, figures.common),
     scoreAgreement: agreement(figures.sameScore, figures.common),
-    spread: spreadOf(figures.runMeans),
+    spread: meanSpread(figures.runMeans),
   };
 }

@@ -1,7 +1,7 @@
 /** The folder's public surface: other folders import from here only. */
 export type { Engine } from './engine';
 export { templatePrompt } from './prompt';
-export { RunStore } from './store';
+export { meanSpread, RunStore } from './store';
 export { RunScheduler } from './scheduler';
 export type { InstanceCodeRow, InstancePageQuery, InstancePageRow, RepeatStability, RunRepeat, RunRow, RunSpec } from './store';
 export { executeRun } from './engine';

@@ -20,25 +20,17 @@ export function judgesPin(jury: RunSpec['jury'], judges: readonly PinnedJudge[])
   return canonicalHash({ pin: 'ehrbench.judges.v1', sameFamily: jury.sameFamily, floor: jury.floor, judges: judges.map((j) => [j.id, j.model, j.deployment]) });
 }
 
+/** The pins a spec states by itself: its data revision and the benchmark's hashes. */
+function specPins(spec: Omit<RunSpec, 'pins'>): Pick<RunPins, 'dataset' | 'definition' | 'template'> {
+  return { dataset: spec.data?.sha256 ?? 'unknown', definition: spec.benchmark.definitionHash, template: spec.benchmark.templateHash };
+}
+
 /** The pins of a run being requested. */
 export function pinsForRequest(spec: Omit<RunSpec, 'pins'>, judges: readonly PinnedJudge[]): RunPins {
-  return {
-    dataset: spec.data?.sha256 ?? 'unknown',
-    definition: spec.benchmark.definitionHash,
-    template: spec.benchmark.templateHash,
-    scorer: scorerPin(spec.benchmark.metrics, spec.scoring),
-    judges: judgesPin(spec.jury, judges),
-  };
+  return { ...specPins(spec), scorer: scorerPin(spec.benchmark.metrics, spec.scoring), judges: judgesPin(spec.jury, judges) };
 }
 
 /** A stored run's pins: as recorded, or (a run from before they were) what its spec holds, "unknown" for the rest. */
 export function pinsOf(spec: RunSpec): RunPins {
-  if (spec.pins) return spec.pins;
-  return {
-    dataset: spec.data?.sha256 ?? 'unknown',
-    definition: spec.benchmark.definitionHash,
-    template: spec.benchmark.templateHash,
-    scorer: 'unknown',
-    judges: spec.jury ? 'unknown' : null,
-  };
+  return spec.pins ?? { ...specPins(spec), scorer: 'unknown', judges: spec.jury ? 'unknown' : null };
 }

@@ -89,6 +89,15 @@ export interface RepeatStability {
   runMeans: (number | null)[];
 }
 
+/** Sample SD (n - 1), min and max of a repeat group's run means that exist; null below two. */
+export function meanSpread(means: readonly (number | null)[]): { sd: number; min: number; max: number } | null {
+  const xs = means.filter((m): m is number => m !== null);
+  if (xs.length < 2) return null;
+  const mean = xs.reduce((a, x) => a + x, 0) / xs.length;
+  const sd = Math.sqrt(xs.reduce((a, x) => a + (x - mean) ** 2, 0) / (xs.length - 1));
+  return { sd, min: Math.min(...xs), max: Math.max(...xs) };
+}
+
 /**
  * The model's tokens stored with the finished instances of every run under an approval, by endpoint
  * (and its model or deployment), for the approval's budget (src/calls/budget.ts).
